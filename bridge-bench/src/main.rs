@@ -1,0 +1,4 @@
+//! The studies of the bridge crate family.
+#![forbid(unsafe_code)]
+
+fn main() {}
