@@ -62,7 +62,9 @@ impl<T> Channel<T> {
             let channel = unsafe { ptr.as_ref() };
             // ORDERING: Relaxed: this is a diagnostic poison, not a publication. A second
             // free, or an access after this one by the other side, reads FREED and panics.
-            let previous = channel.state.swap(FREED, crate::loom::sync::atomic::Ordering::Relaxed);
+            let previous = channel
+                .state
+                .swap(FREED, crate::loom::sync::atomic::Ordering::Relaxed);
             assert!(previous != FREED, "oneshot channel freed twice");
         }
         // SAFETY: forwarded from this function's contract.
@@ -74,16 +76,18 @@ impl<T> Channel<T> {
     /// The caller owns the value slot, and the slot is empty.
     pub(crate) unsafe fn write_value(&self, value: T) {
         // SAFETY: forwarded from this function's contract: no other access is live.
-        self.value.with_mut(|slot| unsafe { slot.write(MaybeUninit::new(value)) });
+        self.value
+            .with_mut(|slot| unsafe { slot.write(MaybeUninit::new(value)) });
     }
 
     /// # Safety
     ///
     /// The caller owns the value slot, and the slot holds a value. It is empty afterwards.
     pub(crate) unsafe fn take_value(&self) -> T {
-        // SAFETY: forwarded from this function's contract: the slot is initialized and no
-        // other access is live.
-        self.value.with_mut(|slot| unsafe { slot.read().assume_init() })
+        // SAFETY: forwarded from this function's contract: no other access is live.
+        let slot = self.value.with_mut(|slot| unsafe { slot.read() });
+        // SAFETY: forwarded from this function's contract: the slot was initialized.
+        unsafe { slot.assume_init() }
     }
 
     /// # Safety
@@ -91,16 +95,18 @@ impl<T> Channel<T> {
     /// The caller owns the waker slot, and the slot is empty.
     pub(crate) unsafe fn write_waker(&self, waker: ReceiverWaker) {
         // SAFETY: forwarded from this function's contract: no other access is live.
-        self.waker.with_mut(|slot| unsafe { slot.write(MaybeUninit::new(waker)) });
+        self.waker
+            .with_mut(|slot| unsafe { slot.write(MaybeUninit::new(waker)) });
     }
 
     /// # Safety
     ///
     /// The caller owns the waker slot, and the slot holds a waker. It is empty afterwards.
     pub(crate) unsafe fn take_waker(&self) -> ReceiverWaker {
-        // SAFETY: forwarded from this function's contract: the slot is initialized and no
-        // other access is live.
-        self.waker.with_mut(|slot| unsafe { slot.read().assume_init() })
+        // SAFETY: forwarded from this function's contract: no other access is live.
+        let slot = self.waker.with_mut(|slot| unsafe { slot.read() });
+        // SAFETY: forwarded from this function's contract: the slot was initialized.
+        unsafe { slot.assume_init() }
     }
 }
 

@@ -139,9 +139,9 @@ pub enum RecvTimeoutError {
 impl fmt::Display for RecvTimeoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Timeout => f.write_str(
-                "oneshot receive timed out: no value yet; the receiver can wait again",
-            ),
+            Self::Timeout => {
+                f.write_str("oneshot receive timed out: no value yet; the receiver can wait again")
+            }
             Self::Closed => RecvError.fmt(f),
         }
     }

@@ -12,7 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Receives the one value of its [`Sender`](super::Sender), in whichever convention suits
@@ -97,6 +97,11 @@ impl<T> Receiver<T> {
     /// without a sleep and a wake-up), then parks the thread; it never burns a core while
     /// it waits.
     ///
+    /// If an earlier poll left a task's waker registered, the blocking receive takes the
+    /// registration over and wakes that task when it returns (the same holds for
+    /// [`recv_timeout`](Self::recv_timeout) and [`recv_deadline`](Self::recv_deadline)),
+    /// so no task waits for a wake-up that went to this thread instead.
+    ///
     /// Do not call this on a thread that drives async tasks (a tokio worker, an executor
     /// thread): it blocks the whole thread. Await the receiver there instead.
     ///
@@ -172,8 +177,24 @@ impl<T> Receiver<T> {
         unsafe { self.channel.as_ref() }
     }
 
-    /// The blocking receive: spin, then register this thread, then park.
+    /// The blocking receive. If it displaces a task waker that an earlier poll registered,
+    /// it wakes that task when it returns, so the task polls again instead of waiting for a
+    /// wake-up that now goes to this thread.
     fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        let mut displaced = None;
+        let result = self.wait(deadline, &mut displaced);
+        if let Some(waker) = displaced {
+            waker.wake();
+        }
+        result
+    }
+
+    /// Spin, then register this thread, then park.
+    fn wait(
+        &mut self,
+        deadline: Option<Instant>,
+        displaced: &mut Option<Waker>,
+    ) -> Result<T, RecvTimeoutError> {
         let channel = self.channel();
 
         // Spin first: a cross-thread wake-up costs far more than a value that lands within a
@@ -207,7 +228,9 @@ impl<T> Receiver<T> {
                 // A task waker left by an earlier poll: this thread replaces it.
                 RECEIVING => match reclaim(channel) {
                     Ok(stale) => {
-                        drop(stale);
+                        if let ReceiverWaker::Task(waker) = stale {
+                            *displaced = Some(waker);
+                        }
                         state = EMPTY;
                     }
                     Err(actual) => state = actual,
@@ -312,7 +335,9 @@ impl<T> Drop for Receiver<T> {
             match state {
                 // ORDERING: success Release: our accesses happen-before the sender's free;
                 // failure Acquire as for the load above.
-                EMPTY => match channel.state.compare_exchange(EMPTY, DISCONNECTED, Release, Acquire)
+                EMPTY => match channel
+                    .state
+                    .compare_exchange(EMPTY, DISCONNECTED, Release, Acquire)
                 {
                     Ok(_) => {
                         drop(stale_waker);
@@ -371,7 +396,10 @@ fn register<T>(channel: &Channel<T>, waker: ReceiverWaker) -> Result<(), u8> {
     unsafe { channel.write_waker(waker) };
     // ORDERING: success Release publishes the waker to the sender's Acquire when it moves
     // RECEIVING -> UNPARKING. Failure Acquire: the caller may read the value next.
-    match channel.state.compare_exchange(EMPTY, RECEIVING, Release, Acquire) {
+    match channel
+        .state
+        .compare_exchange(EMPTY, RECEIVING, Release, Acquire)
+    {
         Ok(_) => Ok(()),
         Err(actual) => {
             // SAFETY: the state never left EMPTY through us, so the slot is still ours and
@@ -388,7 +416,10 @@ fn reclaim<T>(channel: &Channel<T>) -> Result<ReceiverWaker, u8> {
     // ORDERING: success Relaxed: the waker was written by this receiver, earlier in its own
     // history, so no other thread's writes need to become visible. Failure Acquire: the
     // caller may read the value next.
-    match channel.state.compare_exchange(RECEIVING, EMPTY, Relaxed, Acquire) {
+    match channel
+        .state
+        .compare_exchange(RECEIVING, EMPTY, Relaxed, Acquire)
+    {
         // SAFETY: moving the state away from RECEIVING gave the waker slot back to us, and it
         // holds the waker we stored.
         Ok(_) => Ok(unsafe { channel.take_waker() }),

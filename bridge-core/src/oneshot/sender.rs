@@ -122,7 +122,10 @@ impl<T> Sender<T> {
                     // ORDERING: success Release publishes the value (or our last accesses,
                     // for a close) to the receiver's acquire of `done`; failure Acquire as for
                     // the load above.
-                    match channel.state.compare_exchange(EMPTY, done, Release, Acquire) {
+                    match channel
+                        .state
+                        .compare_exchange(EMPTY, done, Release, Acquire)
+                    {
                         Ok(_) => return Finish::Delivered,
                         Err(actual) => state = actual,
                     }
@@ -130,7 +133,9 @@ impl<T> Sender<T> {
                 RECEIVING => {
                     // ORDERING: success Acquire pairs with the receiver's Release when it
                     // stored the waker, so reading the waker below is not a data race.
-                    match channel.state.compare_exchange(RECEIVING, UNPARKING, Acquire, Acquire)
+                    match channel
+                        .state
+                        .compare_exchange(RECEIVING, UNPARKING, Acquire, Acquire)
                     {
                         Ok(_) => {
                             // SAFETY: moving the state away from RECEIVING made the waker slot

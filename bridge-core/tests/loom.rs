@@ -1,0 +1,476 @@
+//! loom models of the oneshot channel and of `block_on`'s wake flag.
+//!
+//! Run with (release, because loom explores thousands of interleavings per model):
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test -p bridge-core --release --test loom
+//! ```
+//!
+//! The channel's loom build poisons its state when it is freed and tracks its allocation, so
+//! a use after free or a double free panics and a channel that is never freed fails the
+//! model as a leak. Values carry a `loom::alloc::Track` (leak check) and a drop counter
+//! (double drop check). Each model names the bug it catches, and `.ci/loom-mutants` plants
+//! those bugs one at a time to show that the suite fails on each.
+//!
+//! The iteration counts are small (5 to a few hundred at bound 2, about twice that at 3)
+//! because each side of the channel makes only a handful of atomic operations and loom's
+//! partial-order reduction skips orders of independent ones. Two habits keep the models
+//! honest: every load of the state comes before any spin or yield (so loom cannot always
+//! run the other side first), and a side that only reads (`try_recv`) reads in a loop with
+//! `yield_now`, because loom does not reorder a lone read before a thread that starts with
+//! a read.
+#![cfg(bridge_loom)]
+
+mod helpers;
+
+use bridge_core::oneshot::{self, RecvError, RecvTimeoutError, TryRecvError};
+use helpers::{CountingWaker, DropCounter};
+use loom::alloc::Track;
+use loom::thread;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// A value with loom's leak tracking and a drop counter.
+type Value = Track<helpers::Counted>;
+
+fn value(counter: &DropCounter, id: usize) -> Value {
+    Track::new(counter.value(id))
+}
+
+fn poll_once<F: Future + Unpin>(future: &mut F, waker: &std::task::Waker) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(waker))
+}
+
+/// Send against an async receive: the poll either takes the value or registers a waker that
+/// the send then wakes exactly once.
+///
+/// Catches: a send that stores MESSAGE without waking the registered waker (lost wake-up:
+/// the second poll is never woken); a Relaxed publish of the value (loom reports the racing
+/// access to the value slot); a receiver that frees while the sender still reads the waker.
+#[test]
+fn send_vs_poll() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 1);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        let (wakes, waker) = CountingWaker::new();
+        match poll_once(&mut rx, &waker) {
+            Poll::Ready(Ok(v)) => {
+                assert_eq!(v.get_ref().id, 1);
+                sender.join().unwrap().unwrap();
+                assert_eq!(
+                    wakes.wakes(),
+                    0,
+                    "woken although the first poll got the value"
+                );
+            }
+            Poll::Ready(Err(e)) => panic!("unexpected {e}"),
+            Poll::Pending => {
+                sender.join().unwrap().unwrap();
+                assert_eq!(
+                    wakes.wakes(),
+                    1,
+                    "the send must wake the registered waker once"
+                );
+                match poll_once(&mut rx, &waker) {
+                    Poll::Ready(Ok(v)) => assert_eq!(v.get_ref().id, 1),
+                    other => panic!("expected the value after the wake, got {other:?}"),
+                }
+            }
+        }
+        assert!(matches!(
+            poll_once(&mut rx, &waker),
+            Poll::Ready(Err(RecvError))
+        ));
+        drop(rx);
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// Send against a blocking receive.
+///
+/// Catches: a lost unpark (the receiver parks after the sender's wake and loom reports the
+/// deadlock); a receiver that frees the channel while the sender is between taking the
+/// waker and its final store (UNPARKING ignored: use after free).
+#[test]
+fn send_vs_recv_blocking() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 7);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        let got = rx.recv_blocking().expect("the value");
+        assert_eq!(got.get_ref().id, 7);
+        sender.join().unwrap().unwrap();
+        drop(got);
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// Send against a receive with a timeout (loom's timed park yields once, then expires).
+///
+/// Catches: a timeout that leaves its thread waker registered (the next receive would find
+/// a stale waker it did not expect, or it leaks); a timeout that loses a value that arrived
+/// during the reclaim; a receiver that is unusable after a timeout.
+#[test]
+fn send_vs_recv_timeout() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 3);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        match rx.recv_timeout(Duration::from_millis(1)) {
+            Ok(v) => {
+                assert_eq!(v.get_ref().id, 3);
+                drop(v);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                sender.join().unwrap().unwrap();
+                let v = rx.try_recv().expect("the value after the sender finished");
+                assert_eq!(v.get_ref().id, 3);
+                drop((v, rx));
+                assert_eq!(drops.drops(), 1);
+                return;
+            }
+            Err(RecvTimeoutError::Closed) => panic!("closed although the sender sends"),
+        }
+        sender.join().unwrap().unwrap();
+        assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Closed);
+        drop(rx);
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// Sender dropped against an async receive: the receiver learns of the close.
+///
+/// Catches: a sender drop that stores DISCONNECTED without waking (the receiver waits
+/// forever); a receiver that leaks its waker or the channel.
+#[test]
+fn sender_drop_vs_poll() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        let (wakes, waker) = CountingWaker::new();
+        if poll_once(&mut rx, &waker).is_pending() {
+            sender.join().unwrap();
+            assert_eq!(
+                wakes.wakes(),
+                1,
+                "a sender drop must wake the receiver once"
+            );
+        } else {
+            sender.join().unwrap();
+        }
+        assert!(matches!(
+            poll_once(&mut rx, &waker),
+            Poll::Ready(Err(RecvError))
+        ));
+    });
+}
+
+/// Sender dropped against a blocking receive.
+///
+/// Catches: a sender drop that does not unpark the parked receiver (deadlock).
+#[test]
+fn sender_drop_vs_recv_blocking() {
+    loom::model(|| {
+        let (tx, rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        assert_eq!(rx.recv_blocking().map(|_| ()), Err(RecvError));
+        sender.join().unwrap();
+    });
+}
+
+/// Sender dropped against a timed receive and then a sync one.
+///
+/// Catches: a timeout that races the close and reports neither; a close lost because the
+/// reclaim after the timeout overwrote DISCONNECTED.
+#[test]
+fn sender_drop_vs_recv_timeout() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        let first = rx.recv_timeout(Duration::from_millis(1));
+        assert!(matches!(
+            first,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Closed)
+        ));
+        sender.join().unwrap();
+        assert_eq!(rx.try_recv().map(|_| ()), Err(TryRecvError::Closed));
+    });
+}
+
+/// Sender dropped against `try_recv` polled in a loop: only Empty until the close lands,
+/// then Closed, never a value.
+///
+/// Catches: a close that `try_recv` misreads (a value from an empty slot, or Closed before
+/// the sender dropped); a close that is never observed (the loop never ends: loom reports
+/// the livelock).
+#[test]
+fn sender_drop_vs_try_recv() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        loop {
+            match rx.try_recv().map(|_| ()) {
+                Err(TryRecvError::Empty) => thread::yield_now(),
+                Err(TryRecvError::Closed) => break,
+                Ok(()) => panic!("a value from a sender that never sent"),
+            }
+        }
+        sender.join().unwrap();
+        assert_eq!(rx.try_recv().map(|_| ()), Err(TryRecvError::Closed));
+    });
+}
+
+/// Send against `try_recv` polled in a loop: the value arrives whole, exactly once.
+///
+/// Catches: a Relaxed publish of the value (loom reports the racing access to the slot); a
+/// value taken twice (the second `try_recv` must say Closed).
+#[test]
+fn send_vs_try_recv() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 8);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        let got = loop {
+            match rx.try_recv() {
+                Ok(v) => break v,
+                Err(TryRecvError::Empty) => thread::yield_now(),
+                Err(TryRecvError::Closed) => panic!("closed although the sender sends"),
+            }
+        };
+        assert_eq!(got.get_ref().id, 8);
+        assert_eq!(rx.try_recv().map(|_| ()), Err(TryRecvError::Closed));
+        sender.join().unwrap().unwrap();
+        drop((got, rx));
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// Receiver dropped against a send: the value is dropped exactly once, by the receiver if it
+/// got there after the send, otherwise handed back to the sender, who still owns it.
+///
+/// Catches: a value dropped by the channel after a failed send handed it back (double
+/// drop); a value leaked when the receiver drops a delivered message (Track leak); both
+/// sides freeing the channel (poisoned state: double free), or neither (allocation leak).
+#[test]
+fn receiver_drop_vs_send() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 5);
+        let counter = drops.clone();
+        let sender = thread::spawn(move || match tx.send(sent) {
+            Ok(()) => false,
+            Err(back) => {
+                // The value came back whole and the channel did not drop it.
+                assert_eq!(back.0.get_ref().id, 5);
+                assert_eq!(counter.drops(), 0);
+                true
+            }
+        });
+        drop(rx);
+        let returned = sender.join().unwrap();
+        // Either way the value is dropped exactly once by now: by the receiver's drop, or by
+        // the sender thread when it dropped what came back.
+        assert_eq!(drops.drops(), 1, "returned = {returned}");
+    });
+}
+
+/// The receiver registers a waker, then is dropped while the send races it.
+///
+/// Catches: a receiver drop that frees the channel while the sender is between taking the
+/// waker and its final store (UNPARKING treated as done: the sender's store lands on freed
+/// memory, which the loom build's poisoned state reports); a waker reclaimed by both sides.
+#[test]
+fn receiver_drop_after_poll_vs_send() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 6);
+        let sender = thread::spawn(move || tx.send(sent).is_err());
+        let (wakes, waker) = CountingWaker::new();
+        let first = poll_once(&mut rx, &waker).map(|v| v.map(|v| v.get_ref().id));
+        drop(rx);
+        let handed_back = sender.join().unwrap();
+        match first {
+            Poll::Ready(Ok(6)) => assert!(!handed_back),
+            Poll::Pending => assert!(wakes.wakes() <= 1),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// A timed receive with nobody sending yet times out, and the receiver still works after.
+///
+/// Catches: a timeout that never fires (loom stops the endless wait at its branch limit); a
+/// timeout that leaves the channel in a state where the later send or receive breaks.
+#[test]
+fn timeout_then_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(1)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        let sender = thread::spawn(move || tx.send(12).map_err(|_| "receiver gone"));
+        assert_eq!(rx.recv_blocking(), Ok(12));
+        sender.join().unwrap().unwrap();
+    });
+}
+
+/// Both handles dropped at once, with the receiver registered or not: exactly one of them
+/// frees the channel.
+///
+/// Catches: both sides reading the other's DISCONNECTED and freeing twice (poisoned state),
+/// or neither freeing (loom's allocation tracking reports the leak).
+#[test]
+fn sender_drop_vs_receiver_drop() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        let (_wakes, waker) = CountingWaker::new();
+        let _ = poll_once(&mut rx, &waker);
+        drop(rx);
+        sender.join().unwrap();
+    });
+}
+
+/// The waker is replaced between two polls while the send races both.
+///
+/// Catches: a re-poll that keeps the first waker (the task that moved is never woken); a
+/// re-poll that overwrites the waker slot while the sender reads it (loom reports the race
+/// on the slot); a stale waker leaked on replacement.
+#[test]
+fn waker_replaced_between_polls() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 2);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        let (first, first_waker) = CountingWaker::new();
+        let (second, second_waker) = CountingWaker::new();
+        let mut got = None;
+        if let Poll::Ready(v) = poll_once(&mut rx, &first_waker) {
+            got = Some(v.expect("value"));
+        }
+        let second_pending = match got {
+            Some(_) => false,
+            None => match poll_once(&mut rx, &second_waker) {
+                Poll::Ready(v) => {
+                    got = Some(v.expect("value"));
+                    false
+                }
+                Poll::Pending => true,
+            },
+        };
+        sender.join().unwrap().unwrap();
+        if second_pending {
+            assert_eq!(second.wakes(), 1, "the latest waker must be woken");
+            match poll_once(&mut rx, &second_waker) {
+                Poll::Ready(Ok(v)) => got = Some(v),
+                other => panic!("expected the value, got {other:?}"),
+            }
+        }
+        assert!(first.wakes() <= 1);
+        assert_eq!(got.expect("value").get_ref().id, 2);
+        drop(rx);
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// A receive that mixes the conventions on one handle against a send: poll, then a timed
+/// receive, then a poll again.
+///
+/// Catches: a task waker left in the slot when the blocking receive takes over (the sender
+/// would wake a stale task and never unpark the thread: deadlock or lost value).
+#[test]
+fn poll_then_timeout_then_poll_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(11).map_err(|_| "receiver gone"));
+        let (_wakes, waker) = CountingWaker::new();
+        let mut got = match poll_once(&mut rx, &waker) {
+            Poll::Ready(v) => Some(v.unwrap()),
+            Poll::Pending => match rx.recv_timeout(Duration::from_millis(1)) {
+                Ok(v) => Some(v),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Closed) => panic!("closed although the sender sends"),
+            },
+        };
+        sender.join().unwrap().unwrap();
+        if got.is_none() {
+            got = match poll_once(&mut rx, &waker) {
+                Poll::Ready(v) => Some(v.unwrap()),
+                Poll::Pending => panic!("pending after the sender finished"),
+            };
+        }
+        assert_eq!(got, Some(11));
+    });
+}
+
+/// `block_on` parks on its own wake flag; the oneshot's send wakes it.
+///
+/// Catches: a wake flag that is cleared after the poll instead of consumed before the park
+/// (lost wake-up: deadlock); a Relaxed flag (the value read after the wake races).
+#[test]
+fn block_on_vs_send() {
+    loom::model(|| {
+        let (tx, rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(4).map_err(|_| "receiver gone"));
+        assert_eq!(bridge_core::block_on(rx), Ok(4));
+        sender.join().unwrap().unwrap();
+    });
+}
+
+/// A nested `block_on` parks the same thread while the outer call's wake-up arrives.
+///
+/// The outer future registers on `outer`, then runs a nested `block_on` on `inner`, then
+/// returns Pending without polling `outer` again. If the outer wake were a bare unpark, the
+/// nested park could consume it and the outer call would sleep forever (loom: deadlock).
+/// With a flag per wait the outer call sees its flag and polls again.
+#[test]
+fn nested_block_on_keeps_outer_wakeup() {
+    loom::model(|| {
+        let (outer_tx, outer_rx) = oneshot::channel::<u32>();
+        let (inner_tx, inner_rx) = oneshot::channel::<u32>();
+        let a = thread::spawn(move || outer_tx.send(1).map_err(|_| "receiver gone"));
+        let b = thread::spawn(move || inner_tx.send(2).map_err(|_| "receiver gone"));
+
+        struct Outer {
+            outer: oneshot::Receiver<u32>,
+            inner: Option<oneshot::Receiver<u32>>,
+        }
+        impl Future for Outer {
+            type Output = (u32, u32);
+            fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(u32, u32)> {
+                let this = &mut *self;
+                if let Some(inner) = this.inner.take() {
+                    if let Poll::Ready(v) = Pin::new(&mut this.outer).poll(cx) {
+                        let w = bridge_core::block_on(inner).unwrap();
+                        return Poll::Ready((v.unwrap(), w));
+                    }
+                    let w = bridge_core::block_on(inner).unwrap();
+                    assert_eq!(w, 2);
+                    return Poll::Pending;
+                }
+                Pin::new(&mut this.outer).poll(cx).map(|v| (v.unwrap(), 2))
+            }
+        }
+
+        let got = bridge_core::block_on(Outer {
+            outer: outer_rx,
+            inner: Some(inner_rx),
+        });
+        assert_eq!(got, (1, 2));
+        a.join().unwrap().unwrap();
+        b.join().unwrap().unwrap();
+    });
+}
