@@ -126,7 +126,9 @@ mod cache {
     // loom objects cannot outlive one model execution, so loom builds never cache.
     impl Lease {
         pub(super) fn take() -> Lease {
-            Lease::new()
+            let lease = Lease::new();
+            lease.reset();
+            lease
         }
     }
 }

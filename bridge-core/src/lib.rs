@@ -27,3 +27,40 @@ pub mod oneshot;
 mod parker;
 
 pub use block_on::block_on;
+
+/// Compile-time checks of the handles' auto traits and variance, run as doctests.
+///
+/// The handles cross threads when the value can:
+///
+/// ```
+/// let (tx, rx) = bridge_core::oneshot::channel::<Vec<u8>>();
+/// std::thread::spawn(move || tx.send(vec![1]).unwrap());
+/// std::thread::spawn(move || rx.recv_blocking().unwrap()).join().unwrap();
+/// ```
+///
+/// A sender of a `!Send` value cannot:
+///
+/// ```compile_fail
+/// let (tx, _rx) = bridge_core::oneshot::channel::<std::rc::Rc<u8>>();
+/// std::thread::spawn(move || drop(tx));
+/// ```
+///
+/// Nor can its receiver:
+///
+/// ```compile_fail
+/// let (_tx, rx) = bridge_core::oneshot::channel::<std::rc::Rc<u8>>();
+/// std::thread::spawn(move || drop(rx));
+/// ```
+///
+/// A sender is invariant in `T`: one made for `&'static str` cannot be used to send a
+/// shorter-lived reference to a receiver that expects `'static`:
+///
+/// ```compile_fail
+/// fn shorten<'a>(
+///     tx: bridge_core::oneshot::Sender<&'static str>,
+/// ) -> bridge_core::oneshot::Sender<&'a str> {
+///     tx
+/// }
+/// ```
+#[cfg(doctest)]
+pub struct CompileFail;

@@ -65,8 +65,10 @@ pub(crate) mod alloc {
     ///
     /// - `ptr` came from [`allocate`] and has not been freed.
     pub(crate) unsafe fn free<T>(ptr: std::ptr::NonNull<Tracked<T>>) {
-        // SAFETY: per the contract `ptr` is live; the token was allocated with this layout.
-        unsafe { loom::alloc::dealloc(ptr.as_ref().token, Layout::new::<u8>()) };
+        // SAFETY: per the contract `ptr` is live.
+        let token = unsafe { ptr.as_ref() }.token;
+        // SAFETY: the token was allocated in `allocate` with this layout, and only once freed.
+        unsafe { loom::alloc::dealloc(token, Layout::new::<u8>()) };
     }
 }
 

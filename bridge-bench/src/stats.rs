@@ -1,0 +1,91 @@
+//! Summary statistics over the per-round samples of one variant.
+
+/// The median, minimum and maximum of a set of samples (nanoseconds per operation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// The middle sample; the mean of the two middle samples for an even count.
+    pub median: f64,
+    /// The smallest sample.
+    pub min: f64,
+    /// The largest sample.
+    pub max: f64,
+}
+
+impl Summary {
+    /// Summarizes `samples`, or returns `None` if there are none (or any is NaN).
+    pub fn of(samples: &[f64]) -> Option<Self> {
+        let mut sorted = samples.to_vec();
+        if sorted.iter().any(|x| x.is_nan()) {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        Some(Self {
+            median: median_of_sorted(&sorted)?,
+            min: *sorted.first()?,
+            max: *sorted.last()?,
+        })
+    }
+}
+
+/// The median of samples that are already sorted ascending; `None` if empty.
+fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// How many times slower `value` is than `baseline` (above 1: slower; below 1: faster).
+///
+/// Returns NaN if the baseline is not positive, so a broken baseline cannot pass a goal.
+pub fn ratio(value: f64, baseline: f64) -> f64 {
+    if baseline > 0.0 {
+        value / baseline
+    } else {
+        f64::NAN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_count_is_the_middle_sample() {
+        let s = Summary::of(&[9.0, 1.0, 5.0, 3.0, 7.0]).unwrap();
+        assert_eq!(s.median, 5.0);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 9.0);
+    }
+
+    #[test]
+    fn median_of_even_count_is_the_mean_of_the_middle_two() {
+        let s = Summary::of(&[4.0, 10.0, 1.0, 2.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 10.0);
+    }
+
+    #[test]
+    fn single_sample_and_empty() {
+        assert_eq!(
+            Summary::of(&[42.0]),
+            Some(Summary {
+                median: 42.0,
+                min: 42.0,
+                max: 42.0
+            })
+        );
+        assert_eq!(Summary::of(&[]), None);
+        assert_eq!(Summary::of(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn ratio_to_baseline() {
+        assert_eq!(ratio(50.0, 10.0), 5.0);
+        assert_eq!(ratio(5.0, 20.0), 0.25);
+        assert!(ratio(5.0, 0.0).is_nan());
+    }
+}

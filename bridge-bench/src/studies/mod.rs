@@ -1,0 +1,28 @@
+//! The registry of studies. To add one, write `studies/<name>.rs` with a
+//! `run(&Settings) -> io::Result<Vec<ScenarioReport>>` and list it in [`ALL`].
+
+use crate::harness::Settings;
+use crate::report::ScenarioReport;
+use std::io;
+
+pub mod oneshot;
+
+/// A named study: a set of scenarios that share one results file.
+#[derive(Debug, Clone, Copy)]
+pub struct Study {
+    /// The name given on the command line and used as the output subdirectory.
+    pub name: &'static str,
+    /// Runs every scenario of the study.
+    pub run: fn(&Settings) -> io::Result<Vec<ScenarioReport>>,
+}
+
+/// Every study, in the order `all` runs them.
+pub const ALL: &[Study] = &[Study {
+    name: "oneshot",
+    run: oneshot::run,
+}];
+
+/// Looks a study up by name.
+pub fn find(name: &str) -> Option<&'static Study> {
+    ALL.iter().find(|s| s.name == name)
+}
