@@ -9,3 +9,22 @@ fn oneshot_and_block_on_resolve() {
     let _: Option<bridge::oneshot::RecvTimeoutError> = None;
     let _: Option<bridge::oneshot::Receiver<u8>> = None::<bridge_core::oneshot::Receiver<u8>>;
 }
+
+#[cfg(feature = "rayon")]
+#[test]
+fn rayon_paths_resolve() {
+    use bridge::rayon::ThreadPoolExt;
+
+    let task: bridge::Task<u8> = bridge::spawn(|| 1);
+    assert_eq!(bridge::block_on(task), 1);
+    assert_eq!(bridge::spawn_fifo(|| 2).wait(), 2);
+    assert!(!bridge::spawn_cancellable(|flag: &bridge::CancelFlag| flag.is_cancelled()).wait());
+    let err: bridge::TaskError = bridge::spawn(|| -> u8 { panic!("x") }).join().unwrap_err();
+    assert!(err.is_panic());
+    let _: Option<bridge::CatchUnwind<u8>> = None;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let _: bridge::rayon::Task<u8> = pool.spawn_task(|| 3);
+}

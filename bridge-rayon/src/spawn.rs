@@ -1,0 +1,176 @@
+//! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
+
+use crate::{CancelFlag, Task};
+
+/// Runs `f` on rayon's global pool and returns the [`Task`] that yields its result.
+///
+/// The job goes on rayon's usual LIFO path: from a rayon worker it lands on that worker's
+/// own deque (and runs in the pool that worker belongs to), from any other thread on the
+/// global pool's queue. A panic in `f` is caught on the pool thread and comes back through
+/// the task; rayon's panic handler never sees it.
+///
+/// # Examples
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// let digest = bridge_rayon::spawn(|| [3u8; 4].iter().map(|b| *b as u32).sum::<u32>()).await;
+/// assert_eq!(digest, 12);
+/// # });
+/// ```
+pub fn spawn<F, T>(f: F) -> Task<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (task, job) = Task::new(move |_: &CancelFlag| f());
+    rayon::spawn(move || job.run());
+    task
+}
+
+/// Like [`spawn`], but the job takes rayon's FIFO path: jobs spawned from one worker start
+/// in the order they were spawned.
+///
+/// # Examples
+///
+/// ```
+/// let task = bridge_rayon::spawn_fifo(|| "first in");
+/// assert_eq!(task.wait(), "first in");
+/// ```
+pub fn spawn_fifo<F, T>(f: F) -> Task<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (task, job) = Task::new(move |_: &CancelFlag| f());
+    rayon::spawn_fifo(move || job.run());
+    task
+}
+
+/// Like [`spawn`], for long work that should stop once nobody waits for it: `f` gets a
+/// [`CancelFlag`] that turns on when the task is dropped.
+///
+/// # Examples
+///
+/// ```
+/// let task = bridge_rayon::spawn_cancellable(|flag| {
+///     (0..1_000u32).take_while(|_| !flag.is_cancelled()).count()
+/// });
+/// assert_eq!(task.wait(), 1_000);
+/// ```
+pub fn spawn_cancellable<F, T>(f: F) -> Task<T>
+where
+    F: FnOnce(&CancelFlag) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (task, job) = Task::new(f);
+    rayon::spawn(move || job.run());
+    task
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for rayon::ThreadPool {}
+}
+
+/// [`spawn`], [`spawn_fifo`] and [`spawn_cancellable`] for a pool of your own.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_rayon::ThreadPoolExt;
+///
+/// let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let task = pool.spawn_task(|| rayon::current_thread_index().is_some());
+/// assert!(task.wait());
+/// ```
+pub trait ThreadPoolExt: sealed::Sealed {
+    /// Runs `f` on this pool (LIFO path); see [`spawn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_rayon::ThreadPoolExt;
+    ///
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// assert_eq!(pool.spawn_task(|| 6 * 7).wait(), 42);
+    /// ```
+    fn spawn_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static;
+
+    /// Runs `f` on this pool (FIFO path); see [`spawn_fifo`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_rayon::ThreadPoolExt;
+    ///
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// assert_eq!(pool.spawn_fifo_task(|| 1).wait(), 1);
+    /// ```
+    fn spawn_fifo_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static;
+
+    /// Runs `f` on this pool with a [`CancelFlag`]; see [`spawn_cancellable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_rayon::ThreadPoolExt;
+    ///
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// assert!(!pool.spawn_cancellable_task(|flag| flag.is_cancelled()).wait());
+    /// ```
+    fn spawn_cancellable_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce(&CancelFlag) -> T + Send + 'static,
+        T: Send + 'static;
+}
+
+impl ThreadPoolExt for rayon::ThreadPool {
+    fn spawn_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, job) = Task::new(move |_: &CancelFlag| f());
+        self.spawn(move || job.run());
+        task
+    }
+
+    fn spawn_fifo_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, job) = Task::new(move |_: &CancelFlag| f());
+        self.spawn_fifo(move || job.run());
+        task
+    }
+
+    fn spawn_cancellable_task<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce(&CancelFlag) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, job) = Task::new(f);
+        self.spawn(move || job.run());
+        task
+    }
+}
+
+/// Test hook for the loom models: a task and the job that fulfils it, to be run on a loom
+/// thread standing in for the pool. Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
+where
+    F: FnOnce(&CancelFlag) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (task, job) = Task::new(f);
+    (task, move || job.run())
+}
