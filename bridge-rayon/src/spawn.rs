@@ -162,11 +162,12 @@ impl ThreadPoolExt for rayon::ThreadPool {
     }
 }
 
-/// Test hook for the loom models: a task and the job that fulfils it, to be run on a loom
-/// thread standing in for the pool. Not part of the API.
+/// Test hook for the loom models: a task and the job that fulfils it, to be run on loom
+/// threads standing in for the pool (calling it twice models a waiter that helps). Not part
+/// of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
+pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl Fn() + Clone + Send + 'static)
 where
     F: FnOnce(&CancelFlag) -> T + Send + 'static,
     T: Send + 'static,

@@ -1,0 +1,176 @@
+//! loom models of the task protocol, with loom threads standing in for the pool.
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p bridge-rayon --release --test loom
+//! ```
+//!
+//! The job and the task share a mutex-guarded slot (the closure and the oneshot sender, taken
+//! once by whoever runs the job) and a cancel flag; the outcome travels through
+//! bridge-core's oneshot, whose own loom build checks frees and leaks. Values carry a
+//! `loom::alloc::Track` (leak check) and a drop counter (double drop check).
+#![cfg(bridge_loom)]
+
+use bridge_rayon::{__loom_task, TaskError};
+use loom::alloc::Track;
+use loom::thread;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A cancel that happened-before the job starts keeps the closure from running; a cancel
+/// racing the start lets it run at most once. The closure's captures are dropped exactly once
+/// either way.
+///
+/// Catches: a job that checks the cancel flag before taking the closure (a cancel landing in
+/// between would be missed: "never after a cancel that happened-before the start" fails); a
+/// cancelled job that leaks its closure (Track leak); a closure run twice.
+#[test]
+fn cancel_vs_start() {
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let captures = Arc::new(AtomicUsize::new(0));
+        let capture = Track::new(Counted(captures.clone()));
+        let counter = runs.clone();
+        let (task, job) = __loom_task(move |_| {
+            let _keep = &capture;
+            counter.fetch_add(1, SeqCst);
+        });
+        let pool = thread::spawn(job);
+        drop(task);
+        pool.join().unwrap();
+        assert!(runs.load(SeqCst) <= 1);
+        assert_eq!(captures.load(SeqCst), 1);
+
+        // Cancel first, start after: never runs.
+        let counter = runs.clone();
+        let before = runs.load(SeqCst);
+        let (task, job) = __loom_task(move |_| {
+            counter.fetch_add(1, SeqCst);
+        });
+        drop(task);
+        thread::spawn(job).join().unwrap();
+        assert_eq!(
+            runs.load(SeqCst),
+            before,
+            "ran after a cancel that happened-before"
+        );
+    });
+}
+
+/// The task is dropped while the job completes: the result is dropped exactly once, by
+/// whichever side holds it last (the receiver, or the pool thread when the send fails).
+///
+/// Catches: a result leaked when nobody waits (Track leak), or dropped twice.
+#[test]
+fn completion_vs_drop() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let made = Arc::new(AtomicUsize::new(0));
+        let (counter, made_counter) = (drops.clone(), made.clone());
+        let (task, job) = __loom_task(move |_| {
+            made_counter.fetch_add(1, SeqCst);
+            Track::new(Counted(counter))
+        });
+        let pool = thread::spawn(job);
+        drop(task);
+        pool.join().unwrap();
+        assert_eq!(drops.load(SeqCst), made.load(SeqCst));
+    });
+}
+
+/// A panic in the closure against a waiting task: the payload reaches the task, as an error
+/// from `join` or a resumed panic from `wait`.
+///
+/// Catches: a panic that escapes the job (loom reports the thread's panic); a payload lost
+/// on the way (the join would report Lost or hang).
+#[test]
+fn panic_vs_wait() {
+    loom::model(|| {
+        let (task, job) = __loom_task(|_| -> u8 { std::panic::panic_any(5u32) });
+        let pool = thread::spawn(job);
+        match task.join() {
+            Err(TaskError::Panicked(payload)) => {
+                assert_eq!(payload.downcast_ref::<u32>(), Some(&5));
+            }
+            other => panic!("expected the panic, got {other:?}"),
+        }
+        pool.join().unwrap();
+    });
+}
+
+/// The value against an async receive through the runtime-free `block_on`.
+///
+/// Catches: a result published before the closure's writes (loom's cell tracking on the
+/// oneshot slot reports the race).
+#[test]
+fn value_vs_await() {
+    loom::model(|| {
+        let (task, job) = __loom_task(|_| Track::new(41u32));
+        let pool = thread::spawn(job);
+        let value = bridge_core::block_on(task);
+        assert_eq!(*value.get_ref(), 41);
+        pool.join().unwrap();
+    });
+}
+
+/// Two runners race for one job (the pool thread, and a rayon worker that waits on the task
+/// and helps): the closure runs exactly once and the value arrives once.
+///
+/// Catches: a claim that is not exclusive (the closure runs twice or the sender is used
+/// twice).
+#[test]
+fn two_runners_one_run() {
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let (task, job) = __loom_task(move |_| counter.fetch_add(1, SeqCst));
+        let pool = thread::spawn(job.clone());
+        job();
+        assert_eq!(task.wait(), 0);
+        pool.join().unwrap();
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
+
+/// A detached task runs and never sees a cancel; a cooperative closure that runs until it
+/// sees the cancel ends once its task is dropped.
+///
+/// Catches: detach implemented as a cancel (the job may not run, or its flag turns on); a
+/// drop that does not reach the flag (the closure spins forever: loom's branch limit).
+#[test]
+fn flag_vs_drop_and_detach() {
+    loom::model(|| {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let (task, job) = __loom_task(move |flag| {
+            counter.store(usize::from(flag.is_cancelled()) + 1, SeqCst);
+        });
+        let pool = thread::spawn(job);
+        task.detach();
+        pool.join().unwrap();
+        assert_eq!(
+            seen.load(SeqCst),
+            1,
+            "a detached task must run, and never see a cancel"
+        );
+
+        // A closure that runs until it sees the cancel: it ends only if the drop reaches it.
+        let (task, job) = __loom_task(|flag| {
+            while !flag.is_cancelled() {
+                thread::yield_now();
+            }
+        });
+        let pool = thread::spawn(job);
+        drop(task);
+        pool.join().unwrap();
+    });
+}

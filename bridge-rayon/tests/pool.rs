@@ -1,0 +1,204 @@
+//! bridge-rayon on real rayon pools: results, panics, cancellation, nesting, executors.
+
+use bridge_rayon::{TaskError, ThreadPoolExt};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+/// Blocks the pool's only thread until the returned sender is dropped or sent to.
+fn gate(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
+    let (open, gate) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel();
+    pool.spawn(move || {
+        started_tx.send(()).unwrap();
+        let _ = gate.recv();
+    });
+    started.recv().unwrap();
+    open
+}
+
+/// Waits until every job queued on a one-thread pool so far has finished.
+fn drain(pool: &rayon::ThreadPool) {
+    pool.spawn_fifo_task(|| ()).wait();
+}
+
+#[test]
+fn the_value_comes_back_on_every_executor() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    assert_eq!(rt.block_on(bridge_rayon::spawn(|| 1)), 1);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(current.block_on(bridge_rayon::spawn(|| 2)), 2);
+    assert_eq!(futures::executor::block_on(bridge_rayon::spawn(|| 3)), 3);
+    assert_eq!(bridge_core::block_on(bridge_rayon::spawn(|| 4)), 4);
+    let ex = async_executor::Executor::new();
+    let task = ex.spawn(bridge_rayon::spawn(|| 5));
+    assert_eq!(futures::executor::block_on(ex.run(task)), 5);
+}
+
+#[test]
+fn a_panic_is_resumed_in_the_awaiting_task() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let joined = rt.block_on(async {
+        tokio::spawn(async { bridge_rayon::spawn(|| -> u8 { panic!("decode failed") }).await })
+            .await
+    });
+    let payload = joined.unwrap_err().into_panic();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"decode failed"));
+    // The runtime and the pool keep working.
+    assert_eq!(rt.block_on(bridge_rayon::spawn(|| 9)), 9);
+}
+
+#[test]
+fn the_non_panicking_forms_carry_the_payload() {
+    let err = futures::executor::block_on(
+        bridge_rayon::spawn(|| -> u8 { std::panic::panic_any(17u32) }).catch_unwind(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.try_into_panic().unwrap().downcast_ref::<u32>(),
+        Some(&17)
+    );
+    let err = bridge_rayon::spawn(|| -> u8 { panic!("{}", String::from("owned")) })
+        .join()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the task panicked: owned");
+    assert_eq!(format!("{err:?}"), "Panicked(\"owned\")");
+    assert!(
+        TaskError::Lost
+            .to_string()
+            .contains("dropped by its thread pool")
+    );
+}
+
+#[test]
+fn a_task_dropped_before_its_job_starts_never_runs() {
+    let pool = pool(1);
+    let open = gate(&pool);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let captures_dropped = Arc::new(AtomicUsize::new(0));
+    struct Capture(Arc<AtomicUsize>);
+    impl Drop for Capture {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    for _ in 0..10_000 {
+        let ran = Arc::clone(&ran);
+        let capture = Capture(Arc::clone(&captures_dropped));
+        drop(pool.spawn_task(move || {
+            let _keep = &capture;
+            ran.fetch_add(1, SeqCst);
+        }));
+    }
+    drop(open);
+    drain(&pool);
+    assert_eq!(ran.load(SeqCst), 0, "a cancelled job ran");
+    assert_eq!(captures_dropped.load(SeqCst), 10_000, "captures leaked");
+}
+
+#[test]
+fn a_running_closure_sees_the_cancel_and_its_result_is_dropped_on_the_pool() {
+    let pool = pool(1);
+    let (started_tx, started) = mpsc::channel();
+    let dropped_on = Arc::new(std::sync::Mutex::new(None));
+    struct Result(Arc<std::sync::Mutex<Option<Option<usize>>>>);
+    impl Drop for Result {
+        fn drop(&mut self) {
+            *self.0.lock().unwrap() = Some(rayon::current_thread_index());
+        }
+    }
+    let slot = Arc::clone(&dropped_on);
+    let task = pool.spawn_cancellable_task(move |flag| {
+        started_tx.send(()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !flag.is_cancelled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        assert!(flag.is_cancelled(), "the cancel never reached the closure");
+        Result(slot)
+    });
+    started.recv().unwrap();
+    drop(task);
+    drain(&pool);
+    assert_eq!(*dropped_on.lock().unwrap(), Some(Some(0)));
+}
+
+#[test]
+fn a_detached_task_runs_with_its_flag_clear() {
+    let (tx, rx) = mpsc::channel();
+    bridge_rayon::spawn_cancellable(move |flag| {
+        std::thread::sleep(Duration::from_millis(2));
+        tx.send(flag.is_cancelled()).unwrap();
+    })
+    .detach();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(false));
+}
+
+#[test]
+fn wait_timeout_gives_none_then_the_value() {
+    let pool = pool(1);
+    let open = gate(&pool);
+    let mut task = pool.spawn_task(|| 5);
+    assert_eq!(task.wait_timeout(Duration::from_millis(5)), None);
+    assert_eq!(task.try_get(), None);
+    drop(open);
+    assert_eq!(task.wait_timeout(Duration::from_secs(30)), Some(5));
+}
+
+#[test]
+fn spawning_and_waiting_inside_a_one_thread_pool_does_not_deadlock() {
+    let pool = pool(1);
+    // The pool's only thread waits for a task it spawned: it runs the job itself.
+    let nested = pool.spawn_task(|| bridge_rayon::spawn(|| 21).wait() * 2);
+    assert_eq!(nested.wait(), 42);
+    // The same through the runtime-free block_on (the task's poll helps).
+    let nested = pool.spawn_task(|| bridge_core::block_on(bridge_rayon::spawn(|| 8)));
+    assert_eq!(nested.wait(), 8);
+    // Several levels deep, all on the one thread.
+    fn depth(n: u32) -> u32 {
+        if n == 0 {
+            return 0;
+        }
+        bridge_rayon::spawn(move || depth(n - 1)).wait() + 1
+    }
+    assert_eq!(pool.spawn_task(|| depth(32)).wait(), 32);
+}
+
+#[test]
+fn a_job_spawned_from_a_worker_runs_in_that_workers_pool() {
+    let pool = pool(2);
+    let index = pool
+        .spawn_task(|| bridge_rayon::spawn(rayon::current_thread_index).wait())
+        .wait();
+    assert!(matches!(index, Some(0 | 1)));
+    let outside = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(|_| String::from("other-pool"))
+        .build()
+        .unwrap();
+    let name = outside
+        .spawn_task(|| {
+            bridge_rayon::spawn(|| std::thread::current().name().map(String::from)).wait()
+        })
+        .wait();
+    assert_eq!(name.as_deref(), Some("other-pool"));
+}
+
+#[test]
+fn the_task_is_small_send_and_unpin() {
+    fn send_unpin<T: Send + Unpin>() {}
+    send_unpin::<bridge_rayon::Task<Vec<u8>>>();
+    assert!(
+        std::mem::size_of::<bridge_rayon::Task<[u8; 256]>>() <= 4 * std::mem::size_of::<usize>()
+    );
+}
