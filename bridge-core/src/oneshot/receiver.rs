@@ -201,7 +201,12 @@ impl<T> Receiver<T> {
         // few hundred spins. The load comes before each hint, so no round can skip a check.
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
-        for round in 0..SPIN_ROUNDS {
+        // A deadline that has already passed gets one look, not a spin.
+        let rounds = match deadline {
+            Some(deadline) if deadline <= Instant::now() => 0,
+            _ => SPIN_ROUNDS,
+        };
+        for round in 0..rounds {
             if state == MESSAGE || state == DISCONNECTED {
                 break;
             }
