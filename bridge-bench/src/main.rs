@@ -10,6 +10,7 @@ mod harness;
 mod report;
 mod stats;
 mod studies;
+mod threads;
 
 use clap::Parser;
 use clap::builder::PossibleValuesParser;

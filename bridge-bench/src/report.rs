@@ -20,6 +20,8 @@ pub struct Row {
     pub rounds: usize,
     /// Iterations per batch.
     pub iters_per_round: u64,
+    /// Operations per iteration (1 unless the scenario batches them, e.g. 1,000 hops).
+    pub ops_per_iter: u64,
     /// Nanoseconds per operation across rounds.
     pub ns: Summary,
     /// This variant's median over the baseline's median; above 1 means slower than bridge.
@@ -48,6 +50,7 @@ pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
             variant: name.to_owned(),
             rounds: m.rounds,
             iters_per_round: m.iters_per_round,
+            ops_per_iter: m.ops_per_iter,
             ns,
             ratio_to_bridge: ratio(ns.median, baseline),
             samples: samples.clone(),
@@ -56,8 +59,8 @@ pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
 }
 
 /// The CSV header line, without the line break.
-pub const CSV_HEADER: &str =
-    "scenario,variant,rounds,iters_per_round,median_ns,min_ns,max_ns,ratio_to_bridge";
+pub const CSV_HEADER: &str = "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,\
+     min_ns,max_ns,ratio_to_bridge";
 
 /// Renders rows as CSV: a header, then one line per row; nanoseconds with 1 decimal,
 /// ratios with 3.
@@ -67,11 +70,12 @@ pub fn csv(rows: &[Row]) -> String {
         // Writing to a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{:.1},{:.1},{:.1},{:.3}",
+            "{},{},{},{},{},{:.1},{:.1},{:.1},{:.3}",
             csv_field(&r.scenario),
             csv_field(&r.variant),
             r.rounds,
             r.iters_per_round,
+            r.ops_per_iter,
             r.ns.median,
             r.ns.min,
             r.ns.max,
@@ -125,6 +129,9 @@ pub struct ScenarioReport {
     pub fixed: String,
     /// The goals quoted for this scenario, if any.
     pub goals: Vec<Goal>,
+    /// Further observations measured alongside the timings (e.g. thread counts), one
+    /// paragraph each, printed after the table.
+    pub notes: Vec<String>,
     /// One row per variant.
     pub rows: Vec<Row>,
 }
@@ -212,11 +219,18 @@ impl ScenarioReport {
             );
         }
         if let Some(r) = self.rows.first() {
-            let _ = writeln!(
+            let _ = write!(
                 out,
-                "\n{} rounds of {} iterations per variant, order rotated per round.",
+                "\n{} rounds of {} iterations",
                 r.rounds, r.iters_per_round
             );
+            if r.ops_per_iter != 1 {
+                let _ = write!(out, " of {} operations each", r.ops_per_iter);
+            }
+            out.push_str(" per variant, order rotated per round.\n");
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "\n{note}");
         }
         let _ = writeln!(out, "\nTakeaway: {}", self.takeaway());
         out
@@ -231,6 +245,7 @@ mod tests {
     fn measurement() -> Measurement {
         Measurement {
             iters_per_round: 1000,
+            ops_per_iter: 1,
             rounds: 3,
             variants: vec![
                 Measured {
@@ -250,9 +265,10 @@ mod tests {
         let rows = rows("same-thread", &measurement());
         assert_eq!(
             csv(&rows),
-            "scenario,variant,rounds,iters_per_round,median_ns,min_ns,max_ns,ratio_to_bridge\n\
-             same-thread,bridge,3,1000,11.0,10.0,12.0,1.000\n\
-             same-thread,tokio,3,1000,60.0,55.0,70.0,5.455\n"
+            "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,min_ns,max_ns,\
+             ratio_to_bridge\n\
+             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000\n\
+             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455\n"
         );
     }
 
@@ -261,6 +277,25 @@ mod tests {
         assert_eq!(csv_field("bounded(1)"), "bounded(1)");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn markdown_names_operations_per_iteration_and_prints_notes() {
+        let mut m = measurement();
+        let report = |m: &Measurement| ScenarioReport {
+            name: "s",
+            varied: String::new(),
+            fixed: String::new(),
+            goals: Vec::new(),
+            notes: vec!["Threads: 5.".to_owned()],
+            rows: rows("s", m),
+        };
+        let one = report(&m).markdown("study");
+        assert!(one.contains("\n3 rounds of 1000 iterations per variant, order rotated"));
+        assert!(one.contains("order rotated per round.\n\nThreads: 5.\n\nTakeaway: "));
+        m.ops_per_iter = 1000;
+        let batched = report(&m).markdown("study");
+        assert!(batched.contains("3 rounds of 1000 iterations of 1000 operations each per"));
     }
 
     #[test]
@@ -281,6 +316,7 @@ mod tests {
                     text: "6x faster than tokio",
                 },
             ],
+            notes: Vec::new(),
             rows: rows("s", &measurement()),
         };
         assert_eq!(

@@ -5,6 +5,7 @@ use crate::harness::Settings;
 use crate::report::ScenarioReport;
 use std::io;
 
+pub mod hop;
 pub mod oneshot;
 
 /// A named study: a set of scenarios that share one results file.
@@ -17,10 +18,16 @@ pub struct Study {
 }
 
 /// Every study, in the order `all` runs them.
-pub const ALL: &[Study] = &[Study {
-    name: "oneshot",
-    run: oneshot::run,
-}];
+pub const ALL: &[Study] = &[
+    Study {
+        name: "oneshot",
+        run: oneshot::run,
+    },
+    Study {
+        name: "hop",
+        run: hop::run,
+    },
+];
 
 /// Looks a study up by name.
 pub fn find(name: &str) -> Option<&'static Study> {

@@ -1,7 +1,7 @@
 //! The oneshot study: bridge's oneshot against tokio's, futures', the `oneshot` crate and
 //! crossbeam's `bounded(1)`, in four hand-offs from cheapest to most cross-thread.
 
-use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_on};
+use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_on, warm_up_rayon};
 use crate::report::{Goal, ScenarioReport, rows};
 use std::hint::black_box;
 use std::io;
@@ -23,13 +23,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     ])
 }
 
-/// Starts every rayon worker so that no measurement pays for thread creation.
-fn warm_up_rayon() {
-    for _ in 0..100 {
-        rayon::broadcast(|_| black_box(()));
-    }
-}
-
 fn scenario(
     name: &'static str,
     varied: &str,
@@ -44,6 +37,7 @@ fn scenario(
         varied: varied.to_owned(),
         fixed,
         goals,
+        notes: Vec::new(),
         rows: rows(name, &m),
     }
 }

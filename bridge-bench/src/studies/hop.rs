@@ -1,0 +1,275 @@
+//! The hop study: CPU work sent from async code to a pool and awaited back. bridge::spawn
+//! against tokio-rayon, a hand-written rayon::spawn + tokio oneshot, and tokio's
+//! spawn_blocking, one hop at a time and 1,000 hops in flight.
+
+use crate::harness::{
+    Batch, MISSING, Settings, Variant, measure_ops, timed_in_task, warm_up_rayon,
+};
+use crate::report::{Goal, ScenarioReport, rows};
+use crate::threads::{ThreadTally, os_threads};
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::io;
+use tokio::runtime::{Builder, Runtime};
+
+/// Hops in flight at once in `concurrent-1000`: one iteration starts them all, then awaits
+/// them in order.
+const HOPS: u64 = 1_000;
+
+/// Runs the two scenarios, each on a fresh tokio runtime so that the threads one leaves
+/// behind do not count in the other.
+///
+/// # Errors
+///
+/// If a tokio runtime cannot be built.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    warm_up_rayon();
+    Ok(vec![one_at_a_time(settings)?, concurrent(settings)?])
+}
+
+/// A multi-thread runtime with the default worker count, every worker started and tokio's
+/// blocking pool holding one thread.
+fn warm_runtime() -> io::Result<Runtime> {
+    let rt = Builder::new_multi_thread().build()?;
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+    Ok(rt)
+}
+
+// The four ways to hop: each starts the closure `move || k` on its pool at once and returns
+// the future of `k`. A lost value turns into MISSING, which breaks the batch's checksum.
+
+fn hop_bridge(k: u64) -> bridge::Task<u64> {
+    bridge::spawn(move || k)
+}
+
+fn hop_tokio_rayon(k: u64) -> tokio_rayon::AsyncRayonHandle<u64> {
+    tokio_rayon::spawn(move || k)
+}
+
+fn hop_rayon_oneshot(k: u64) -> impl Future<Output = u64> + Send + 'static {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let _ = tx.send(k);
+    });
+    async move { rx.await.unwrap_or(MISSING) }
+}
+
+fn hop_spawn_blocking(k: u64) -> impl Future<Output = u64> + Send + 'static {
+    let handle = tokio::task::spawn_blocking(move || k);
+    async move { handle.await.unwrap_or(MISSING) }
+}
+
+/// A batch of `iters` iterations on `rt`; each starts [`HOPS`] hops, then awaits them in
+/// order. Hop `j` of iteration `i` returns `i * HOPS + j`.
+fn all_at_once<H>(rt: &Runtime, iters: u64, hop: impl Fn(u64) -> H + Copy + Send + 'static) -> Batch
+where
+    H: Future<Output = u64> + Send + 'static,
+{
+    timed_in_task(rt, iters, move |i| async move {
+        let in_flight: Vec<H> = (0..HOPS).map(|j| hop(i * HOPS + j)).collect();
+        let mut sum = 0u64;
+        for hop in in_flight {
+            sum = sum.wrapping_add(hop.await);
+        }
+        sum
+    })
+}
+
+/// The process's thread count before a scenario and around every batch of its variants.
+#[derive(Debug)]
+struct Census {
+    /// Before measuring, with the pools warmed up.
+    base: Option<u32>,
+    /// One tally per variant, in the order the variants were made.
+    tallies: RefCell<Vec<(&'static str, ThreadTally)>>,
+}
+
+impl Census {
+    /// Reads the thread count now, as the base.
+    fn new() -> Self {
+        Self {
+            base: os_threads(),
+            tallies: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// A variant whose batches are run by `run`, with the thread count read before and
+    /// after each batch (outside the timed part).
+    fn variant<'a>(
+        &'a self,
+        name: &'static str,
+        mut run: impl FnMut(u64) -> Batch + 'a,
+    ) -> Variant<'a> {
+        let k = {
+            let mut tallies = self.tallies.borrow_mut();
+            tallies.push((name, ThreadTally::default()));
+            tallies.len() - 1
+        };
+        Variant::new(name, move |n| {
+            let before = os_threads();
+            let batch = run(n);
+            self.tallies.borrow_mut()[k].1.record(before, os_threads());
+            batch
+        })
+    }
+
+    /// The counts, as one paragraph.
+    fn note(&self) -> String {
+        let mut out = String::from(
+            "Threads: the process's OS threads (`Threads:` in /proc/self/status, read \
+             outside the timed part): ",
+        );
+        match self.base {
+            Some(n) => {
+                let _ = write!(out, "{n} before measuring, pools warmed up");
+            }
+            None => out.push_str("not readable before measuring"),
+        }
+        out.push_str(
+            "; right after each variant's batches, min-max (and in parentheses the growth \
+             during its own batches, summed): ",
+        );
+        for (k, (name, tally)) in self.tallies.borrow().iter().enumerate() {
+            let sep = if k == 0 { "" } else { "; " };
+            let _ = write!(out, "{sep}{name} {tally}");
+        }
+        out.push_str(
+            ". The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
+             the threads spawn_blocking starts stay during the other variants' later batches \
+             (variants are calibrated in table order, spawn_blocking last): compare the \
+             growth in parentheses, not the totals.",
+        );
+        out
+    }
+}
+
+fn varied() -> String {
+    "how the closure reaches a pool and its result comes back: bridge::spawn; \
+     tokio_rayon::spawn (tokio-rayon 2.1); rayon::spawn of a job that sends on a tokio \
+     oneshot, then await the receiver (rayon+tokio-oneshot); tokio::task::spawn_blocking \
+     (tokio's blocking pool instead of rayon)."
+        .to_owned()
+}
+
+fn frame(rt: &Runtime, per_op: &str) -> String {
+    format!(
+        "a tokio multi-thread runtime with its default {} workers; the awaiting code is a task \
+         spawned on it (not the block_on body), so it runs on a worker and each wake goes \
+         through tokio's scheduler; rayon's global pool of {} threads; both warmed up first \
+         (1,000 tasks ran on tokio's workers, its blocking pool ran a closure and keeps that \
+         thread, every rayon worker ran a job). {per_op}",
+        rt.metrics().num_workers(),
+        rayon::current_num_threads(),
+    )
+}
+
+fn scenario(
+    name: &'static str,
+    fixed: String,
+    goals: Vec<Goal>,
+    ops_per_iter: u64,
+    variants: &mut [Variant<'_>],
+    census: &Census,
+    settings: &Settings,
+) -> ScenarioReport {
+    let m = measure_ops(variants, ops_per_iter, settings);
+    ScenarioReport {
+        name,
+        varied: varied(),
+        fixed,
+        goals,
+        notes: vec![census.note()],
+        rows: rows(name, &m),
+    }
+}
+
+fn peer_goals() -> Vec<Goal> {
+    vec![
+        Goal {
+            peer: "tokio-rayon",
+            at_least: 1.0,
+            text: "bridge no slower than tokio-rayon",
+        },
+        Goal {
+            peer: "rayon+tokio-oneshot",
+            at_least: 1.0,
+            text: "bridge no slower than rayon::spawn + tokio oneshot",
+        },
+    ]
+}
+
+fn one_at_a_time(settings: &Settings) -> io::Result<ScenarioReport> {
+    let rt = warm_runtime()?;
+    let census = Census::new();
+    let mut variants = [
+        census.variant("bridge", |n| timed_in_task(&rt, n, hop_bridge)),
+        census.variant("tokio-rayon", |n| timed_in_task(&rt, n, hop_tokio_rayon)),
+        census.variant("rayon+tokio-oneshot", |n| {
+            timed_in_task(&rt, n, hop_rayon_oneshot)
+        }),
+        census.variant("spawn_blocking", |n| {
+            timed_in_task(&rt, n, hop_spawn_blocking)
+        }),
+    ];
+    let fixed = frame(
+        &rt,
+        "Per operation: hop a closure that returns the operation's index, and await it \
+         before the next hop.",
+    );
+    Ok(scenario(
+        "one-at-a-time",
+        fixed,
+        peer_goals(),
+        1,
+        &mut variants,
+        &census,
+        settings,
+    ))
+}
+
+fn concurrent(settings: &Settings) -> io::Result<ScenarioReport> {
+    let rt = warm_runtime()?;
+    let census = Census::new();
+    let mut variants = [
+        census.variant("bridge", |n| all_at_once(&rt, n, hop_bridge)),
+        census.variant("tokio-rayon", |n| all_at_once(&rt, n, hop_tokio_rayon)),
+        census.variant("rayon+tokio-oneshot", |n| {
+            all_at_once(&rt, n, hop_rayon_oneshot)
+        }),
+        census.variant("spawn_blocking", |n| {
+            all_at_once(&rt, n, hop_spawn_blocking)
+        }),
+    ];
+    let fixed = frame(
+        &rt,
+        &format!(
+            "Per iteration: start {HOPS} hops (closures returning their index), then await \
+             them in the order started; one operation is one hop (batch time / (iterations \
+             x {HOPS})), including its share of the Vec that holds the handles."
+        ),
+    );
+    let mut goals = peer_goals();
+    goals.push(Goal {
+        peer: "spawn_blocking",
+        at_least: 10.0,
+        text: "bridge at least 10x cheaper than spawn_blocking",
+    });
+    Ok(scenario(
+        "concurrent-1000",
+        fixed,
+        goals,
+        HOPS,
+        &mut variants,
+        &census,
+        settings,
+    ))
+}
