@@ -343,6 +343,36 @@ fn sender_drop_vs_receiver_drop() {
     });
 }
 
+/// An abandoned receiver against a producer that checks `is_closed` and sends: the producer
+/// never sees a close, the value comes back to it, and the channel is freed once.
+///
+/// Catches: abandon implemented as a drop (the producer would see `is_closed`); an abandoned
+/// channel that neither side frees (allocation leak) or both free (poisoned state).
+#[test]
+fn abandon_vs_send() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 4);
+        let counter = drops.clone();
+        let sender = thread::spawn(move || {
+            assert!(!tx.is_closed(), "an abandoned receiver read as closed");
+            match tx.send(sent) {
+                Ok(()) => {}
+                Err(back) => {
+                    assert_eq!(counter.drops(), 0);
+                    drop(back);
+                }
+            }
+        });
+        let (_wakes, waker) = CountingWaker::new();
+        let _ = poll_once(&mut rx, &waker);
+        rx.abandon();
+        sender.join().unwrap();
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
 /// The waker is replaced between two polls while the send races both.
 ///
 /// Catches: a re-poll that keeps the first waker (the task that moved is never woken); a

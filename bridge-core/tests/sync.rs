@@ -202,3 +202,38 @@ fn debug_output_names_the_handles() {
     assert_eq!(format!("{tx:?}"), "Sender { is_closed: false }");
     assert_eq!(format!("{rx:?}"), "Receiver { .. }");
 }
+
+#[test]
+fn an_abandoned_receiver_keeps_the_sender_open_and_hands_the_value_back() {
+    let drops = DropCounter::default();
+    let (tx, rx) = oneshot::channel();
+    rx.abandon();
+    assert!(!tx.is_closed());
+    let back = tx.send(drops.value(3)).unwrap_err().into_inner();
+    assert_eq!((back.id, drops.drops()), (3, 0));
+    drop(back);
+    assert_eq!(drops.drops(), 1);
+
+    // Abandoning after the value arrived drops it, once.
+    let (tx, rx) = oneshot::channel();
+    tx.send(drops.value(4)).unwrap();
+    rx.abandon();
+    assert_eq!(drops.drops(), 2);
+
+    // A sender dropped after the abandon frees the channel without a value.
+    let (tx, rx) = oneshot::channel::<u8>();
+    rx.abandon();
+    drop(tx);
+}
+
+#[test]
+fn is_ready_tells_whether_a_receive_would_wait() {
+    let (tx, mut rx) = oneshot::channel::<u8>();
+    assert!(!rx.is_ready());
+    assert_eq!(rx.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Timeout));
+    assert!(!rx.is_ready());
+    drop(tx);
+    assert!(rx.is_ready());
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    assert!(rx.is_ready());
+}

@@ -44,8 +44,8 @@ pub struct Receiver<T> {
 // SAFETY: the receiver takes a `T` that was made on the sender's thread, so `T: Send` is
 // needed and enough; the shared cell follows the ownership rules in `states`.
 unsafe impl<T: Send> Send for Receiver<T> {}
-// SAFETY: every method that touches the channel takes `&mut self` or `self`, so a shared
-// reference gives no access at all.
+// SAFETY: every method that changes the channel or reads its slots takes `&mut self` or
+// `self`; through a shared reference only `is_ready`'s single atomic load is possible.
 unsafe impl<T: Send> Sync for Receiver<T> {}
 
 impl<T> Unpin for Receiver<T> {}
@@ -329,6 +329,50 @@ impl<T> Future for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        self.release(DISCONNECTED);
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Whether a receive now would return without waiting: the value is there, or the
+    /// channel is closed. Takes nothing and registers nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// assert!(!rx.is_ready());
+    /// tx.send(1).unwrap();
+    /// assert!(rx.is_ready());
+    /// ```
+    pub fn is_ready(&self) -> bool {
+        // ORDERING: Relaxed: a snapshot; the receive that follows does its own Acquire.
+        matches!(self.channel().state.load(Relaxed), MESSAGE | DISCONNECTED)
+    }
+
+    /// Drops the receiver without telling the sender: [`Sender::is_closed`] keeps returning
+    /// `false`, so a producer that checks it to skip unwanted work goes on. The value it
+    /// sends is handed back by `send`, as after an ordinary drop.
+    ///
+    /// This is for fire-and-forget work, where the result is not wanted but the work is.
+    ///
+    /// [`Sender::is_closed`]: super::Sender::is_closed
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// rx.abandon();
+    /// assert!(!tx.is_closed());
+    /// assert_eq!(tx.send(5).unwrap_err().into_inner(), 5);
+    /// ```
+    pub fn abandon(self) {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release(ABANDONED);
+    }
+
+    /// Gives up this handle: `gone` (DISCONNECTED or ABANDONED) tells a live sender how.
+    fn release(&mut self, gone: u8) {
         let channel = self.channel();
         // Dropped only after the channel is settled, so a panicking destructor cannot leave
         // it half-closed.
@@ -342,7 +386,7 @@ impl<T> Drop for Receiver<T> {
                 // failure Acquire as for the load above.
                 EMPTY => match channel
                     .state
-                    .compare_exchange(EMPTY, DISCONNECTED, Release, Acquire)
+                    .compare_exchange(EMPTY, gone, Release, Acquire)
                 {
                     Ok(_) => {
                         drop(stale_waker);

@@ -85,10 +85,12 @@ impl<T> Sender<T> {
         }
     }
 
-    /// Whether the receiver is gone, so a value sent now would come straight back.
+    /// Whether the receiver was dropped, so a value sent now would come straight back.
     ///
     /// A producer can poll this to skip work that nobody waits for. `false` is only a
-    /// snapshot: the receiver may drop right after.
+    /// snapshot: the receiver may drop right after. A receiver that was
+    /// [abandoned](super::Receiver::abandon) does not count as closed here (a send still
+    /// hands the value back).
     ///
     /// # Examples
     ///
@@ -150,7 +152,7 @@ impl<T> Sender<T> {
                         Err(actual) => state = actual,
                     }
                 }
-                DISCONNECTED => return Finish::ReceiverGone,
+                DISCONNECTED | ABANDONED => return Finish::ReceiverGone,
                 other => invalid_state(other),
             }
         }

@@ -23,6 +23,11 @@ pub(crate) const MESSAGE: u8 = 3;
 /// side that observes this state is the one that frees the channel.
 pub(crate) const DISCONNECTED: u8 = 4;
 
+/// The receiver was abandoned ([`Receiver::abandon`](super::Receiver::abandon)): gone
+/// without telling the sender. For ownership it is `DISCONNECTED` (the sender is the last
+/// handle and frees the channel); only `Sender::is_closed` reads it as open.
+pub(crate) const ABANDONED: u8 = 5;
+
 /// Only in loom builds: the channel was freed. Any operation that reads this reports a use
 /// after free (real builds return the memory to the allocator instead).
 #[cfg(bridge_loom)]
