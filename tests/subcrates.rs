@@ -18,7 +18,7 @@ fn rayon_paths_resolve() {
     let task: bridge::Task<u8> = bridge::spawn(|| 1);
     assert_eq!(bridge::block_on(task), 1);
     assert_eq!(bridge::spawn_fifo(|| 2).wait(), 2);
-    assert!(!bridge::spawn_cancellable(|flag: &bridge::CancelFlag| flag.is_cancelled()).wait());
+    assert!(!bridge::spawn_cancellable(|flag: bridge::CancelFlag<'_>| flag.is_cancelled()).wait());
     let err: bridge::TaskError = bridge::spawn(|| -> u8 { panic!("x") }).join().unwrap_err();
     assert!(err.is_panic());
     let _: Option<bridge::CatchUnwind<u8>> = None;
@@ -26,5 +26,6 @@ fn rayon_paths_resolve() {
         .num_threads(1)
         .build()
         .unwrap();
-    let _: bridge::rayon::Task<u8> = pool.spawn_task(|| 3);
+    let task: bridge::rayon::Task<u8> = pool.spawn_task(|| 3);
+    assert_eq!(task.wait(), 3);
 }

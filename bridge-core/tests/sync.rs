@@ -230,7 +230,10 @@ fn an_abandoned_receiver_keeps_the_sender_open_and_hands_the_value_back() {
 fn is_ready_tells_whether_a_receive_would_wait() {
     let (tx, mut rx) = oneshot::channel::<u8>();
     assert!(!rx.is_ready());
-    assert_eq!(rx.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Timeout));
+    assert_eq!(
+        rx.recv_timeout(Duration::ZERO),
+        Err(RecvTimeoutError::Timeout)
+    );
     assert!(!rx.is_ready());
     drop(tx);
     assert!(rx.is_ready());

@@ -1,8 +1,8 @@
-//! The job a task sends to the pool, and the cancellation flag it shares with its `Task`.
+//! The job a task sends to the pool, and the cancellation flag it reads.
 
-use crate::loom::{AtomicBool, Mutex, Ordering};
 use bridge_core::oneshot::{SendError, Sender};
 use std::any::Any;
+use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 
 /// What the closure produced: its value, or its panic payload.
@@ -31,14 +31,14 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 /// std::thread::sleep(Duration::from_millis(5));
 /// drop(task); // the closure sees the flag and stops within a step
 /// ```
-#[derive(Debug)]
-pub struct CancelFlag {
-    cancelled: AtomicBool,
+#[derive(Clone, Copy)]
+pub struct CancelFlag<'a> {
+    receiver_gone: &'a dyn ReceiverGone,
 }
 
-impl CancelFlag {
-    /// Whether the task was dropped (without [`detach`](crate::Task::detach)), so nobody
-    /// will receive the result.
+impl CancelFlag<'_> {
+    /// Whether the task was dropped (not [detached](crate::Task::detach)), so nobody will
+    /// receive the result.
     ///
     /// # Examples
     ///
@@ -47,73 +47,49 @@ impl CancelFlag {
     /// assert_eq!(task.wait(), false);
     /// ```
     pub fn is_cancelled(&self) -> bool {
-        // ORDERING: Relaxed: a cancel that happens-before this load is seen by coherence;
-        // no other data is published through the flag.
-        self.cancelled.load(Ordering::Relaxed)
+        self.receiver_gone.receiver_gone()
     }
 }
 
-/// A job: the closure and the sender for its outcome, taken out exactly once by whoever
-/// runs it (a pool thread, or a rayon worker that waits on the task and helps).
-pub(crate) struct Job<F, T> {
-    flag: CancelFlag,
-    work: Mutex<Option<(F, Sender<Outcome<T>>)>>,
+impl fmt::Debug for CancelFlag<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelFlag")
+            .field("is_cancelled", &self.is_cancelled())
+            .finish()
+    }
 }
 
-impl<F, T> Job<F, T>
+/// The sender's view of its task, without the value type.
+trait ReceiverGone {
+    fn receiver_gone(&self) -> bool;
+}
+
+impl<T> ReceiverGone for Sender<T> {
+    fn receiver_gone(&self) -> bool {
+        // A dropped `Task` drops its receiver (closed); a detached one abandons it, which
+        // leaves the sender open.
+        self.is_closed()
+    }
+}
+
+/// Runs the job: `f` unless its task was dropped before this point, with the outcome sent
+/// to the task. Never unwinds: a panic of `f` travels to the task, and dropping what nobody
+/// wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here on the
+/// pool thread.
+pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>)
 where
-    F: FnOnce(&CancelFlag) -> T,
+    F: FnOnce(CancelFlag<'_>) -> T,
 {
-    pub(crate) fn new(f: F, tx: Sender<Outcome<T>>) -> Self {
-        Self {
-            flag: CancelFlag {
-                cancelled: AtomicBool::new(false),
-            },
-            work: Mutex::new(Some((f, tx))),
-        }
+    // A drop of the task that happened-before this check is seen here (the channel's state
+    // is one atomic location), so a cancelled job never starts.
+    if tx.is_closed() {
+        drop_quietly(f);
+        return;
     }
-
-    /// Runs the closure unless it was cancelled or somebody else already ran it, and sends
-    /// the outcome. Never unwinds: a panic of the closure is sent to the task, and a
-    /// panicking destructor of a value nobody wants is contained here.
-    pub(crate) fn run(&self) {
-        let Some((f, tx)) = self.work.with(Option::take) else {
-            return;
-        };
-        // The check comes after the take: a cancel that happened-before this point is seen,
-        // and a cancel after it lets the closure finish (it can watch the flag).
-        if self.flag.is_cancelled() {
-            drop_quietly((f, tx));
-            return;
-        }
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&self.flag)));
-        if let Err(SendError(unwanted)) = tx.send(outcome) {
-            drop_quietly(unwanted);
-        }
-    }
-}
-
-/// The type-erased handle a `Task` keeps on its job.
-pub(crate) trait Control: Send + Sync {
-    /// Marks the job cancelled: it will not start if it has not yet.
-    fn cancel(&self);
-    /// Runs the job on this thread if nobody has started it.
-    fn run_here(&self);
-}
-
-impl<F, T> Control for Job<F, T>
-where
-    F: FnOnce(&CancelFlag) -> T + Send,
-    T: Send,
-{
-    fn cancel(&self) {
-        // ORDERING: Relaxed: the job's check after its take sees a store that
-        // happens-before the take (through the mutex); nothing else is published.
-        self.flag.cancelled.store(true, Ordering::Relaxed);
-    }
-
-    fn run_here(&self) {
-        self.run();
+    let flag = CancelFlag { receiver_gone: &tx };
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(flag)));
+    if let Err(SendError(unwanted)) = tx.send(outcome) {
+        drop_quietly(unwanted);
     }
 }
 

@@ -23,9 +23,11 @@
 //! # Inside rayon
 //!
 //! Spawning from a rayon worker puts the job on that worker's pool. Waiting for a task on a
-//! rayon worker (with [`Task::wait`], or `bridge::block_on(task)`) first runs the job right
-//! there if no thread has started it, so even a pool of one thread that blocks on its own
-//! tasks does not deadlock. A job that another worker already started is waited for.
+//! rayon worker (with [`Task::wait`], or `bridge::block_on(task)`) first runs the pool's
+//! pending work on that thread until the result is there, so even a pool of one thread that
+//! blocks on its own tasks does not deadlock. A job that another worker already runs is
+//! waited for. Waiting across pools (a worker of pool A blocking on a task of pool B whose
+//! workers all wait for A) can still deadlock, as it would with rayon alone.
 //!
 //! The result travels through `bridge_core::oneshot`, whose send happens-before the
 //! receive: what the closure wrote is visible to whoever takes its result.
@@ -33,7 +35,6 @@
 
 mod error;
 mod job;
-mod loom;
 mod spawn;
 mod task;
 

@@ -22,8 +22,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: &CancelFlag| f());
-    rayon::spawn(move || job.run());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    rayon::spawn(job);
     task
 }
 
@@ -41,8 +41,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: &CancelFlag| f());
-    rayon::spawn_fifo(move || job.run());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    rayon::spawn_fifo(job);
     task
 }
 
@@ -59,11 +59,11 @@ where
 /// ```
 pub fn spawn_cancellable<F, T>(f: F) -> Task<T>
 where
-    F: FnOnce(&CancelFlag) -> T + Send + 'static,
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
     let (task, job) = Task::new(f);
-    rayon::spawn(move || job.run());
+    rayon::spawn(job);
     task
 }
 
@@ -126,7 +126,7 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// ```
     fn spawn_cancellable_task<F, T>(&self, f: F) -> Task<T>
     where
-        F: FnOnce(&CancelFlag) -> T + Send + 'static,
+        F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static;
 }
 
@@ -136,8 +136,8 @@ impl ThreadPoolExt for rayon::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: &CancelFlag| f());
-        self.spawn(move || job.run());
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        self.spawn(job);
         task
     }
 
@@ -146,32 +146,30 @@ impl ThreadPoolExt for rayon::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: &CancelFlag| f());
-        self.spawn_fifo(move || job.run());
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        self.spawn_fifo(job);
         task
     }
 
     fn spawn_cancellable_task<F, T>(&self, f: F) -> Task<T>
     where
-        F: FnOnce(&CancelFlag) -> T + Send + 'static,
+        F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
         let (task, job) = Task::new(f);
-        self.spawn(move || job.run());
+        self.spawn(job);
         task
     }
 }
 
-/// Test hook for the loom models: a task and the job that fulfils it, to be run on loom
-/// threads standing in for the pool (calling it twice models a waiter that helps). Not part
-/// of the API.
+/// Test hook for the loom models: a task and the job that fulfils it, to be run on a loom
+/// thread standing in for the pool. Not part of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl Fn() + Clone + Send + 'static)
+pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
 where
-    F: FnOnce(&CancelFlag) -> T + Send + 'static,
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(f);
-    (task, move || job.run())
+    Task::new(f)
 }

@@ -1,13 +1,12 @@
 //! `Task<T>`: the handle on CPU work running on a rayon pool.
 
 use crate::TaskError;
-use crate::job::{CancelFlag, Control, Job, Outcome};
+use crate::job::{self, CancelFlag, Outcome};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use std::fmt;
 use std::future::Future;
 use std::panic::resume_unwind;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -31,9 +30,9 @@ use std::time::{Duration, Instant};
 /// on the pool thread. [`detach`](Self::detach) lets the job run without anybody waiting.
 ///
 /// **On a rayon worker**, waiting for a task (or polling it, as `bridge::block_on` does)
-/// first runs the job right there if no thread has started it yet. So a worker that blocks
-/// on a task it spawned (or a pool whose every thread does) still makes progress instead of
-/// deadlocking.
+/// first runs the pool's pending work on this thread until the result is there, so a
+/// worker that blocks on a task it spawned (or a pool whose every thread does) still makes
+/// progress instead of deadlocking.
 ///
 /// # Examples
 ///
@@ -47,34 +46,24 @@ use std::time::{Duration, Instant};
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
     rx: Receiver<Outcome<T>>,
-    /// `None` once detached. Cancelling a finished job is harmless.
-    job: Option<Arc<dyn Control>>,
-    /// Whether this handle already tried to run its job on a rayon worker.
-    helped: bool,
 }
 
 impl<T: Send + 'static> Task<T> {
     /// Makes a task and the job that fulfils it; the caller hands the job to a pool.
-    pub(crate) fn new<F>(f: F) -> (Self, Arc<Job<F, T>>)
+    pub(crate) fn new<F>(f: F) -> (Self, impl FnOnce() + Send + 'static)
     where
-        F: FnOnce(&CancelFlag) -> T + Send + 'static,
+        F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job = Arc::new(Job::new(f, tx));
-        let control: Arc<dyn Control> = job.clone();
-        let task = Self {
-            rx,
-            job: Some(control),
-            helped: false,
-        };
-        (task, job)
+        (Self { rx }, move || job::run(f, tx))
     }
 }
 
 impl<T> Task<T> {
     /// Blocks this thread until the closure finishes, and returns its value.
     ///
-    /// On a rayon worker it first runs the job here if nobody has started it.
+    /// On a rayon worker it first runs the pool's pending work here until the result is there
+    /// (see [`Task`]).
     ///
     /// # Panics
     ///
@@ -217,25 +206,28 @@ impl<T> Task<T> {
     /// bridge_rayon::spawn(move || tx.send("flushed").unwrap()).detach();
     /// assert_eq!(rx.recv().unwrap(), "flushed");
     /// ```
-    pub fn detach(mut self) {
-        self.job = None;
+    pub fn detach(self) {
+        self.rx.abandon();
     }
 
-    /// Polls for the outcome, running the job here first if this is a rayon worker and
-    /// nobody has started it.
+    /// Polls for the outcome, helping the pool first if this is a rayon worker.
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
         self.help();
         Pin::new(&mut self.rx).poll(cx).map(outcome)
     }
 
-    /// On a rayon worker, runs the job here unless some thread already started it, once.
-    fn help(&mut self) {
-        if self.helped || rayon::current_thread_index().is_none() {
+    /// On a rayon worker, runs pending rayon work until the outcome is here or the pool has
+    /// nothing this thread can run: a job queued behind this worker (spawned from it, or
+    /// waiting in its pool's queue) is then run here instead of deadlocking the pool. A job
+    /// that another thread already runs is left to it.
+    fn help(&self) {
+        if rayon::current_thread_index().is_none() {
             return;
         }
-        self.helped = true;
-        if let Some(job) = &self.job {
-            job.run_here();
+        while !self.rx.is_ready() {
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                return;
+            }
         }
     }
 }
@@ -252,19 +244,11 @@ impl<T> Future for Task<T> {
     }
 }
 
-impl<T> Drop for Task<T> {
-    fn drop(&mut self) {
-        if let Some(job) = self.job.take() {
-            job.cancel();
-        }
-    }
-}
-
 impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
-            .field("detached", &self.job.is_none())
-            .finish_non_exhaustive()
+            .field("is_finished", &self.rx.is_ready())
+            .finish()
     }
 }
 

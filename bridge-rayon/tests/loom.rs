@@ -5,9 +5,9 @@
 //!     cargo test -p bridge-rayon --release --test loom
 //! ```
 //!
-//! The job and the task share a mutex-guarded slot (the closure and the oneshot sender, taken
-//! once by whoever runs the job) and a cancel flag; the outcome travels through
-//! bridge-core's oneshot, whose own loom build checks frees and leaks. Values carry a
+//! The task and its job share nothing but bridge-core's oneshot: the task's receiver (dropped:
+//! cancel; abandoned: detach) and the job's sender (checked before the closure starts, then
+//! used for the outcome). The oneshot's own loom build checks frees and leaks; values carry a
 //! `loom::alloc::Track` (leak check) and a drop counter (double drop check).
 #![cfg(bridge_loom)]
 
@@ -30,9 +30,8 @@ impl Drop for Counted {
 /// racing the start lets it run at most once. The closure's captures are dropped exactly once
 /// either way.
 ///
-/// Catches: a job that checks the cancel flag before taking the closure (a cancel landing in
-/// between would be missed: "never after a cancel that happened-before the start" fails); a
-/// cancelled job that leaks its closure (Track leak); a closure run twice.
+/// Catches: a job that ignores the cancel (the second part runs the closure); a cancelled job
+/// that leaks its closure (Track leak).
 #[test]
 fn cancel_vs_start() {
     loom::model(|| {
@@ -119,25 +118,6 @@ fn value_vs_await() {
         let value = bridge_core::block_on(task);
         assert_eq!(*value.get_ref(), 41);
         pool.join().unwrap();
-    });
-}
-
-/// Two runners race for one job (the pool thread, and a rayon worker that waits on the task
-/// and helps): the closure runs exactly once and the value arrives once.
-///
-/// Catches: a claim that is not exclusive (the closure runs twice or the sender is used
-/// twice).
-#[test]
-fn two_runners_one_run() {
-    loom::model(|| {
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counter = runs.clone();
-        let (task, job) = __loom_task(move |_| counter.fetch_add(1, SeqCst));
-        let pool = thread::spawn(job.clone());
-        job();
-        assert_eq!(task.wait(), 0);
-        pool.join().unwrap();
-        assert_eq!(runs.load(SeqCst), 1);
     });
 }
 
