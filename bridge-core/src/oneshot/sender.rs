@@ -115,15 +115,17 @@ impl<T> Sender<T> {
     /// waits. After `Delivered` the channel may already be freed: do not touch it.
     fn finish(&self, done: u8) -> Finish {
         let channel = self.channel();
-        // ORDERING: Acquire: if this reads DISCONNECTED the receiver's last accesses must
-        // happen-before our free.
-        let mut state = channel.state.load(Acquire);
+        // No load first: the compare-exchange from EMPTY either succeeds or reports the actual
+        // state, and it takes the cache line exclusively at once (a load would fetch it shared
+        // from the receiver's core, and the compare-exchange then fetch it again).
+        let mut state = EMPTY;
         loop {
             match state {
                 EMPTY => {
                     // ORDERING: success Release publishes the value (or our last accesses,
-                    // for a close) to the receiver's acquire of `done`; failure Acquire as for
-                    // the load above.
+                    // for a close) to the receiver's acquire of `done`. Failure Acquire: if it
+                    // reads DISCONNECTED, the receiver's last accesses must happen-before our
+                    // free.
                     match channel
                         .state
                         .compare_exchange(EMPTY, done, Release, Acquire)
