@@ -23,7 +23,7 @@ pub use bridge_rayon::{
     CancelFlag, CatchUnwind, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
 };
 
-/// CPU work on rayon pools: everything of `bridge-rayon`, including [`ThreadPoolExt`]
+/// CPU work on rayon pools: everything of `bridge-rayon`, including [`ThreadPoolExt`](bridge_rayon::ThreadPoolExt)
 /// (`pool.spawn_task(f)`) for pools of your own.
 ///
 /// # Examples
