@@ -1,0 +1,119 @@
+//! The handoff: the future runs as a task of a multi-thread runtime while the caller blocks
+//! on a oneshot for its outcome.
+
+use crate::BridgeError;
+use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError};
+use std::any::Any;
+use std::future::{Future, poll_fn};
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Instant;
+
+/// The future's output, or its panic payload.
+pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
+
+/// Polls `future` to completion, turning a panic in any poll into an `Err` with its payload.
+pub(crate) async fn catch_unwind<F: Future>(future: F) -> Outcome<F::Output> {
+    let mut future = pin!(future);
+    poll_fn(
+        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(payload)),
+        },
+    )
+    .await
+}
+
+/// The caller's side of a handoff: where the outcome arrives.
+pub(crate) struct Waiting<T> {
+    rx: Receiver<Outcome<T>>,
+}
+
+/// Splits `future` into the job to run on a runtime and the caller's side.
+///
+/// The job sends the outcome (output or panic) when the future finishes. If the job is
+/// dropped unfinished (its runtime shut down), the caller gets [`BridgeError::RuntimeGone`];
+/// if the caller stopped waiting (deadline), the output is dropped where the job runs.
+pub(crate) fn split<F>(
+    future: F,
+) -> (
+    Waiting<F::Output>,
+    impl Future<Output = ()> + Send + 'static,
+)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job = async move {
+        let outcome = catch_unwind(future).await;
+        // A refused send means the caller gave up: the outcome is dropped here.
+        drop(tx.send(outcome));
+    };
+    (Waiting { rx }, job)
+}
+
+impl<T> Waiting<T> {
+    /// Blocks this thread until the outcome arrives, or `deadline` passes (then `cancel`
+    /// runs, to stop the job).
+    pub(crate) fn wait(
+        mut self,
+        deadline: Option<Instant>,
+        cancel: impl FnOnce(),
+    ) -> Result<T, BridgeError> {
+        let received = match deadline {
+            None => self
+                .rx
+                .recv_blocking()
+                .map_err(|RecvError| RecvTimeoutError::Closed),
+            Some(deadline) => self.rx.recv_deadline(deadline),
+        };
+        match received {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(payload)) => Err(BridgeError::Panicked(payload)),
+            Err(RecvTimeoutError::Closed) => Err(BridgeError::RuntimeGone),
+            Err(RecvTimeoutError::Timeout) => {
+                cancel();
+                Err(BridgeError::TimedOut)
+            }
+        }
+    }
+}
+
+/// Runs `future` as a task on `handle`'s runtime and blocks this thread for its outcome.
+///
+/// The caller must be allowed to block: outside any runtime, inside `block_in_place`, or on a
+/// thread whose own runtime does not drive `handle`'s.
+pub(crate) fn run<F>(
+    handle: &tokio::runtime::Handle,
+    future: F,
+    deadline: Option<Instant>,
+) -> Result<F::Output, BridgeError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (waiting, job) = split(future);
+    let task = handle.spawn(job);
+    waiting.wait(deadline, || task.abort())
+}
+
+/// Test hook for the loom models: the two sides of a handoff, without a runtime. Not part of
+/// the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_handoff<F>(
+    future: F,
+) -> (
+    impl FnOnce(Option<Instant>) -> Result<F::Output, BridgeError>,
+    impl Future<Output = ()> + Send + 'static,
+)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (waiting, job) = split(future);
+    (move |deadline| waiting.wait(deadline, || ()), job)
+}

@@ -1,0 +1,44 @@
+//! Synchronous code runs a future to completion from any tokio context, or none, without the
+//! panics and deadlocks of tokio's own primitives.
+//!
+//! ```
+//! // A plain thread, a rayon worker, a tokio task, a current-thread runtime: same call.
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let n = rt.block_on(async {
+//!     bridge_tokio::run_blocking(async {
+//!         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+//!         42
+//!     })
+//! });
+//! assert_eq!(n, 42);
+//! ```
+//!
+//! - [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`]: run a `Send`
+//!   future from synchronous code; [`run_blocking_local`] for `!Send` futures where no
+//!   handoff is needed.
+//! - [`route`] and [`Route`]: which way a call made here goes (block in place, hand off,
+//!   inline), with the reasons in [`Route`]'s docs.
+//! - [`IoRuntime`]: the shared multi-thread runtime that drives I/O for synchronous
+//!   callers, and the narrower contract of always driving a future there.
+//! - [`LocalSet`]: tokio's `LocalSet`, marked so that the bridge knows where it is.
+//!
+//! The bridge never drops a runtime inside an async context and never blocks the only
+//! driver of a runtime while the future needs that runtime.
+#![forbid(unsafe_code)]
+
+mod error;
+mod handoff;
+mod io_runtime;
+mod local;
+mod probe;
+mod route;
+mod run;
+
+pub use error::BridgeError;
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub use handoff::__loom_handoff;
+pub use io_runtime::IoRuntime;
+pub use local::LocalSet;
+pub use route::{Route, route};
+pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};

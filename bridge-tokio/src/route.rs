@@ -1,0 +1,92 @@
+//! Which route a call takes from the calling thread's context.
+
+use crate::local;
+use crate::probe;
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+/// How [`run_blocking`](crate::run_blocking) runs a future from the calling context.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_tokio::Route;
+///
+/// // A plain thread has no runtime: the future is polled right here.
+/// assert_eq!(bridge_tokio::route(), Route::Inline);
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// // A current-thread runtime cannot be blocked in place: the future goes to a worker.
+/// assert_eq!(rt.block_on(async { bridge_tokio::route() }), Route::Handoff);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Route {
+    /// A multi-thread runtime's task, `block_on` body or `spawn_blocking` thread: the thread
+    /// leaves the scheduler (`block_in_place`) and drives the future here with the ambient
+    /// runtime's handle, where its I/O lives.
+    BlockInPlace,
+    /// A current-thread runtime (body, task, `spawn_blocking` thread) or a `LocalSet`: the
+    /// future runs as a task of a multi-thread runtime (the ambient one under a `LocalSet` on
+    /// a multi-thread runtime, else the shared [`IoRuntime`](crate::IoRuntime)) while this
+    /// thread blocks on a oneshot.
+    Handoff,
+    /// No runtime (a plain thread, a rayon worker): the future is polled on this thread,
+    /// its I/O and timers driven by the shared [`IoRuntime`](crate::IoRuntime).
+    Inline,
+}
+
+/// The route a [`run_blocking`](crate::run_blocking) call made here would take.
+///
+/// Under a multi-thread runtime it cannot tell from tokio's public API whether a `LocalSet`
+/// is running this code (see [`LocalSet`](crate::LocalSet)), so it asks
+/// `tokio::task::block_in_place` with an empty closure, which refuses (panics, caught and
+/// silenced) inside a `LocalSet`. On a worker thread that hands the worker's queue to another
+/// thread once, as any `block_in_place` does.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
+/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
+/// ```
+pub fn route() -> Route {
+    match ambient() {
+        Ambient::None => Route::Inline,
+        Ambient::Local(_) | Ambient::CurrentThread => Route::Handoff,
+        Ambient::MultiThread(_) => {
+            if probe::block_in_place_allowed() {
+                Route::BlockInPlace
+            } else {
+                Route::Handoff
+            }
+        }
+    }
+}
+
+/// The runtime context of the calling thread, as far as it can be told without trying.
+#[derive(Debug)]
+pub(crate) enum Ambient {
+    /// No runtime is entered here.
+    None,
+    /// A multi-thread runtime; whether `block_in_place` is allowed is only known by trying.
+    MultiThread(Handle),
+    /// A current-thread runtime (or a flavor this crate does not know).
+    CurrentThread,
+    /// Inside a [`LocalSet`](crate::LocalSet); the handle is the ambient runtime's if it is
+    /// a multi-thread one.
+    Local(Option<Handle>),
+}
+
+pub(crate) fn ambient() -> Ambient {
+    let handle = Handle::try_current().ok();
+    let multi_thread = handle.filter(|h| matches!(h.runtime_flavor(), RuntimeFlavor::MultiThread));
+    if local::is_marked() {
+        return Ambient::Local(multi_thread);
+    }
+    match (multi_thread, Handle::try_current()) {
+        (Some(handle), _) => Ambient::MultiThread(handle),
+        (None, Ok(_)) => Ambient::CurrentThread,
+        (None, Err(_)) => Ambient::None,
+    }
+}
