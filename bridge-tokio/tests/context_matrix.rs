@@ -1,0 +1,184 @@
+//! The context matrix: `run_blocking` from every place synchronous code can find itself,
+//! each doing a loopback TCP round trip and a timer, each under a watchdog. Every row checks
+//! the value and the route `route()` reports.
+
+mod common;
+
+use bridge_tokio::{Route, route, run_blocking};
+use common::{watchdog, work};
+
+/// The check every row makes: the route is the one expected, and real work comes back.
+fn call(expected: Route, tag: u64) {
+    assert_eq!(route(), expected, "route for tag {tag}");
+    assert_eq!(run_blocking(work(tag)), tag);
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn plain_thread() {
+    watchdog(30, || call(Route::Inline, 1));
+}
+
+#[test]
+fn rayon_workers_of_the_global_and_a_custom_pool() {
+    watchdog(30, || {
+        rayon::scope(|s| s.spawn(|_| call(Route::Inline, 2)));
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        pool.install(|| call(Route::Inline, 3));
+        // Many at once, on every worker.
+        pool.broadcast(|ctx| call(Route::Inline, 100 + ctx.index() as u64));
+    });
+}
+
+#[test]
+fn multi_thread_task_body_and_spawn_blocking() {
+    watchdog(30, || {
+        let rt = multi_thread();
+        rt.block_on(async {
+            call(Route::BlockInPlace, 4);
+            tokio::spawn(async { call(Route::BlockInPlace, 5) }).await.unwrap();
+            tokio::task::spawn_blocking(|| call(Route::BlockInPlace, 6))
+                .await
+                .unwrap();
+        });
+    });
+}
+
+#[test]
+fn current_thread_body_task_and_spawn_blocking() {
+    watchdog(30, || {
+        let rt = current_thread();
+        rt.block_on(async {
+            call(Route::Handoff, 7);
+            tokio::spawn(async { call(Route::Handoff, 8) }).await.unwrap();
+            tokio::task::spawn_blocking(|| call(Route::Handoff, 9))
+                .await
+                .unwrap();
+        });
+    });
+}
+
+#[test]
+fn tokio_local_set_on_current_thread() {
+    watchdog(30, || {
+        let rt = current_thread();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            call(Route::Handoff, 10);
+            tokio::task::spawn_local(async { call(Route::Handoff, 11) })
+                .await
+                .unwrap();
+        });
+    });
+}
+
+#[test]
+fn tokio_local_set_on_multi_thread_is_found_by_probing() {
+    watchdog(30, || {
+        let rt = multi_thread();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            call(Route::Handoff, 12);
+            tokio::task::spawn_local(async { call(Route::Handoff, 13) })
+                .await
+                .unwrap();
+        });
+        // The runtime is fine afterwards, in and out of the LocalSet.
+        rt.block_on(async { call(Route::BlockInPlace, 14) });
+    });
+}
+
+#[test]
+fn bridge_local_set_on_both_flavors() {
+    watchdog(30, || {
+        for rt in [multi_thread(), current_thread()] {
+            let local = bridge_tokio::LocalSet::new();
+            local.block_on(&rt, async {
+                call(Route::Handoff, 15);
+                tokio::task::spawn_local(async { call(Route::Handoff, 16) })
+                    .await
+                    .unwrap();
+            });
+        }
+    });
+}
+
+#[test]
+fn inside_runtime_free_executors() {
+    watchdog(30, || {
+        bridge_core::block_on(async { call(Route::Inline, 17) });
+        futures::executor::block_on(async { call(Route::Inline, 18) });
+        let ex = async_executor::Executor::new();
+        let task = ex.spawn(async { call(Route::Inline, 19) });
+        futures::executor::block_on(ex.run(task));
+    });
+}
+
+/// Sixteen levels, each `run_blocking` called from inside the future of the one above, and
+/// every third level from a current-thread runtime on a fresh thread, so the routes mix.
+#[test]
+fn nested_sixteen_deep_mixing_routes() {
+    fn nest(depth: u64, routes: std::sync::Arc<std::sync::Mutex<Vec<Route>>>) -> u64 {
+        routes.lock().unwrap().push(route());
+        if depth == 0 {
+            return run_blocking(work(99));
+        }
+        if depth % 3 == 0 {
+            let routes = routes.clone();
+            return std::thread::spawn(move || {
+                current_thread().block_on(async move {
+                    run_blocking(async move { nest(depth - 1, routes) }) + 1
+                })
+            })
+            .join()
+            .unwrap();
+        }
+        run_blocking(async move { nest(depth - 1, routes) }) + 1
+    }
+    let routes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = routes.clone();
+    let got = watchdog(60, move || nest(16, routes));
+    assert_eq!(got, 99 + 16);
+    let seen = seen.lock().unwrap();
+    assert!(seen.contains(&Route::Inline));
+    assert!(seen.contains(&Route::BlockInPlace));
+}
+
+#[test]
+fn a_panicking_future_is_resumed_and_everything_still_works() {
+    watchdog(30, || {
+        let caught = std::panic::catch_unwind(|| run_blocking(async { panic!("in the future") }));
+        assert_eq!(
+            caught.unwrap_err().downcast_ref::<&str>(),
+            Some(&"in the future")
+        );
+        call(Route::Inline, 20);
+
+        let rt = multi_thread();
+        rt.block_on(async {
+            let caught = std::panic::catch_unwind(|| run_blocking(async { panic!("mt") }));
+            assert!(caught.is_err());
+            call(Route::BlockInPlace, 21);
+        });
+        let rt = current_thread();
+        rt.block_on(async {
+            let caught = std::panic::catch_unwind(|| run_blocking(async { panic!("ct") }));
+            assert!(caught.is_err());
+            call(Route::Handoff, 22);
+        });
+    });
+}
