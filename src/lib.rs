@@ -2,6 +2,11 @@
 //!
 //! # What is here
 //!
+//! - [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`],
+//!   [`run_blocking_local`] (feature `tokio`): synchronous code runs a future to completion
+//!   from any context, or none; [`route`] tells which way a call goes, and [`IoRuntime`] is
+//!   the shared runtime that drives I/O for synchronous callers. [`tokio`] has the rest
+//!   ([`tokio::LocalSet`]).
 //! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] and [`Task`] (feature `rayon`): CPU
 //!   work on rayon, awaited (or waited for) through a oneshot; panics come back to whoever
 //!   takes the result, and a dropped task cancels work that has not started.
@@ -38,4 +43,28 @@ pub use bridge_rayon::{
 pub mod rayon {
     #[doc(inline)]
     pub use bridge_rayon::*;
+}
+
+#[cfg(feature = "tokio")]
+#[doc(inline)]
+pub use bridge_tokio::{
+    BridgeError, IoRuntime, Route, route, run_blocking, run_blocking_local, try_run_blocking,
+    try_run_blocking_timeout,
+};
+
+/// Synchronous code and tokio: everything of `bridge-tokio`, including
+/// [`LocalSet`](bridge_tokio::LocalSet), the `LocalSet` that tells the bridge where it is.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let local = bridge::tokio::LocalSet::new();
+/// let n = local.block_on(&rt, async { bridge::run_blocking(async { 3 }) });
+/// assert_eq!(n, 3);
+/// ```
+#[cfg(feature = "tokio")]
+pub mod tokio {
+    #[doc(inline)]
+    pub use bridge_tokio::*;
 }

@@ -29,3 +29,22 @@ fn rayon_paths_resolve() {
     let task: bridge::rayon::Task<u8> = pool.spawn_task(|| 3);
     assert_eq!(task.wait(), 3);
 }
+
+#[cfg(feature = "tokio")]
+#[test]
+fn tokio_paths_resolve() {
+    assert_eq!(bridge::route(), bridge::Route::Inline);
+    assert_eq!(bridge::run_blocking(async { 1 }), 1);
+    assert_eq!(bridge::try_run_blocking(async { 2 }).unwrap(), 2);
+    let timeout = std::time::Duration::from_secs(60);
+    assert_eq!(
+        bridge::try_run_blocking_timeout(async { 3 }, timeout).unwrap(),
+        3
+    );
+    assert_eq!(bridge::run_blocking_local(async { 4 }).unwrap(), 4);
+    let err: bridge::BridgeError = bridge::try_run_blocking(async { panic!("x") }).unwrap_err();
+    assert!(matches!(err, bridge::BridgeError::Panicked(_)));
+    let io: &bridge::IoRuntime = bridge::IoRuntime::global();
+    assert_eq!(io.run_blocking(async { 5 }), 5);
+    let _ = bridge::tokio::LocalSet::new();
+}

@@ -37,7 +37,10 @@ fn plain_thread() {
 fn rayon_workers_of_the_global_and_a_custom_pool() {
     watchdog(30, || {
         rayon::scope(|s| s.spawn(|_| call(Route::Inline, 2)));
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         pool.install(|| call(Route::Inline, 3));
         // Many at once, on every worker.
         pool.broadcast(|ctx| call(Route::Inline, 100 + ctx.index() as u64));
@@ -50,7 +53,9 @@ fn multi_thread_task_body_and_spawn_blocking() {
         let rt = multi_thread();
         rt.block_on(async {
             call(Route::BlockInPlace, 4);
-            tokio::spawn(async { call(Route::BlockInPlace, 5) }).await.unwrap();
+            tokio::spawn(async { call(Route::BlockInPlace, 5) })
+                .await
+                .unwrap();
             tokio::task::spawn_blocking(|| call(Route::BlockInPlace, 6))
                 .await
                 .unwrap();
@@ -64,7 +69,9 @@ fn current_thread_body_task_and_spawn_blocking() {
         let rt = current_thread();
         rt.block_on(async {
             call(Route::Handoff, 7);
-            tokio::spawn(async { call(Route::Handoff, 8) }).await.unwrap();
+            tokio::spawn(async { call(Route::Handoff, 8) })
+                .await
+                .unwrap();
             tokio::task::spawn_blocking(|| call(Route::Handoff, 9))
                 .await
                 .unwrap();
