@@ -20,6 +20,8 @@
 //!   inline), with the reasons in [`Route`]'s docs.
 //! - [`IoRuntime`]: the shared multi-thread runtime that drives I/O for synchronous
 //!   callers, and the narrower contract of always driving a future there.
+//! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
+//!   when there is no runtime, which I/O runtime, a time limit).
 //! - [`LocalSet`]: tokio's `LocalSet`, marked so that the bridge knows where it is.
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
@@ -30,6 +32,7 @@ mod error;
 mod handoff;
 mod io_runtime;
 mod local;
+mod options;
 mod probe;
 mod route;
 mod run;
@@ -40,5 +43,6 @@ pub use error::BridgeError;
 pub use handoff::__loom_handoff;
 pub use io_runtime::IoRuntime;
 pub use local::LocalSet;
+pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};

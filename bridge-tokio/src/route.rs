@@ -37,11 +37,11 @@ pub enum Route {
 
 /// The route a [`run_blocking`](crate::run_blocking) call made here would take.
 ///
-/// Under a multi-thread runtime it cannot tell from tokio's public API whether a `LocalSet`
-/// is running this code (see [`LocalSet`](crate::LocalSet)), so it asks
+/// On a multi-thread runtime's worker thread the answer is immediate. On its other threads
+/// (the `block_on` body, `spawn_blocking` threads) tokio's public API cannot tell whether a
+/// `LocalSet` is running this code (see [`LocalSet`](crate::LocalSet)), so it asks
 /// `tokio::task::block_in_place` with an empty closure, which refuses (panics, caught and
-/// silenced) inside a `LocalSet`. On a worker thread that hands the worker's queue to another
-/// thread once, as any `block_in_place` does.
+/// silenced) inside a `LocalSet`.
 ///
 /// # Examples
 ///
@@ -54,6 +54,7 @@ pub fn route() -> Route {
     match ambient() {
         Ambient::None => Route::Inline,
         Ambient::Local(_) | Ambient::CurrentThread => Route::Handoff,
+        Ambient::Worker(_) => Route::BlockInPlace,
         Ambient::MultiThread(_) => {
             if probe::block_in_place_allowed() {
                 Route::BlockInPlace
@@ -69,7 +70,10 @@ pub fn route() -> Route {
 pub(crate) enum Ambient {
     /// No runtime is entered here.
     None,
-    /// A multi-thread runtime; whether `block_in_place` is allowed is only known by trying.
+    /// A worker thread of a multi-thread runtime, where `block_in_place` is allowed.
+    Worker(Handle),
+    /// Another thread of a multi-thread runtime (its `block_on` body, a `spawn_blocking`
+    /// thread, a `LocalSet`); whether `block_in_place` is allowed is only known by trying.
     MultiThread(Handle),
     /// A current-thread runtime (or a flavor this crate does not know).
     CurrentThread,
@@ -85,6 +89,11 @@ pub(crate) fn ambient() -> Ambient {
         return Ambient::Local(multi_thread);
     }
     match (multi_thread, Handle::try_current()) {
+        // A LocalSet is !Send, so no worker's task owns one: it runs in a block_on body, a
+        // spawn_blocking thread or inside block_in_place, where worker_index() is None. (A
+        // LocalSet driven by another executor inside a worker's task is the exception; the
+        // calls themselves still try block_in_place first and hand off if it refuses.)
+        (Some(handle), _) if tokio::runtime::worker_index().is_some() => Ambient::Worker(handle),
         (Some(handle), _) => Ambient::MultiThread(handle),
         (None, Ok(_)) => Ambient::CurrentThread,
         (None, Err(_)) => Ambient::None,

@@ -131,7 +131,7 @@ where
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
     match ambient() {
         Ambient::None => IoRuntime::global().block_on_here(future),
-        Ambient::MultiThread(handle) => {
+        Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
             let mut slot = Some(future);
             let attempt = probe::try_block_in_place(|| {
                 let future = slot.take().expect("taken once");
@@ -149,9 +149,24 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    dispatch_with(None, future, deadline)
+}
+
+/// Runs `future` by the route of this context; `io` (default [`IoRuntime::global`], only
+/// built when needed) serves the calls that have no multi-thread runtime of their own.
+pub(crate) fn dispatch_with<F>(
+    io: Option<&IoRuntime>,
+    future: F,
+    deadline: Option<Instant>,
+) -> Result<F::Output, BridgeError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let io = || io.unwrap_or_else(|| IoRuntime::global());
     match ambient() {
-        Ambient::None => IoRuntime::global().drive(future, deadline),
-        Ambient::MultiThread(handle) => {
+        Ambient::None => io().drive(future, deadline),
+        Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
             let mut slot = Some(future);
             let attempt = probe::try_block_in_place(|| {
                 let future = slot.take().expect("taken once");
@@ -172,7 +187,7 @@ where
         }
         Ambient::Local(Some(handle)) => handoff::run(&handle, future, deadline),
         Ambient::Local(None) | Ambient::CurrentThread => {
-            handoff::run(IoRuntime::global().handle(), future, deadline)
+            handoff::run(io().handle(), future, deadline)
         }
     }
 }

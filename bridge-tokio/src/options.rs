@@ -1,0 +1,235 @@
+//! `RunBlocking`: `run_blocking` with choices: how to drive a future when there is no
+//! runtime, which I/O runtime to use, and a time limit.
+
+use crate::route::{Ambient, ambient};
+use crate::{BridgeError, IoRuntime};
+use std::cell::RefCell;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+/// How a call with no ambient runtime (a plain thread, a rayon worker) drives its future.
+///
+/// | strategy | cost per call (measured in `bridge-bench`) | tasks the future spawns |
+/// | --- | --- | --- |
+/// | [`Shared`](Self::Shared) (default) | a ready future costs tens of ns; each I/O event is a cross-thread wake-up | run on the I/O runtime's workers, between calls too |
+/// | [`RuntimePerThread`](Self::RuntimePerThread) | I/O events are handled on this thread, no hop | run only while a later call on this thread drives the runtime: stranded in between |
+/// | [`RuntimePerCall`](Self::RuntimePerCall) | builds a runtime per call (microseconds) | killed when the call ends |
+///
+/// Only `Shared` is safe for clients that keep background tasks (connection pools of HTTP
+/// and object-store clients): with the other two, a pooled connection whose driver task
+/// lives on a runtime nobody drives hangs (per thread) or fails (per call) on reuse. Pick
+/// another strategy only for futures that spawn nothing, where the measured saving matters.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_tokio::{InlineStrategy, RunBlocking};
+///
+/// // A self-contained future: no background tasks, so a runtime per thread is safe.
+/// let n = RunBlocking::new()
+///     .inline(InlineStrategy::RuntimePerThread)
+///     .run(async { tokio::task::yield_now().await; 3 });
+/// assert_eq!(n, 3);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum InlineStrategy {
+    /// Poll the future on this thread with the I/O runtime's handle; the runtime's workers
+    /// drive I/O, timers and spawned tasks.
+    #[default]
+    Shared,
+    /// Drive the future with a current-thread runtime kept for this thread.
+    RuntimePerThread,
+    /// Drive the future with a current-thread runtime built for this call, then dropped.
+    RuntimePerCall,
+}
+
+/// [`run_blocking`](crate::run_blocking) with options.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+/// let n = bridge_tokio::RunBlocking::new()
+///     .io(&io)
+///     .timeout(Duration::from_secs(30))
+///     .try_run(async { 5 })
+///     .unwrap();
+/// assert_eq!(n, 5);
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use = "a RunBlocking does nothing until .run() or .try_run()"]
+pub struct RunBlocking<'a> {
+    inline: InlineStrategy,
+    io: Option<&'a IoRuntime>,
+    deadline: Option<Instant>,
+}
+
+impl<'a> RunBlocking<'a> {
+    /// The defaults: [`InlineStrategy::Shared`], [`IoRuntime::global`], no time limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(bridge_tokio::RunBlocking::new().run(async { 1 }), 1);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How to drive the future when the caller has no runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_tokio::{InlineStrategy, RunBlocking};
+    ///
+    /// let n = RunBlocking::new().inline(InlineStrategy::RuntimePerCall).run(async { 2 });
+    /// assert_eq!(n, 2);
+    /// ```
+    pub fn inline(mut self, strategy: InlineStrategy) -> Self {
+        self.inline = strategy;
+        self
+    }
+
+    /// The I/O runtime for calls with no runtime or that must hand off from a current-thread
+    /// runtime (instead of [`IoRuntime::global`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// assert_eq!(bridge_tokio::RunBlocking::new().io(&io).run(async { 3 }), 3);
+    /// ```
+    pub fn io(mut self, io: &'a IoRuntime) -> Self {
+        self.io = Some(io);
+        self
+    }
+
+    /// Cancels the future and returns [`BridgeError::TimedOut`] if it has not finished by
+    /// then. With a limit the future always runs as a task, so that it can be cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
+    /// let err = bridge_tokio::RunBlocking::new()
+    ///     .timeout(Duration::from_millis(5))
+    ///     .try_run(slow)
+    ///     .unwrap_err();
+    /// assert!(matches!(err, bridge_tokio::BridgeError::TimedOut));
+    /// ```
+    pub fn timeout(self, timeout: Duration) -> Self {
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.deadline(deadline),
+            None => self,
+        }
+    }
+
+    /// As [`timeout`](Self::timeout), with an instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let deadline = Instant::now() + Duration::from_secs(30);
+    /// let n = bridge_tokio::RunBlocking::new().deadline(deadline).run(async { 4 });
+    /// assert_eq!(n, 4);
+    /// ```
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Runs `future` to completion and returns its output.
+    ///
+    /// # Panics
+    ///
+    /// Resumes the future's panic; panics if the runtime shut down first or the time limit
+    /// passed ([`try_run`](Self::try_run) returns those as errors).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(bridge_tokio::RunBlocking::new().run(async { 6 }), 6);
+    /// ```
+    #[track_caller]
+    pub fn run<F>(self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        crate::run::unwrap(self.try_run(future))
+    }
+
+    /// Runs `future` to completion, with typed errors.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::Panicked`], [`BridgeError::RuntimeGone`], [`BridgeError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bridge_tokio::RunBlocking::new().try_run(async { panic!("x") }).unwrap_err();
+    /// assert!(matches!(err, bridge_tokio::BridgeError::Panicked(_)));
+    /// ```
+    pub fn try_run<F>(self, future: F) -> Result<F::Output, BridgeError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match (ambient(), self.inline, self.deadline) {
+            (Ambient::None, InlineStrategy::RuntimePerCall, None) => per_call(future),
+            (Ambient::None, InlineStrategy::RuntimePerThread, None) => per_thread(future),
+            (_, _, deadline) => crate::run::dispatch_with(self.io, future, deadline),
+        }
+    }
+}
+
+fn per_call<F: Future>(future: F) -> Result<F::Output, BridgeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|_| BridgeError::RuntimeGone)?;
+    panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future)))
+        .map_err(BridgeError::Panicked)
+}
+
+thread_local! {
+    /// This thread's runtime for `InlineStrategy::RuntimePerThread`.
+    static RUNTIME: RefCell<Option<tokio::runtime::Runtime>> = const { RefCell::new(None) };
+}
+
+fn per_thread<F: Future>(future: F) -> Result<F::Output, BridgeError> {
+    let attempt = RUNTIME.try_with(|cell| {
+        // A nested call finds a runtime entered and never reaches here, so the cell is
+        // never borrowed twice.
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|_| BridgeError::RuntimeGone)?,
+            );
+        }
+        let runtime = slot.as_ref().expect("set above");
+        Ok(panic::catch_unwind(AssertUnwindSafe(|| {
+            runtime.block_on(future)
+        })))
+    });
+    match attempt {
+        Ok(Ok(Ok(output))) => Ok(output),
+        Ok(Ok(Err(payload))) => Err(BridgeError::Panicked(payload)),
+        Ok(Err(error)) => Err(error),
+        // This thread is exiting and its runtime is gone with its thread-locals.
+        Err(_) => Err(BridgeError::RuntimeGone),
+    }
+}
