@@ -36,6 +36,7 @@ mod options;
 mod probe;
 mod route;
 mod run;
+mod shutdown;
 
 pub use error::BridgeError;
 #[cfg(bridge_loom)]

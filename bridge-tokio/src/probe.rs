@@ -83,3 +83,14 @@ pub(crate) fn try_block_in_place<R>(f: impl FnOnce() -> R) -> Result<R, ()> {
 pub(crate) fn block_in_place_allowed() -> bool {
     try_block_in_place(|| ()).is_ok()
 }
+
+/// Runs `f` with panics caught and kept out of stderr; `Err(())` if it panicked.
+pub(crate) fn quietly(f: impl FnOnce()) -> Result<(), ()> {
+    if cfg!(panic = "abort") {
+        f();
+        return Ok(());
+    }
+    install_quiet_hook();
+    let _probing = Probing::start();
+    panic::catch_unwind(AssertUnwindSafe(f)).map_err(|_| ())
+}

@@ -1,7 +1,7 @@
 //! `run_blocking` and its typed and `!Send` forms: pick the route, run the future there.
 
 use crate::route::{Ambient, ambient};
-use crate::{BridgeError, IoRuntime, handoff, probe};
+use crate::{BridgeError, IoRuntime, handoff, probe, shutdown};
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -164,16 +164,28 @@ where
     F::Output: Send + 'static,
 {
     let io = || io.unwrap_or_else(|| IoRuntime::global());
-    match ambient() {
+    let ambient = ambient();
+    match &ambient {
         Ambient::None => io().drive(future, deadline),
         Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
+            let worker = matches!(ambient, Ambient::Worker(_));
             let mut slot = Some(future);
             let attempt = probe::try_block_in_place(|| {
                 let future = slot.take().expect("taken once");
                 match deadline {
+                    Some(_) => handoff::run(&handle, future, deadline),
+                    // A worker is the hot path: it checks for a shutdown only once the future
+                    // is about to wait (it can no longer move elsewhere then, so it ends).
+                    None if worker => panic::catch_unwind(AssertUnwindSafe(|| {
+                        handle.block_on(shutdown::unless_shutting_down(&handle, future))
+                    }))
+                    .unwrap_or_else(|payload| Err(BridgeError::Panicked(payload))),
+                    // Elsewhere (a block_on body, a spawn_blocking thread, a stale guard of a
+                    // runtime that shut down) a dead runtime is found before the first poll,
+                    // and the future runs with the I/O runtime instead.
+                    None if shutdown::cannot_run(handle) => io().block_on_here(future),
                     None => panic::catch_unwind(AssertUnwindSafe(|| handle.block_on(future)))
                         .map_err(BridgeError::Panicked),
-                    Some(_) => handoff::run(&handle, future, deadline),
                 }
             });
             match attempt {
@@ -185,7 +197,7 @@ where
                 }
             }
         }
-        Ambient::Local(Some(handle)) => handoff::run(&handle, future, deadline),
+        Ambient::Local(Some(handle)) => handoff::run(handle, future, deadline),
         Ambient::Local(None) | Ambient::CurrentThread => {
             handoff::run(io().handle(), future, deadline)
         }

@@ -189,3 +189,66 @@ fn a_panicking_future_is_resumed_and_everything_still_works() {
         });
     });
 }
+
+/// Values dropped while a multi-thread runtime shuts down call the bridge from its worker
+/// threads (or from the thread that drops the runtime). Nothing hangs: a future that would
+/// wait on the dying runtime ends with `RuntimeGone`, a ready one completes, and the
+/// `IoRuntime` runs real work to the right value.
+#[test]
+fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
+    struct CallsOnDrop(u64, std::sync::mpsc::Sender<(u64, String)>);
+    impl Drop for CallsOnDrop {
+        fn drop(&mut self) {
+            let tag = self.0;
+            let waited = match bridge_tokio::try_run_blocking(work(tag)) {
+                Ok(echoed) if echoed == tag => "value".to_string(),
+                Ok(other) => format!("wrong value {other}"),
+                Err(bridge_tokio::BridgeError::RuntimeGone) => "runtime gone".to_string(),
+                Err(other) => format!("unexpected {other:?}"),
+            };
+            let ready = run_blocking(async move { tag });
+            let io = bridge_tokio::IoRuntime::global().run_blocking(work(tag));
+            let _ = self.1.send((
+                tag,
+                format!("{waited}, ready {}, io {}", ready == tag, io == tag),
+            ));
+        }
+    }
+    let reports = watchdog(60, || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let rt = multi_thread();
+        for tag in 0..8u64 {
+            let value = CallsOnDrop(1_000 + tag, tx.clone());
+            rt.spawn(async move {
+                let _value = value;
+                std::future::pending::<()>().await;
+            });
+        }
+        drop(tx);
+        // Let the tasks start (so their values live on the workers), then shut down.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(rt);
+        rx.iter().collect::<Vec<_>>()
+    });
+    assert_eq!(reports.len(), 8);
+    for (tag, report) in reports {
+        assert!(
+            report == "runtime gone, ready true, io true" || report == "value, ready true, io true",
+            "tag {tag}: {report}"
+        );
+    }
+}
+
+/// A thread still holds an entered guard of a runtime that was shut down in the background:
+/// the call notices the dead runtime and drives the future with the I/O runtime instead of
+/// panicking ("being shutdown").
+#[test]
+fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
+    watchdog(30, || {
+        let rt = multi_thread();
+        let handle = rt.handle().clone();
+        rt.shutdown_background();
+        let _guard = handle.enter();
+        assert_eq!(run_blocking(work(23)), 23);
+    });
+}
