@@ -173,11 +173,11 @@ where
             let attempt = probe::try_block_in_place(|| {
                 let future = slot.take().expect("taken once");
                 match deadline {
-                    Some(_) => handoff::run(&handle, future, deadline),
+                    Some(_) => handoff::run(handle, future, deadline),
                     // A worker is the hot path: it checks for a shutdown only once the future
                     // is about to wait (it can no longer move elsewhere then, so it ends).
                     None if worker => panic::catch_unwind(AssertUnwindSafe(|| {
-                        handle.block_on(shutdown::unless_shutting_down(&handle, future))
+                        handle.block_on(shutdown::unless_shutting_down(handle, future))
                     }))
                     .unwrap_or_else(|payload| Err(BridgeError::Panicked(payload))),
                     // Elsewhere (a block_on body, a spawn_blocking thread, a stale guard of a
@@ -193,7 +193,7 @@ where
                 // A LocalSet on a multi-thread runtime: hand off to that runtime's workers.
                 Err(()) => {
                     let future = slot.take().expect("not taken by a refused attempt");
-                    handoff::run(&handle, future, deadline)
+                    handoff::run(handle, future, deadline)
                 }
             }
         }

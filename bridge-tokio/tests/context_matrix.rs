@@ -248,6 +248,9 @@ fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
         let rt = multi_thread();
         let handle = rt.handle().clone();
         rt.shutdown_background();
+        // The shutdown finishes on the runtime's own threads; a stale guard is one used after
+        // that. (A runtime that dies during the call fails the call: see RuntimeGone.)
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let _guard = handle.enter();
         assert_eq!(run_blocking(work(23)), 23);
     });
