@@ -246,7 +246,7 @@ impl IoRuntime {
                     }
                 }
             }
-            (Ambient::CurrentThread | Ambient::Local(_), _) => {
+            (Ambient::CurrentThread | Ambient::Local(_) | Ambient::Exiting, _) => {
                 handoff::run(&self.handle, future, deadline)
             }
         }

@@ -28,7 +28,8 @@ pub enum Route {
     /// A current-thread runtime (body, task, `spawn_blocking` thread) or a `LocalSet`: the
     /// future runs as a task of a multi-thread runtime (the ambient one under a `LocalSet` on
     /// a multi-thread runtime, else the shared [`IoRuntime`](crate::IoRuntime)) while this
-    /// thread blocks on a oneshot.
+    /// thread blocks on a oneshot. Also a thread-local destructor that runs after tokio's
+    /// own, where no runtime can be entered any more.
     Handoff,
     /// No runtime (a plain thread, a rayon worker): the future is polled on this thread,
     /// its I/O and timers driven by the shared [`IoRuntime`](crate::IoRuntime).
@@ -53,7 +54,7 @@ pub enum Route {
 pub fn route() -> Route {
     match ambient() {
         Ambient::None => Route::Inline,
-        Ambient::Local(_) | Ambient::CurrentThread => Route::Handoff,
+        Ambient::Local(_) | Ambient::CurrentThread | Ambient::Exiting => Route::Handoff,
         Ambient::Worker(_) => Route::BlockInPlace,
         Ambient::MultiThread(_) => {
             if probe::block_in_place_allowed() {
@@ -80,10 +81,17 @@ pub(crate) enum Ambient {
     /// Inside a [`LocalSet`](crate::LocalSet); the handle is the ambient runtime's if it is
     /// a multi-thread one.
     Local(Option<Handle>),
+    /// The thread is exiting and tokio's thread-locals are gone (a thread-local destructor
+    /// that runs after tokio's): no runtime can be entered here, only handed a task.
+    Exiting,
 }
 
 pub(crate) fn ambient() -> Ambient {
-    let handle = Handle::try_current().ok();
+    let handle = match Handle::try_current() {
+        Ok(handle) => Some(handle),
+        Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,
+        Err(_) => None,
+    };
     let multi_thread = handle.filter(|h| matches!(h.runtime_flavor(), RuntimeFlavor::MultiThread));
     if local::is_marked() {
         return Ambient::Local(multi_thread);

@@ -26,6 +26,12 @@ use std::time::{Duration, Instant};
 /// created on it) cannot finish while that runtime is blocked by this call: use
 /// [`try_run_blocking_timeout`] to bound such a wait, or await the future instead.
 ///
+/// Background tasks that the future spawns (the connection drivers of a pooled HTTP or
+/// object-store client) live on the runtime that drives it: on the `BlockInPlace` route the
+/// caller's own runtime, which must then outlive the connections that other threads reuse.
+/// For a client shared beyond one runtime's life, drive its calls with
+/// [`IoRuntime::run_blocking`], which always uses the I/O runtime.
+///
 /// # Panics
 ///
 /// Resumes the future's panic in the caller. Panics if the runtime running the future shuts
@@ -140,7 +146,9 @@ pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError
             });
             attempt.unwrap_or(Err(BridgeError::NotSendOnHandoff))
         }
-        Ambient::CurrentThread | Ambient::Local(_) => Err(BridgeError::NotSendOnHandoff),
+        Ambient::CurrentThread | Ambient::Local(_) | Ambient::Exiting => {
+            Err(BridgeError::NotSendOnHandoff)
+        }
     }
 }
 
@@ -198,7 +206,7 @@ where
             }
         }
         Ambient::Local(Some(handle)) => handoff::run(handle, future, deadline),
-        Ambient::Local(None) | Ambient::CurrentThread => {
+        Ambient::Local(None) | Ambient::CurrentThread | Ambient::Exiting => {
             handoff::run(io().handle(), future, deadline)
         }
     }
