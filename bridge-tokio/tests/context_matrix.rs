@@ -255,3 +255,18 @@ fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
         assert_eq!(run_blocking(work(23)), 23);
     });
 }
+
+/// The last handle on an owned `IoRuntime` dropped inside a task: tokio would panic on a
+/// blocking shutdown there ("Cannot drop a runtime in a context where blocking is not
+/// allowed"); the bridge shuts it down in the background instead.
+#[test]
+fn an_io_runtime_dropped_inside_an_async_context() {
+    watchdog(30, || {
+        let io = bridge_tokio::IoRuntime::new(1).unwrap();
+        assert_eq!(io.run_blocking(work(30)), 30);
+        let rt = multi_thread();
+        rt.block_on(async move { tokio::spawn(async move { drop(io) }).await.unwrap() });
+        let io = bridge_tokio::IoRuntime::new(1).unwrap();
+        current_thread().block_on(async move { drop(io) });
+    });
+}
