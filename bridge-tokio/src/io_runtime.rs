@@ -228,7 +228,11 @@ impl IoRuntime {
         match (ambient(), deadline) {
             (Ambient::None, None) => self.block_on_here(future),
             (Ambient::None, Some(_)) => handoff::run(&self.handle, future, deadline),
-            (Ambient::Worker(_) | Ambient::MultiThread(_), _) => {
+            (Ambient::Worker(_), _) => tokio::task::block_in_place(|| match deadline {
+                None => self.block_on_here(future),
+                Some(_) => handoff::run(&self.handle, future, deadline),
+            }),
+            (Ambient::MultiThread(_), _) => {
                 let mut slot = Some(future);
                 let attempt = probe::try_block_in_place(|| {
                     let future = slot.take().expect("taken once");

@@ -88,22 +88,24 @@ pub(crate) enum Ambient {
 
 pub(crate) fn ambient() -> Ambient {
     let handle = match Handle::try_current() {
-        Ok(handle) => Some(handle),
+        Ok(handle) => handle,
         Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,
-        Err(_) => None,
+        Err(_) => return Ambient::None,
     };
-    let multi_thread = handle.filter(|h| matches!(h.runtime_flavor(), RuntimeFlavor::MultiThread));
+    let multi_thread = matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread);
     if local::is_marked() {
-        return Ambient::Local(multi_thread);
+        return Ambient::Local(multi_thread.then_some(handle));
     }
-    match (multi_thread, Handle::try_current()) {
-        // A LocalSet is !Send, so no worker's task owns one: it runs in a block_on body, a
-        // spawn_blocking thread or inside block_in_place, where worker_index() is None. (A
-        // LocalSet driven by another executor inside a worker's task is the exception; the
-        // calls themselves still try block_in_place first and hand off if it refuses.)
-        (Some(handle), _) if tokio::runtime::worker_index().is_some() => Ambient::Worker(handle),
-        (Some(handle), _) => Ambient::MultiThread(handle),
-        (None, Ok(_)) => Ambient::CurrentThread,
-        (None, Err(_)) => Ambient::None,
+    if !multi_thread {
+        return Ambient::CurrentThread;
+    }
+    // A LocalSet is !Send, so no worker's task owns one: it runs in a block_on body, a
+    // spawn_blocking thread or inside block_in_place, where worker_index() is None. (A
+    // LocalSet driven by another executor inside a worker's task is the exception, and is
+    // only known if it is a bridge_tokio::LocalSet.)
+    if tokio::runtime::worker_index().is_some() {
+        Ambient::Worker(handle)
+    } else {
+        Ambient::MultiThread(handle)
     }
 }

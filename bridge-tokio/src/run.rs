@@ -175,22 +175,25 @@ where
     let ambient = ambient();
     match &ambient {
         Ambient::None => io().drive(future, deadline),
-        Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
-            let worker = matches!(ambient, Ambient::Worker(_));
+        // The hot path: a worker thread, where block_in_place is always allowed. It checks
+        // for a shutdown only once the future is about to wait (it can no longer move
+        // elsewhere then, so it ends with RuntimeGone).
+        Ambient::Worker(handle) => tokio::task::block_in_place(|| match deadline {
+            Some(_) => handoff::run(handle, future, deadline),
+            None => panic::catch_unwind(AssertUnwindSafe(|| {
+                handle.block_on(shutdown::unless_shutting_down(handle, future))
+            }))
+            .unwrap_or_else(|payload| Err(BridgeError::Panicked(payload))),
+        }),
+        Ambient::MultiThread(handle) => {
             let mut slot = Some(future);
             let attempt = probe::try_block_in_place(|| {
                 let future = slot.take().expect("taken once");
                 match deadline {
                     Some(_) => handoff::run(handle, future, deadline),
-                    // A worker is the hot path: it checks for a shutdown only once the future
-                    // is about to wait (it can no longer move elsewhere then, so it ends).
-                    None if worker => panic::catch_unwind(AssertUnwindSafe(|| {
-                        handle.block_on(shutdown::unless_shutting_down(handle, future))
-                    }))
-                    .unwrap_or_else(|payload| Err(BridgeError::Panicked(payload))),
-                    // Elsewhere (a block_on body, a spawn_blocking thread, a stale guard of a
-                    // runtime that shut down) a dead runtime is found before the first poll,
-                    // and the future runs with the I/O runtime instead.
+                    // A block_on body, a spawn_blocking thread, a stale guard of a runtime
+                    // that shut down: a dead runtime is found before the first poll, and the
+                    // future runs with the I/O runtime instead.
                     None if shutdown::cannot_run(handle) => io().block_on_here(future),
                     None => panic::catch_unwind(AssertUnwindSafe(|| handle.block_on(future)))
                         .map_err(BridgeError::Panicked),
