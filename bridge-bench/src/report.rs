@@ -118,6 +118,16 @@ pub struct Goal {
     pub text: &'static str,
 }
 
+/// A target for bridge's own cost: its median must be at most `max_ns` nanoseconds per
+/// operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// The most nanoseconds per operation bridge's median may take.
+    pub max_ns: f64,
+    /// The goal in words, e.g. "bridge::run_blocking at most 150 ns per call".
+    pub text: &'static str,
+}
+
 /// A scenario's results with its frame, ready to print.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioReport {
@@ -127,8 +137,10 @@ pub struct ScenarioReport {
     pub varied: String,
     /// What is the same for every variant.
     pub fixed: String,
-    /// The goals quoted for this scenario, if any.
+    /// The goals against peers quoted for this scenario, if any.
     pub goals: Vec<Goal>,
+    /// The absolute goals for bridge's median quoted for this scenario, if any.
+    pub budgets: Vec<Budget>,
     /// Further observations measured alongside the timings (e.g. thread counts), one
     /// paragraph each, printed after the table.
     pub notes: Vec<String>,
@@ -185,6 +197,14 @@ impl ScenarioReport {
                 peer.ratio_to_bridge,
                 goal.at_least
             );
+            if goal.at_least < 1.0 {
+                let _ = write!(
+                    out,
+                    ", i.e. bridge at most {:.2}x {}",
+                    1.0 / goal.at_least,
+                    peer.variant
+                );
+            }
             // Rounds are interleaved, so round k of bridge and of the peer ran side by side:
             // counting the rounds that reach the goal is robust to drift across rounds.
             let reached = bridge
@@ -199,6 +219,28 @@ impl ScenarioReport {
                 bridge.samples.len().min(peer.samples.len())
             );
             out.push_str(").");
+        }
+        for budget in &self.budgets {
+            let Some(bridge) = bridge else {
+                let _ = write!(out, " Goal \"{}\": not measured.", budget.text);
+                continue;
+            };
+            let met = bridge.ns.median <= budget.max_ns;
+            let reached = bridge
+                .samples
+                .iter()
+                .filter(|&&ns| ns <= budget.max_ns)
+                .count();
+            let _ = write!(
+                out,
+                " Goal \"{}\": {} (bridge's median {:.1} ns, needed at most {:.1} ns; reached in \
+                 {reached} of {} rounds).",
+                budget.text,
+                if met { "met" } else { "NOT met" },
+                bridge.ns.median,
+                budget.max_ns,
+                bridge.samples.len()
+            );
         }
         out
     }
@@ -287,6 +329,7 @@ mod tests {
             varied: String::new(),
             fixed: String::new(),
             goals: Vec::new(),
+            budgets: Vec::new(),
             notes: vec!["Threads: 5.".to_owned()],
             rows: rows("s", m),
         };
@@ -316,6 +359,7 @@ mod tests {
                     text: "6x faster than tokio",
                 },
             ],
+            budgets: Vec::new(),
             notes: Vec::new(),
             rows: rows("s", &measurement()),
         };
@@ -326,6 +370,42 @@ mod tests {
              reached in 3 of 3 rounds). \
              Goal \"6x faster than tokio\": NOT met (tokio at 5.45x bridge's median, needed \
              6.00x; reached in 1 of 3 rounds)."
+        );
+    }
+
+    #[test]
+    fn takeaway_reports_budgets_and_at_most_goals() {
+        let report = ScenarioReport {
+            name: "s",
+            varied: String::new(),
+            fixed: String::new(),
+            goals: vec![Goal {
+                peer: "tokio",
+                at_least: 1.0 / 1.25,
+                text: "at most 1.25x tokio",
+            }],
+            budgets: vec![
+                Budget {
+                    max_ns: 11.5,
+                    text: "at most 11.5 ns",
+                },
+                Budget {
+                    max_ns: 10.5,
+                    text: "at most 10.5 ns",
+                },
+            ],
+            notes: Vec::new(),
+            rows: rows("s", &measurement()),
+        };
+        assert_eq!(
+            report.takeaway(),
+            "bridge is fastest; the next, tokio, takes 5.45x as long. \
+             Goal \"at most 1.25x tokio\": met (tokio at 5.45x bridge's median, needed 0.80x, \
+             i.e. bridge at most 1.25x tokio; reached in 3 of 3 rounds). \
+             Goal \"at most 11.5 ns\": met (bridge's median 11.0 ns, needed at most 11.5 ns; \
+             reached in 2 of 3 rounds). \
+             Goal \"at most 10.5 ns\": NOT met (bridge's median 11.0 ns, needed at most 10.5 ns; \
+             reached in 1 of 3 rounds)."
         );
     }
 }

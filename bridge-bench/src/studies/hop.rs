@@ -187,6 +187,7 @@ fn scenario(
         varied: varied(),
         fixed,
         goals,
+        budgets: Vec::new(),
         notes: vec![census.note()],
         rows: rows(name, &m),
     }

@@ -7,6 +7,7 @@ use std::io;
 
 pub mod hop;
 pub mod oneshot;
+pub mod run;
 
 /// A named study: a set of scenarios that share one results file.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +27,10 @@ pub const ALL: &[Study] = &[
     Study {
         name: "hop",
         run: hop::run,
+    },
+    Study {
+        name: "run",
+        run: run::run,
     },
 ];
 

@@ -37,6 +37,7 @@ fn scenario(
         varied: varied.to_owned(),
         fixed,
         goals,
+        budgets: Vec::new(),
         notes: Vec::new(),
         rows: rows(name, &m),
     }

@@ -1,0 +1,670 @@
+//! The run study: what one `bridge::run_blocking` call costs against the raw ways of running a
+//! future from synchronous code, in four contexts: a plain thread (a ready future, then
+//! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime.
+
+use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_in_task, timed_on};
+use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
+use crate::stats::{Summary, ratio};
+use bridge::tokio::{InlineStrategy, RunBlocking};
+use std::fmt::Write as _;
+use std::future::Future;
+use std::hint::black_box;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// Request/response round trips per call in `no-runtime-tcp`, on the one connection the call
+/// opens. One value keeps the run short.
+const ROUND_TRIPS: u64 = 4;
+
+/// Bytes of every request and every response in `no-runtime-tcp`.
+const MESSAGE: usize = 64;
+
+/// Workers of the multi-thread runtime in `multi-thread-task`.
+const TASK_WORKERS: usize = 2;
+
+/// The per-call budget of `bridge::run_blocking` for a ready future on a plain thread.
+const READY_BUDGET_NS: f64 = 150.0;
+
+/// How much slower than the raw alternative bridge may be in the two task scenarios.
+const TASK_SLACK: f64 = 1.2;
+
+/// The shared-runtime penalty against a runtime per thread, as published (percent).
+const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
+
+// Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
+const HANDLE: &str = "handle.block_on";
+const THREAD_LOCAL: &str = "thread-local rt.block_on";
+const PER_CALL: &str = "rt per call";
+const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
+const BRIDGE_PER_CALL: &str = "bridge RuntimePerCall";
+const BLOCK_IN_PLACE: &str = "block_in_place+block_on";
+const PRE_SPAWNED: &str = "pre-spawned worker";
+const FRESH_THREAD: &str = "thread per call";
+
+thread_local! {
+    /// The raw per-thread way: a current-thread runtime built on first use and kept by the
+    /// calling thread.
+    static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
+}
+
+/// Runs the four scenarios.
+///
+/// # Errors
+///
+/// If a tokio runtime, the echo server or a thread cannot be started.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    let workers = thread::available_parallelism().map_or(1, usize::from);
+    let shared = Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()?;
+    warm(shared.handle());
+    warm(bridge::IoRuntime::global().handle());
+    Ok(vec![
+        no_runtime_ready(settings, &shared),
+        no_runtime_tcp(settings, &shared)?,
+        multi_thread_task(settings)?,
+        current_thread_task(settings)?,
+    ])
+}
+
+/// A current-thread runtime with I/O and timers, as bridge builds them.
+fn current_thread() -> io::Result<Runtime> {
+    Builder::new_current_thread().enable_all().build()
+}
+
+/// Starts every worker of the runtime behind `handle` and one thread of its blocking pool.
+fn warm(handle: &Handle) {
+    handle.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+}
+
+/// The future every ready-future call runs: ready at its first poll, with `i` through
+/// `black_box`.
+fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
+    let i = black_box(i);
+    async move { i }
+}
+
+fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
+}
+
+/// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
+/// ratios (round k of both ran side by side) and the rounds where `a` was slower.
+fn compare(a: &Row, b: &Row) -> String {
+    let per_round: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
+        .map(|(&x, &y)| ratio(x, y))
+        .collect();
+    let slower = per_round.iter().filter(|&&r| r > 1.0).count();
+    let paired = Summary::of(&per_round).map_or(f64::NAN, |s| s.median);
+    format!(
+        "{} / {} = {:.2}x (per-round ratios: median {paired:.2}x; {} slower in {slower} of {} \
+         rounds)",
+        a.variant,
+        b.variant,
+        ratio(a.ns.median, b.ns.median),
+        a.variant,
+        per_round.len()
+    )
+}
+
+/// One scenario: measure, then frame the rows; `notes` reads the rows.
+#[allow(clippy::too_many_arguments)]
+fn scenario(
+    name: &'static str,
+    varied: &str,
+    fixed: String,
+    goals: Vec<Goal>,
+    budgets: Vec<Budget>,
+    notes: impl FnOnce(&[Row]) -> Vec<String>,
+    variants: &mut [Variant<'_>],
+    settings: &Settings,
+) -> ScenarioReport {
+    let m = measure(variants, settings);
+    let rows = rows(name, &m);
+    ScenarioReport {
+        name,
+        varied: varied.to_owned(),
+        fixed,
+        goals,
+        budgets,
+        notes: notes(&rows),
+        rows,
+    }
+}
+
+fn route_note(route: bridge::Route) -> String {
+    format!("Route: bridge::route() from the calling code returns {route:?}.")
+}
+
+fn shared_frame(shared: &Runtime) -> String {
+    format!(
+        "the shared multi-thread runtime of handle.block_on is this study's own, with {} \
+         workers and enable_all, like bridge's IoRuntime::global ({} workers); both warmed up \
+         first (1,000 tasks ran on their workers, their blocking pools ran a closure). Every \
+         current-thread runtime has enable_all; thread-local rt.block_on keeps one per thread \
+         in a thread_local!, rt per call builds one per call and drops it at the end of it.",
+        shared.metrics().num_workers(),
+        bridge::IoRuntime::global().handle().metrics().num_workers(),
+    )
+}
+
+fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
+    let handle = shared.handle();
+    let mut variants = [
+        Variant::new(BASELINE, |n| {
+            timed(n, |i| black_box(bridge::run_blocking(ready(i))))
+        }),
+        Variant::new(HANDLE, |n| {
+            timed(n, |i| black_box(handle.block_on(ready(i))))
+        }),
+        Variant::new(THREAD_LOCAL, |n| {
+            timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(ready(i)))))
+        }),
+        Variant::new(PER_CALL, |n| {
+            timed(n, |i| {
+                current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))))
+            })
+        }),
+        Variant::new(BRIDGE_PER_THREAD, |n| {
+            timed(n, |i| {
+                black_box(
+                    RunBlocking::new()
+                        .inline(InlineStrategy::RuntimePerThread)
+                        .run(ready(i)),
+                )
+            })
+        }),
+        Variant::new(BRIDGE_PER_CALL, |n| {
+            timed(n, |i| {
+                black_box(
+                    RunBlocking::new()
+                        .inline(InlineStrategy::RuntimePerCall)
+                        .run(ready(i)),
+                )
+            })
+        }),
+    ];
+    let route = bridge::route();
+    scenario(
+        "no-runtime-ready",
+        "how a plain thread runs the future: bridge::run_blocking (default: polled here with \
+         the handle of bridge's shared IoRuntime); raw Handle::block_on of a shared \
+         multi-thread runtime; a current-thread runtime cached in a thread_local!; a \
+         current-thread runtime built per call; bridge's RunBlocking with \
+         InlineStrategy::RuntimePerThread and ::RuntimePerCall.",
+        format!(
+            "the main thread, no runtime entered; per call: a future that is ready at its first \
+             poll (async move {{ i }}, i through black_box), its output through black_box; {}",
+            shared_frame(shared)
+        ),
+        Vec::new(),
+        vec![Budget {
+            max_ns: READY_BUDGET_NS,
+            text: "bridge::run_blocking at most 150 ns per call",
+        }],
+        |rows| {
+            let mut notes = vec![route_note(route)];
+            if let (Some(bridge), Some(raw)) = (find(rows, BASELINE), find(rows, HANDLE)) {
+                notes.push(format!(
+                    "Absolute: bridge::run_blocking {:.1} ns per call (median; min-max \
+                     {:.1}-{:.1}), raw handle.block_on {:.1} ns; {}.",
+                    bridge.ns.median,
+                    bridge.ns.min,
+                    bridge.ns.max,
+                    raw.ns.median,
+                    compare(bridge, raw)
+                ));
+            }
+            notes
+        },
+        &mut variants,
+        settings,
+    )
+}
+
+/// An echo server on its own multi-thread runtime, in this process, on 127.0.0.1. Its accept
+/// loop and connection tasks end when it is dropped (its runtime shuts down).
+struct EchoServer {
+    addr: SocketAddr,
+    runtime: Runtime,
+}
+
+impl EchoServer {
+    fn start() -> io::Result<Self> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("echo-server")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = listener.local_addr()?;
+        runtime.spawn(accept_loop(listener));
+        Ok(Self { addr, runtime })
+    }
+}
+
+/// Accepts until the runtime shuts down, or until the first accept error: then the listener
+/// closes, connects fail and the scenario's checksum fails, instead of calls that hang.
+async fn accept_loop(listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(echo(stream));
+            }
+            Err(e) => {
+                eprintln!("run/no-runtime-tcp: the echo server stops: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Echoes [`ROUND_TRIPS`] messages, waits for the client to close, then resets the
+/// connection (`SO_LINGER` 0): the client's close stays an ordinary one, and no socket is left
+/// in TIME_WAIT. Otherwise the tens of thousands of connections of a run would fill the
+/// loopback port range with TIME_WAIT sockets, and connect would slow down as the run goes on.
+async fn echo(mut stream: TcpStream) {
+    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
+        return;
+    }
+    let mut buf = [0u8; MESSAGE];
+    for _ in 0..ROUND_TRIPS {
+        if stream.read_exact(&mut buf).await.is_err() || stream.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+    let _ = stream.read(&mut buf).await;
+}
+
+/// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] request/response round trips of
+/// [`MESSAGE`] bytes that carry `i` and the trip's number, each echo checked, then close.
+/// Returns `i`, or [`MISSING`] (which breaks the checksum) on any error or wrong echo.
+async fn exchange(addr: SocketAddr, i: u64) -> u64 {
+    match try_exchange(addr, i).await {
+        Ok(true) => i,
+        Ok(false) => {
+            eprintln!("run/no-runtime-tcp: call {i} got a wrong echo");
+            MISSING
+        }
+        Err(e) => {
+            eprintln!("run/no-runtime-tcp: call {i} failed: {e}");
+            MISSING
+        }
+    }
+}
+
+async fn try_exchange(addr: SocketAddr, i: u64) -> io::Result<bool> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut sent = [0u8; MESSAGE];
+    let mut back = [0u8; MESSAGE];
+    sent[..8].copy_from_slice(&i.to_le_bytes());
+    for trip in 0..ROUND_TRIPS {
+        sent[8..16].copy_from_slice(&trip.to_le_bytes());
+        stream.write_all(&sent).await?;
+        stream.read_exact(&mut back).await?;
+        if back != sent {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Where the penalty `percent` lies against the published range.
+fn against_published(percent: f64) -> &'static str {
+    let (low, high) = PUBLISHED_PENALTY;
+    if percent.is_nan() {
+        "not measured"
+    } else if percent <= 0.0 {
+        "does not show up (no slower than the thread-local runtime)"
+    } else if percent < low {
+        "shows up, below the published range"
+    } else if percent <= high {
+        "shows up, within the published range"
+    } else {
+        "shows up, above the published range"
+    }
+}
+
+fn penalty_note(rows: &[Row]) -> String {
+    let (low, high) = PUBLISHED_PENALTY;
+    let mut out = format!(
+        "Shared-runtime penalty against the thread-local current-thread runtime (published \
+         as {low:.0}-{high:.0}%), from the medians of this run:"
+    );
+    let Some(local) = find(rows, THREAD_LOCAL) else {
+        out.push_str(" not measured.");
+        return out;
+    };
+    for (k, name) in [HANDLE, BASELINE].into_iter().enumerate() {
+        let Some(row) = find(rows, name) else {
+            continue;
+        };
+        let percent = (ratio(row.ns.median, local.ns.median) - 1.0) * 100.0;
+        let _ = write!(
+            out,
+            "{} {name} {percent:+.1}%, {}; {}",
+            if k == 0 { "" } else { ";" },
+            against_published(percent),
+            compare(row, local)
+        );
+    }
+    out.push('.');
+    out
+}
+
+fn no_runtime_tcp(settings: &Settings, shared: &Runtime) -> io::Result<ScenarioReport> {
+    let server = EchoServer::start()?;
+    let addr = server.addr;
+    let handle = shared.handle();
+    let mut variants = [
+        Variant::new(BASELINE, |n| {
+            timed(n, |i| bridge::run_blocking(exchange(addr, i)))
+        }),
+        Variant::new(HANDLE, |n| timed(n, |i| handle.block_on(exchange(addr, i)))),
+        Variant::new(THREAD_LOCAL, |n| {
+            timed(n, |i| CACHED.with(|rt| rt.block_on(exchange(addr, i))))
+        }),
+        Variant::new(PER_CALL, |n| {
+            timed(n, |i| {
+                current_thread().map_or(MISSING, |rt| rt.block_on(exchange(addr, i)))
+            })
+        }),
+    ];
+    let route = bridge::route();
+    let report = scenario(
+        "no-runtime-tcp",
+        "which runtime drives the call's socket from a plain thread: bridge::run_blocking \
+         (polled here, the socket on bridge's IoRuntime, whose workers wake this thread); raw \
+         Handle::block_on of a shared multi-thread runtime (the same, on the study's own \
+         runtime); a current-thread runtime cached in a thread_local! (this thread polls \
+         its own epoll); a current-thread runtime built per call.",
+        format!(
+            "the main thread, no runtime entered; per call: connect to an echo server on \
+             127.0.0.1, {ROUND_TRIPS} sequential round trips of {MESSAGE}-byte messages \
+             (write, read the echo, check it) on that one connection, then close it (the \
+             client closes first; the server then resets its end, SO_LINGER 0, so that no \
+             TIME_WAIT piles up over a run); TCP_NODELAY on both ends. N = {ROUND_TRIPS} round trips \
+             only, to keep the run short. The server runs in this process on its own \
+             multi-thread runtime with 1 worker, one task per connection that echoes \
+             {ROUND_TRIPS} messages and waits for the client's close; {}",
+            shared_frame(shared)
+        ),
+        Vec::new(),
+        Vec::new(),
+        |rows| vec![route_note(route), penalty_note(rows)],
+        &mut variants,
+        settings,
+    );
+    drop(server.runtime);
+    Ok(report)
+}
+
+fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(TASK_WORKERS)
+        .enable_all()
+        .build()?;
+    warm(rt.handle());
+    let route = rt
+        .block_on(rt.spawn(async { bridge::route() }))
+        .map_err(io::Error::other)?;
+    let mut variants = [
+        Variant::new(BASELINE, |n| {
+            timed_in_task(&rt, n, |i| async move {
+                black_box(bridge::run_blocking(ready(i)))
+            })
+        }),
+        Variant::new(BLOCK_IN_PLACE, |n| {
+            timed_in_task(&rt, n, |i| async move {
+                black_box(tokio::task::block_in_place(|| {
+                    Handle::current().block_on(ready(i))
+                }))
+            })
+        }),
+    ];
+    Ok(scenario(
+        "multi-thread-task",
+        "bridge::run_blocking (on a worker: block_in_place, then the ambient handle's \
+         block_on) against the raw tokio::task::block_in_place(|| \
+         Handle::current().block_on(..)).",
+        format!(
+            "a tokio multi-thread runtime with {TASK_WORKERS} workers and enable_all, warmed \
+             up first (1,000 tasks ran on its workers, its blocking pool ran a closure); the \
+             calling code is a task spawned on it; per call: a future that is ready at its \
+             first poll (async move {{ i }}, i through black_box), its output through \
+             black_box. A batch runs in one poll of that task (the futures are ready, so it \
+             never yields): the first block_in_place of a batch hands the worker's core to \
+             another thread and this thread goes on running the task without a core, so the \
+             later calls find no core to hand off. The numbers are therefore the cost of the \
+             calls around a block_in_place that has nothing to hand off, the same for both \
+             variants; a call that does hand the core off (after the task yielded) costs \
+             microseconds more, in both."
+        ),
+        vec![Goal {
+            peer: BLOCK_IN_PLACE,
+            at_least: 1.0 / TASK_SLACK,
+            text: "bridge at most 1.2x raw block_in_place + Handle::block_on",
+        }],
+        Vec::new(),
+        |_| vec![route_note(route)],
+        &mut variants,
+        settings,
+    ))
+}
+
+/// What decides the cost of a handoff on a small machine.
+const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups (to the thread \
+     that runs the future, and back), and their cost depends on where the scheduler left the \
+     threads: a few microseconds when both threads share a CPU or the other CPU is busy, tens \
+     of microseconds when a wake-up must bring an idle CPU out of its halt (slow in a virtual \
+     machine). Which variant gets which can change from run to run with the machine's load, \
+     so a gap far larger than the code paths explain should be checked in a second run, or \
+     with the process pinned to one CPU.";
+
+/// A boxed future for the pre-spawned worker.
+type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// The raw alternative to a handoff: a dedicated thread with its own current-thread runtime
+/// that runs the futures it receives over a channel, one at a time.
+struct Worker {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    fn start() -> io::Result<Self> {
+        let runtime = current_thread()?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let thread = thread::Builder::new()
+            .name("pre-spawned".to_owned())
+            .spawn(move || {
+                for job in queue {
+                    runtime.block_on(job);
+                }
+            })?;
+        Ok(Self {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
+    }
+
+    /// Sends `future` to the worker and blocks this thread until its output is back; `None`
+    /// if the worker is gone.
+    fn run<F>(&self, future: F) -> Option<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = bridge::oneshot::channel();
+        let job: Job = Box::pin(async move {
+            let _ = tx.send(future.await);
+        });
+        self.jobs.as_ref()?.send(job).ok()?;
+        rx.recv_blocking().ok()
+    }
+}
+
+impl Drop for Worker {
+    /// Closes the channel, so the worker's loop ends, and joins it.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The raw alternative with nothing kept: a new thread with a new current-thread runtime per
+/// call, joined; `None` if either cannot be started.
+fn on_fresh_thread<F>(future: F) -> Option<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    thread::Builder::new()
+        .spawn(move || current_thread().ok().map(|rt| rt.block_on(future)))
+        .ok()?
+        .join()
+        .ok()
+        .flatten()
+}
+
+fn current_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
+    let rt = current_thread()?;
+    let worker = Worker::start()?;
+    // The worker's runtime and thread start before measuring.
+    let _ = worker.run(async {});
+    let route = rt.block_on(async { bridge::route() });
+    let mut variants = [
+        Variant::new(BASELINE, |n| {
+            timed_on(&rt, n, async |i| black_box(bridge::run_blocking(ready(i))))
+        }),
+        Variant::new(PRE_SPAWNED, |n| {
+            timed_on(&rt, n, async |i| {
+                black_box(worker.run(ready(i)).unwrap_or(MISSING))
+            })
+        }),
+        Variant::new(FRESH_THREAD, |n| {
+            timed_on(&rt, n, async |i| {
+                black_box(on_fresh_thread(ready(i)).unwrap_or(MISSING))
+            })
+        }),
+    ];
+    Ok(scenario(
+        "current-thread-task",
+        "how the block_on body of a current-thread runtime (which must not be blocked in \
+         place) gets a future run elsewhere: bridge::run_blocking (spawns it as a task on \
+         bridge's IoRuntime and blocks on a bridge oneshot); a pre-spawned worker (a \
+         dedicated std thread with its own current-thread runtime that takes boxed futures \
+         from a std mpsc channel, block_on each, and sends the output back on a bridge \
+         oneshot, received with recv_blocking); a fresh thread per call \
+         (std::thread::spawn, a current-thread runtime built there, join).",
+        format!(
+            "a tokio current-thread runtime with enable_all, the calling code is its block_on \
+             body on the main thread; per call: a future that is ready at its first poll \
+             (async move {{ i }}, i through black_box), its output through black_box; \
+             bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned \
+             worker ran one job first.",
+            bridge::IoRuntime::global().handle().metrics().num_workers()
+        ),
+        vec![Goal {
+            peer: PRE_SPAWNED,
+            at_least: 1.0 / TASK_SLACK,
+            text: "bridge at most 1.2x a pre-spawned worker thread",
+        }],
+        Vec::new(),
+        |_| vec![route_note(route), WAKE_NOTE.to_owned()],
+        &mut variants,
+        settings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Measured, Measurement};
+
+    #[test]
+    fn penalty_is_placed_against_the_published_range() {
+        assert_eq!(
+            against_published(-2.0),
+            "does not show up (no slower than the thread-local runtime)"
+        );
+        assert_eq!(
+            against_published(3.0),
+            "shows up, below the published range"
+        );
+        assert_eq!(
+            against_published(6.0),
+            "shows up, within the published range"
+        );
+        assert_eq!(
+            against_published(17.0),
+            "shows up, within the published range"
+        );
+        assert_eq!(
+            against_published(25.0),
+            "shows up, above the published range"
+        );
+        assert_eq!(against_published(f64::NAN), "not measured");
+    }
+
+    #[test]
+    fn compare_pairs_rounds() {
+        let m = Measurement {
+            iters_per_round: 10,
+            ops_per_iter: 1,
+            rounds: 3,
+            variants: vec![
+                Measured {
+                    name: "a",
+                    samples: vec![2.0, 4.0, 3.0],
+                },
+                Measured {
+                    name: "b",
+                    samples: vec![1.0, 2.0, 4.0],
+                },
+            ],
+        };
+        let rows = rows("s", &m);
+        assert_eq!(
+            compare(&rows[0], &rows[1]),
+            "a / b = 1.50x (per-round ratios: median 2.00x; a slower in 2 of 3 rounds)"
+        );
+    }
+
+    #[test]
+    fn exchange_round_trips_through_the_echo_server() {
+        let server = EchoServer::start().unwrap();
+        let rt = current_thread().unwrap();
+        assert_eq!(rt.block_on(exchange(server.addr, 7)), 7);
+        assert_eq!(bridge::run_blocking(exchange(server.addr, 8)), 8);
+    }
+
+    #[test]
+    fn raw_alternatives_return_the_output() {
+        let worker = Worker::start().unwrap();
+        assert_eq!(worker.run(ready(3)), Some(3));
+        assert_eq!(worker.run(ready(4)), Some(4));
+        assert_eq!(on_fresh_thread(ready(5)), Some(5));
+    }
+}
