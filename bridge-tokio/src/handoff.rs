@@ -82,7 +82,10 @@ impl<T> Waiting<T> {
     }
 }
 
-/// Runs `future` as a task on `handle`'s runtime and blocks this thread for its outcome.
+/// Runs `future` away from this thread, driven by `handle`'s runtime, and blocks this thread
+/// for its outcome: on a worker of the handoff pool (polled there with `handle.block_on`), or,
+/// with a deadline, as a task on `handle`'s runtime (which can be aborted when the deadline
+/// passes).
 ///
 /// The caller must be allowed to block: outside any runtime, inside `block_in_place`, or on a
 /// thread whose own runtime does not drive `handle`'s.
@@ -96,8 +99,23 @@ where
     F::Output: Send + 'static,
 {
     let (waiting, job) = split(future);
-    let task = handle.spawn(job);
-    waiting.wait(deadline, || task.abort())
+    match deadline {
+        // (loom builds have no global pool: loom objects cannot outlive one model run, and
+        // the models drive the pool directly.)
+        #[cfg(not(bridge_loom))]
+        None => {
+            let handle = handle.clone();
+            crate::workers::Pool::submit(
+                crate::workers::Pool::global(),
+                Box::new(move || handle.block_on(job)),
+            );
+            waiting.wait(None, || ())
+        }
+        _ => {
+            let task = handle.spawn(job);
+            waiting.wait(deadline, || task.abort())
+        }
+    }
 }
 
 /// Test hook for the loom models: the two sides of a handoff, without a runtime. Not part of

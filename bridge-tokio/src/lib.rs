@@ -32,11 +32,13 @@ mod error;
 mod handoff;
 mod io_runtime;
 mod local;
+mod loom;
 mod options;
 mod probe;
 mod route;
 mod run;
 mod shutdown;
+mod workers;
 
 pub use error::BridgeError;
 #[cfg(bridge_loom)]
@@ -47,3 +49,6 @@ pub use local::LocalSet;
 pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub use workers::Pool as __LoomPool;

@@ -12,7 +12,7 @@
 //! counter.
 #![cfg(bridge_loom)]
 
-use bridge_tokio::{__loom_handoff, BridgeError};
+use bridge_tokio::{__LoomPool, __loom_handoff, BridgeError};
 use loom::alloc::Track;
 use loom::thread;
 use std::future::Future;
@@ -112,5 +112,33 @@ fn worker_retires_the_job() {
         assert!(matches!(wait(None), Err(BridgeError::RuntimeGone)));
         worker.join().unwrap();
         drop(gate_tx);
+    });
+}
+
+/// A second job is submitted while the pool's only worker, idle after its first job, times
+/// out and retires: the caller either takes the worker from the idle list (and the worker
+/// must then take the job, not retire) or finds the list empty (and starts a new worker).
+/// Either way the job runs exactly once, and every worker thread ends.
+///
+/// Catches: a worker that retires without checking whether a caller took it (the job is
+/// handed to a thread that has left: lost, and its caller waits forever); a job run twice.
+#[test]
+fn submit_vs_worker_retire() {
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::default());
+        let runs = Arc::new(AtomicUsize::new(0));
+        for round in 0..2 {
+            let (done_tx, done_rx) = bridge_core::oneshot::channel();
+            let counter = runs.clone();
+            __LoomPool::submit(
+                &pool,
+                Box::new(move || {
+                    counter.fetch_add(1, SeqCst);
+                    let _ = done_tx.send(round);
+                }),
+            );
+            assert_eq!(done_rx.recv_blocking(), Ok(round), "job {round} was lost");
+        }
+        assert_eq!(runs.load(SeqCst), 2);
     });
 }

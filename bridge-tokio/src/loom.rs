@@ -1,0 +1,73 @@
+//! The synchronization primitives of the handoff pool, behind one door: std normally, loom's
+//! models under `--cfg bridge_loom` (see bridge-core's shim for why the cfg is prefixed).
+
+pub(crate) use std::sync::atomic::Ordering;
+
+#[cfg(bridge_loom)]
+pub(crate) use loom::sync::{Arc, atomic::AtomicBool};
+#[cfg(not(bridge_loom))]
+pub(crate) use std::sync::{Arc, atomic::AtomicBool};
+
+/// A mutex whose `lock` ignores poisoning: nothing panics while holding one of ours.
+#[derive(Debug)]
+pub(crate) struct Mutex<T>(
+    #[cfg(not(bridge_loom))] std::sync::Mutex<T>,
+    #[cfg(bridge_loom)] loom::sync::Mutex<T>,
+);
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        #[cfg(not(bridge_loom))]
+        return Self(std::sync::Mutex::new(value));
+        #[cfg(bridge_loom)]
+        return Self(loom::sync::Mutex::new(value));
+    }
+
+    /// Runs `f` with the lock held.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
+    }
+}
+
+pub(crate) mod thread {
+    use std::time::Instant;
+
+    #[cfg(bridge_loom)]
+    pub(crate) use loom::thread::{Builder, Thread, current};
+    #[cfg(not(bridge_loom))]
+    pub(crate) use std::thread::{Builder, Thread, current};
+
+    /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
+    /// the deadline has passed. Under loom: no spin, a yield, and the deadline counts as
+    /// passed, so the models explore both "the job came in time" and "the worker retires".
+    pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
+        #[cfg(not(bridge_loom))]
+        {
+            // A caller that hands off in a loop sends the next job within microseconds:
+            // catching it awake saves two cross-thread wake-ups per call.
+            let spin_until = Instant::now() + std::time::Duration::from_micros(30);
+            while Instant::now() < spin_until {
+                if ready() {
+                    return false;
+                }
+                std::hint::spin_loop();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            std::thread::park_timeout(deadline - now);
+            false
+        }
+        #[cfg(bridge_loom)]
+        {
+            let _ = (ready, deadline);
+            loom::thread::yield_now();
+            true
+        }
+    }
+}
