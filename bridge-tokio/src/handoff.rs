@@ -98,24 +98,39 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let (waiting, job) = split(future);
-    match deadline {
-        // (loom builds have no global pool: loom objects cannot outlive one model run, and
-        // the models drive the pool directly.)
-        #[cfg(not(bridge_loom))]
-        None => {
-            let handle = handle.clone();
-            crate::workers::Pool::submit(
-                crate::workers::Pool::global(),
-                Box::new(move || handle.block_on(job)),
-            );
-            waiting.wait(None, || ())
-        }
-        _ => {
-            let task = handle.spawn(job);
-            waiting.wait(deadline, || task.abort())
-        }
+    #[cfg(not(bridge_loom))]
+    if deadline.is_none() {
+        return on_worker(handle, future);
     }
+    // (loom builds have no global pool: loom objects cannot outlive one model run, and the
+    // models drive the pool directly.)
+    let (waiting, job) = split(future);
+    let task = handle.spawn(job);
+    waiting.wait(deadline, || task.abort())
+}
+
+/// Runs `future` on a worker of the handoff pool, polled with `handle.block_on`, and blocks
+/// this thread for its outcome. The worker is back in the idle list before the outcome is
+/// sent, so the caller's next handoff finds it.
+#[cfg(not(bridge_loom))]
+fn on_worker<F>(handle: &tokio::runtime::Handle, future: F) -> Result<F::Output, BridgeError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let handle = handle.clone();
+    let job = catch_unwind(future);
+    crate::workers::Pool::submit(
+        crate::workers::Pool::global(),
+        Box::new(move |back_to_idle: &dyn Fn()| {
+            let outcome = handle.block_on(job);
+            back_to_idle();
+            // A refused send means the caller gave up: the outcome is dropped here.
+            drop(tx.send(outcome));
+        }),
+    );
+    Waiting { rx }.wait(None, || ())
 }
 
 /// Test hook for the loom models: the two sides of a handoff, without a runtime. Not part of

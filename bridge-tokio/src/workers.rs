@@ -16,9 +16,13 @@ use std::time::{Duration, Instant};
 /// How long a worker waits for a job before it retires.
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
-/// A unit of work for a worker. It must not unwind (the handoff job catches the future's
-/// panics); if it does, the worker survives and the job's caller sees its channel close.
-pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A unit of work for a worker. It gets a callback that puts the worker back in the idle
+/// list, to call once its result is ready but before it delivers it: a caller that hands
+/// off in a loop then finds this worker idle for its next call instead of starting a new
+/// thread. (A job that does not call it is put back when it returns.) It must not unwind
+/// (the handoff job catches the future's panics); if it does, the worker survives and the
+/// job's caller sees its channel close.
+pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 
 /// Where a caller leaves a job for one worker.
 struct Mailbox {
@@ -94,10 +98,16 @@ impl Pool {
         });
         let mut next = Some(first);
         while let Some(job) = next.take() {
+            let idle = std::cell::Cell::new(false);
+            let back_to_idle = || {
+                if !idle.replace(true) {
+                    pool.idle.with(|list| list.push(Arc::clone(&me)));
+                }
+            };
             // The job catches the future's panics; anything else is contained here so that
             // the worker lives on (the job's caller sees its channel close).
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-            pool.idle.with(|idle| idle.push(Arc::clone(&me)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&back_to_idle)));
+            back_to_idle();
             next = pool.wait_for_job(&me);
         }
     }

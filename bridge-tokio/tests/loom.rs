@@ -132,8 +132,11 @@ fn submit_vs_worker_retire() {
             let counter = runs.clone();
             __LoomPool::submit(
                 &pool,
-                Box::new(move || {
+                Box::new(move |back_to_idle: &dyn Fn()| {
                     counter.fetch_add(1, SeqCst);
+                    // As the handoff does: back in the idle list before the result goes out,
+                    // so the next submit may pop this worker while its job is still running.
+                    back_to_idle();
                     let _ = done_tx.send(round);
                 }),
             );
