@@ -10,11 +10,17 @@ use std::time::{Duration, Instant};
 
 /// How a call with no ambient runtime (a plain thread, a rayon worker) drives its future.
 ///
-/// | strategy | cost per call (measured in `bridge-bench`) | tasks the future spawns |
-/// | --- | --- | --- |
-/// | [`Shared`](Self::Shared) (default) | a ready future costs tens of ns; each I/O event is a cross-thread wake-up | run on the I/O runtime's workers, between calls too |
-/// | [`RuntimePerThread`](Self::RuntimePerThread) | I/O events are handled on this thread, no hop | run only while a later call on this thread drives the runtime: stranded in between |
-/// | [`RuntimePerCall`](Self::RuntimePerCall) | builds a runtime per call (microseconds) | killed when the call ends |
+/// | strategy | ready future | 4 loopback TCP round trips | tasks the future spawns |
+/// | --- | --- | --- | --- |
+/// | [`Shared`](Self::Shared) (default) | 62 ns | 1.00x | run on the I/O runtime's workers, between calls too |
+/// | [`RuntimePerThread`](Self::RuntimePerThread) | 150 ns | 0.76-0.79x | run only while a later call on this thread drives the runtime: stranded in between |
+/// | [`RuntimePerCall`](Self::RuntimePerCall) | 3.3 us | 0.79x | killed when the call ends |
+///
+/// (Medians from `cargo run --release -p bridge-bench -- run` on 2 cores; the TCP column is
+/// relative to `Shared`.) With `Shared` every I/O event is a wake-up across threads, since
+/// the I/O runtime's workers own the driver: on loopback round trips that costs 20-30% here,
+/// the published 6-17% penalty of a shared runtime, and more on a machine where such wake-ups
+/// are slow.
 ///
 /// Only `Shared` is safe for clients that keep background tasks (connection pools of HTTP
 /// and object-store clients): with the other two, a pooled connection whose driver task
