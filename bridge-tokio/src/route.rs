@@ -30,6 +30,11 @@ pub enum Route {
     /// a multi-thread runtime, else the shared [`IoRuntime`](crate::IoRuntime)) while this
     /// thread blocks on a oneshot. Also a thread-local destructor that runs after tokio's
     /// own, where no runtime can be entered any more.
+    ///
+    /// A current-thread runtime's `spawn_blocking` thread takes this route too: the ambient
+    /// handle's `block_on` would drive that runtime's I/O and timers only while its own thread
+    /// sits in `Runtime::block_on`, which nothing guarantees (it may be blocked waiting for
+    /// this very thread).
     Handoff,
     /// No runtime (a plain thread, a rayon worker): the future is polled on this thread,
     /// its I/O and timers driven by the shared [`IoRuntime`](crate::IoRuntime).
