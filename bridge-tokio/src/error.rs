@@ -18,8 +18,8 @@ use std::fmt;
 pub enum BridgeError {
     /// The future panicked; this is the payload, as `std::panic::catch_unwind` gives it.
     Panicked(Box<dyn Any + Send + 'static>),
-    /// The runtime driving the future shut down (or dropped the task) before the future
-    /// finished, so no output will come.
+    /// What was running the future stopped before it finished, so no output will come: its
+    /// runtime shut down (or dropped the task), or the handoff worker running it died.
     RuntimeGone,
     /// The deadline passed before the future finished. The future was cancelled.
     TimedOut,
@@ -63,8 +63,10 @@ impl fmt::Display for BridgeError {
                 None => f.write_str("the future panicked"),
             },
             Self::RuntimeGone => f.write_str(
-                "the runtime driving the future shut down before it finished; \
-                 keep the runtime (or the IoRuntime) alive for as long as calls may use it",
+                "the runtime (or handoff worker) running the future stopped before it \
+                 finished; keep the runtime (or the IoRuntime) alive for as long as calls may \
+                 use it, and do not wait on a runtime's timers or I/O from a value it drops \
+                 while it shuts down (use IoRuntime::run_blocking there)",
             ),
             Self::TimedOut => f.write_str(
                 "the deadline passed before the future finished, and it was cancelled; \
