@@ -68,3 +68,8 @@ pub mod tokio {
     #[doc(inline)]
     pub use bridge_tokio::*;
 }
+
+/// `docs/guide.md`, compiled and run as doctests.
+#[cfg(all(doctest, feature = "rayon", feature = "tokio"))]
+#[doc = include_str!("../docs/guide.md")]
+pub struct Guide;
