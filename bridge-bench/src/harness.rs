@@ -6,6 +6,7 @@
 //! scenario that starts 1,000 hops and then awaits them counts 1,000 operations per
 //! iteration, and reports nanoseconds per hop.
 
+use crate::progress;
 use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -219,6 +220,8 @@ pub fn measure_ops(
     ops_per_iter: u64,
     settings: &Settings,
 ) -> Measurement {
+    // Progress is reported between batches only, never inside a timed one.
+    progress::measurement_started(settings.rounds, variants.iter().map(|v| v.name));
     let mut slowest_ns_per_iter = 0.0f64;
     for variant in variants.iter_mut() {
         let mut iters = 1u64;
@@ -233,6 +236,7 @@ pub fn measure_ops(
     }
     let iters_per_round =
         (settings.batch.as_nanos() as f64 / slowest_ns_per_iter.max(1.0)).max(1.0) as u64;
+    progress::step_done(true);
 
     let n = variants.len();
     let mut samples = vec![Vec::with_capacity(settings.rounds); n];
@@ -241,6 +245,7 @@ pub fn measure_ops(
             let v = (round + k) % n;
             samples[v].push(variants[v].ns_per_op(iters_per_round, ops_per_iter).0);
         }
+        progress::step_done(false);
     }
     Measurement {
         iters_per_round,

@@ -1,12 +1,31 @@
 //! The studies of the bridge crate family: each puts bridge and its peers side by side in one
-//! process, writes `DIR/STUDY/results.csv` and prints a markdown table per scenario.
+//! process and prints a markdown table per scenario, framed by what was varied, what was held
+//! fixed and the takeaway.
 //!
 //! ```text
-//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--out DIR]
+//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--out DIR] [--docs DOCS]
 //! ```
+//!
+//! Each study writes into `DIR/STUDY/` (`DIR` is `target/bridge-bench` unless `--out` says
+//! otherwise):
+//!
+//! - `results.csv`: one line per scenario and variant;
+//! - `results.md`: exactly the markdown the study prints;
+//! - `chart.svg`: a panel per scenario, a bar per variant at its median with a min-max
+//!   whisker, bridge highlighted.
+//!
+//! `--docs DOCS` (e.g. `--docs docs/studies`) also writes the reference page of each study
+//! that ran, `DOCS/STUDY.md`: the command that made it, the machine and date, the study's
+//! markdown and its chart, copied next to it as `DOCS/STUDY.svg`.
+//!
+//! While a study runs, a progress bar on stderr advances once per round of each scenario; it
+//! is hidden when stderr is not a terminal, so CI logs only get the markdown.
 #![forbid(unsafe_code)]
 
+mod chart;
+mod docs;
 mod harness;
+mod progress;
 mod report;
 mod stats;
 mod studies;
@@ -18,7 +37,6 @@ use harness::Settings;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Runs bridge's studies and writes their results.
 #[derive(Debug, Parser)]
@@ -30,9 +48,15 @@ struct Cli {
     /// Few rounds and short batches: every variant still runs (the CI smoke test).
     #[arg(long)]
     quick: bool,
-    /// The output directory; each study writes `DIR/STUDY/results.csv`.
+    /// The output directory; each study writes `DIR/STUDY/results.csv`, `results.md` and
+    /// `chart.svg`.
     #[arg(long, value_name = "DIR", default_value = "target/bridge-bench")]
     out: PathBuf,
+    /// Also write each study's reference page, `DOCS/STUDY.md`, with the command, the
+    /// machine, the tables and the chart (copied to `DOCS/STUDY.svg`), e.g. `--docs
+    /// docs/studies`.
+    #[arg(long, value_name = "DOCS")]
+    docs: Option<PathBuf>,
 }
 
 fn study_names() -> PossibleValuesParser {
@@ -62,39 +86,67 @@ fn run(cli: &Cli) -> Result<(), String> {
     } else {
         Settings::full()
     };
+    let mode = format!(
+        "{}: {} rounds per scenario, batches of ~{} ms",
+        if cli.quick { "quick" } else { "full" },
+        settings.rounds,
+        settings.batch.as_millis(),
+    );
+    // Read before the studies run, so that a page's facts are those of its run.
+    let machine = cli.docs.as_ref().map(|_| docs::Machine::detect());
+    let command = docs::command_line(std::env::args_os().skip(1));
     let stdout_err = |e: io::Error| format!("cannot write to stdout: {e}");
     let mut out = io::stdout().lock();
     writeln!(
         out,
-        "# bridge-bench ({}): {} rounds per scenario, batches of ~{} ms, {} CPUs\n",
-        if cli.quick { "quick" } else { "full" },
-        settings.rounds,
-        settings.batch.as_millis(),
+        "# bridge-bench ({mode}, {} CPUs)\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     )
     .map_err(stdout_err)?;
     for study in selected {
-        let started = Instant::now();
+        let bar = progress::start(study.name);
         let reports =
             (study.run)(&settings).map_err(|e| format!("study `{}` failed: {e}", study.name))?;
+        let took = bar.finish(reports.len());
         let rows: Vec<_> = reports
             .iter()
             .flat_map(|r| r.rows.iter().cloned())
             .collect();
-        let path = cli.out.join(study.name).join("results.csv");
-        report::write_csv(&path, &rows)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        for r in &reports {
-            writeln!(out, "{}", r.markdown(study.name)).map_err(stdout_err)?;
-        }
+        let dir = cli.out.join(study.name);
+        let cannot =
+            |path: &std::path::Path, e: io::Error| format!("cannot write {}: {e}", path.display());
+        let csv = dir.join("results.csv");
+        report::write_csv(&csv, &rows).map_err(|e| cannot(&csv, e))?;
+        let markdown = reports
+            .iter()
+            .map(|r| format!("{}\n", r.markdown(study.name)))
+            .collect::<String>();
+        write!(out, "{markdown}").map_err(stdout_err)?;
+        let md = dir.join("results.md");
+        std::fs::write(&md, &markdown).map_err(|e| cannot(&md, e))?;
+        let svg_path = dir.join("chart.svg");
+        let svg =
+            chart::write_svg(&svg_path, study.name, &reports).map_err(|e| cannot(&svg_path, e))?;
         writeln!(
             out,
-            "Study `{}` took {:.1} s; wrote {}\n",
+            "Study `{}` took {:.1} s; wrote results.csv, results.md and chart.svg in {}\n",
             study.name,
-            started.elapsed().as_secs_f64(),
-            path.display()
+            took.as_secs_f64(),
+            dir.display()
         )
         .map_err(stdout_err)?;
+        if let (Some(docs_dir), Some(machine)) = (&cli.docs, &machine) {
+            let page = docs::Page {
+                study: study.name,
+                command: &command,
+                machine,
+                mode: &mode,
+                took_secs: took.as_secs_f64(),
+                markdown: &markdown,
+            };
+            let path = docs::write(docs_dir, &page, &svg).map_err(|e| cannot(docs_dir, e))?;
+            writeln!(out, "Wrote the reference page {}\n", path.display()).map_err(stdout_err)?;
+        }
     }
     Ok(())
 }

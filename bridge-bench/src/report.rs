@@ -1,6 +1,7 @@
 //! Turning measurements into rows, a CSV file and markdown tables with a computed takeaway.
 
 use crate::harness::Measurement;
+use crate::progress;
 use crate::stats::{Summary, ratio};
 use std::fmt::Write as _;
 use std::io;
@@ -30,10 +31,12 @@ pub struct Row {
     pub samples: Vec<f64>,
 }
 
-/// Summarizes a measurement into one row per variant.
+/// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
+/// any) that `scenario` is done.
 ///
 /// Variants with no samples are skipped; the ratio is NaN if the baseline is missing.
 pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
+    progress::scenario_done(scenario);
     let summaries: Vec<_> = m
         .variants
         .iter()
@@ -149,8 +152,9 @@ pub struct ScenarioReport {
 }
 
 impl ScenarioReport {
-    /// The takeaway, computed from the rows: the ranking, then each goal met or missed.
-    pub fn takeaway(&self) -> String {
+    /// The first sentence of the [`takeaway`](Self::takeaway): where bridge ranks, e.g.
+    /// "bridge is fastest; the next, tokio, takes 5.45x as long."
+    pub fn ranking(&self) -> String {
         let mut ranked: Vec<&Row> = self.rows.iter().collect();
         ranked.sort_by(|a, b| a.ns.median.total_cmp(&b.ns.median));
         let Some(fastest) = ranked.first() else {
@@ -179,6 +183,34 @@ impl ScenarioReport {
                     fastest.ratio_to_bridge
                 );
             }
+        }
+        out
+    }
+
+    /// Each goal and budget in words with its verdict, goals first: met (`Some(true)`),
+    /// missed (`Some(false)`) or not measured (`None`), as the [`takeaway`](Self::takeaway)
+    /// judges them.
+    pub fn verdicts(&self) -> Vec<(&'static str, Option<bool>)> {
+        let bridge = self.rows.iter().find(|r| r.variant == BASELINE);
+        let goals = self.goals.iter().map(|goal| {
+            let peer = self.rows.iter().find(|r| r.variant == goal.peer);
+            let met = bridge
+                .and(peer)
+                .map(|peer| peer.ratio_to_bridge >= goal.at_least);
+            (goal.text, met)
+        });
+        let budgets = self
+            .budgets
+            .iter()
+            .map(|budget| (budget.text, bridge.map(|b| b.ns.median <= budget.max_ns)));
+        goals.chain(budgets).collect()
+    }
+
+    /// The takeaway, computed from the rows: the ranking, then each goal met or missed.
+    pub fn takeaway(&self) -> String {
+        let mut out = self.ranking();
+        if self.rows.is_empty() {
+            return out;
         }
         let bridge = self.rows.iter().find(|r| r.variant == BASELINE);
         for goal in &self.goals {
@@ -371,6 +403,53 @@ mod tests {
              Goal \"6x faster than tokio\": NOT met (tokio at 5.45x bridge's median, needed \
              6.00x; reached in 1 of 3 rounds)."
         );
+    }
+
+    #[test]
+    fn ranking_and_verdicts_match_the_takeaway() {
+        let report = ScenarioReport {
+            name: "s",
+            varied: String::new(),
+            fixed: String::new(),
+            goals: vec![
+                Goal {
+                    peer: "tokio",
+                    at_least: 6.0,
+                    text: "6x faster than tokio",
+                },
+                Goal {
+                    peer: "crossbeam",
+                    at_least: 1.0,
+                    text: "no slower than crossbeam",
+                },
+            ],
+            budgets: vec![Budget {
+                max_ns: 11.5,
+                text: "at most 11.5 ns",
+            }],
+            notes: Vec::new(),
+            rows: rows("s", &measurement()),
+        };
+        assert_eq!(
+            report.ranking(),
+            "bridge is fastest; the next, tokio, takes 5.45x as long."
+        );
+        assert!(report.takeaway().starts_with(&report.ranking()));
+        assert_eq!(
+            report.verdicts(),
+            vec![
+                ("6x faster than tokio", Some(false)),
+                ("no slower than crossbeam", None),
+                ("at most 11.5 ns", Some(true)),
+            ]
+        );
+        let empty = ScenarioReport {
+            rows: Vec::new(),
+            ..report
+        };
+        assert_eq!(empty.ranking(), "No results.");
+        assert_eq!(empty.takeaway(), "No results.");
+        assert_eq!(empty.verdicts()[2], ("at most 11.5 ns", None));
     }
 
     #[test]
