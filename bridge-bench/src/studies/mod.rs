@@ -5,7 +5,10 @@ use crate::harness::Settings;
 use crate::report::ScenarioReport;
 use std::io;
 
+pub mod fan_out;
 pub mod hop;
+pub mod io_vs_ingress;
+pub mod no_runtime;
 pub mod oneshot;
 pub mod run;
 
@@ -31,6 +34,18 @@ pub const ALL: &[Study] = &[
     Study {
         name: "run",
         run: run::run,
+    },
+    Study {
+        name: "no-runtime",
+        run: no_runtime::run,
+    },
+    Study {
+        name: "fan-out",
+        run: fan_out::run,
+    },
+    Study {
+        name: "io-vs-ingress",
+        run: io_vs_ingress::run,
     },
 ];
 

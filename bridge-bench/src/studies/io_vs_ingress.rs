@@ -1,0 +1,1421 @@
+//! The io-vs-ingress study: a loopback UDP dataplane built from this crate family, after the
+//! DNS dataplane's `split_io` runtime. Ingress threads receive queries with a blocking
+//! `recv_from`, a policy step runs on a rayon pool through bridge's `Task`, and the exchange
+//! with a slow upstream runs on a `bridge::IoRuntime` whose worker count we vary. A load
+//! generator keeps a fixed window of queries outstanding, so the ceiling is Little's law:
+//! QPS = window / latency, whatever the I/O workers.
+//!
+//! Two modes: `split` (the ingress thread hands each query on and goes back to receiving; the
+//! I/O runtime owns the wait and sends the reply) and `sync` (each ingress thread runs the
+//! policy and the upstream exchange itself, with `IoRuntime::run_blocking`, one query at a
+//! time), whose ceiling is ingress threads / latency instead.
+//!
+//! All traffic stays on 127.0.0.1. Every cell builds its own upstream, dataplane and load
+//! generator and shuts all of them down (threads joined, runtimes dropped) before the next.
+
+use crate::harness::{Measured, Measurement, Settings};
+use crate::progress;
+use crate::report::{BASELINE, Budget, ScenarioReport, rows};
+use crate::stats::Summary;
+use crate::threads::os_threads;
+use bridge::rayon::ThreadPoolExt;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+use tokio::runtime::{Builder, Runtime};
+
+/// Queries the load generator keeps outstanding: a new one goes out when one is answered or
+/// declared lost.
+const WINDOW: usize = 100;
+
+/// How long the upstream waits before it answers a query (a tokio timer, no CPU burnt). The
+/// published study saw ~51 ms average latency; a long delay also keeps the few hundred
+/// microseconds that the rig itself adds under load (generator, upstream, thread hops on a
+/// small machine) small against the 5% goal.
+const DELAY: Duration = Duration::from_millis(50);
+
+/// Ingress threads of the dataplane, all receiving on one socket.
+const INGRESS: usize = 2;
+
+/// Threads of the rayon pool that runs the policy step.
+const POLICY: usize = 2;
+
+/// A query unanswered this long after it was sent is lost. It is longer than the queue that
+/// sync mode builds (window x delay / ingress threads, 2.5 s), so a query that is merely
+/// slow is not counted as lost; see `lost_after_outlasts_the_sync_queue`.
+const LOST_AFTER: Duration = Duration::from_secs(4);
+
+/// Bytes of a query and of its answer: the query's id (u64 LE), the policy's verdict (u64 LE,
+/// filled in by the dataplane), padding.
+const QUERY: usize = 32;
+
+/// The receive buffer asked for on every socket of the study (Linux doubles it and caps it at
+/// `net.core.rmem_max`). The default (208 KiB) holds only 256 small datagrams; sync mode
+/// queues a whole window on the ingress socket, and the upstream takes bursts.
+const RCVBUF: usize = 4 << 20;
+
+/// How long the load generator's `recv` waits before it looks at the clock (to start the
+/// next query of its ramp, or to end).
+const LOAD_POLL: Duration = Duration::from_millis(1);
+
+/// How often the load generator looks for lost queries.
+const LOSS_SCAN: Duration = Duration::from_millis(5);
+
+/// How long an ingress thread's `recv_from` waits before it looks at the stop flag.
+const INGRESS_POLL: Duration = Duration::from_millis(20);
+
+/// Passes of the policy's hash over the query: a few microseconds of dependent multiplies.
+const POLICY_PASSES: u32 = 64;
+
+/// The most queries one load run sends, whatever the clock says.
+const MAX_QUERIES: u64 = 10_000_000;
+
+/// How far from its bound a mode may be (5%).
+const SLACK: f64 = 0.05;
+
+/// The published result: QPS flat at this value across io_workers.
+const PUBLISHED_QPS: f64 = 39_100.0;
+
+/// The published average latency, in milliseconds.
+const PUBLISHED_LATENCY_MS: f64 = 51.0;
+
+/// The io_workers values, each with its scenario's name.
+const IO_WORKERS: [(usize, &str); 4] = [
+    (1, "io-workers-1"),
+    (2, "io-workers-2"),
+    (4, "io-workers-4"),
+    (8, "io-workers-8"),
+];
+
+/// The name of sync mode's rows; split mode's rows are [`BASELINE`].
+const SYNC: &str = "sync run_blocking";
+
+/// How long and how often: the full run and the quick one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Plan {
+    /// Runs of each mode per io_workers value; the order of the modes alternates.
+    rounds: usize,
+    /// How many of [`IO_WORKERS`] are run.
+    io_values: usize,
+    /// Load before the measured window of a cell.
+    warm: Duration,
+    /// The measured window of a cell: QPS and latency count the answers received in it.
+    measure: Duration,
+    /// How long the unloaded upstream latency is probed, one query at a time.
+    probe: Duration,
+}
+
+impl Plan {
+    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
+    fn of(settings: &Settings) -> Self {
+        if settings.rounds <= Settings::quick().rounds {
+            Self {
+                rounds: 1,
+                io_values: 2,
+                warm: Duration::from_millis(200),
+                measure: Duration::from_millis(400),
+                probe: Duration::from_millis(200),
+            }
+        } else {
+            Self {
+                rounds: 3,
+                io_values: IO_WORKERS.len(),
+                warm: Duration::from_millis(500),
+                measure: Duration::from_millis(2000),
+                probe: Duration::from_millis(1000),
+            }
+        }
+    }
+}
+
+/// How the dataplane handles a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Ingress hands the query on (policy task on rayon, exchange task on the I/O runtime,
+    /// which awaits the policy, then the upstream, then replies) and receives the next.
+    Split,
+    /// Ingress waits for the policy (`Task::wait`), runs the exchange with
+    /// `IoRuntime::run_blocking`, replies, then receives the next.
+    Sync,
+}
+
+impl Mode {
+    /// The mode in the study's table.
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Split => "split",
+            Mode::Sync => "sync",
+        }
+    }
+
+    /// The variant in the scenario's rows.
+    fn variant(self) -> &'static str {
+        match self {
+            Mode::Split => BASELINE,
+            Mode::Sync => SYNC,
+        }
+    }
+}
+
+/// A UDP socket on 127.0.0.1 with an ephemeral port and [`RCVBUF`] asked for.
+fn udp_socket() -> io::Result<UdpSocket> {
+    let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    socket.set_recv_buffer_size(RCVBUF)?;
+    socket.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())?;
+    Ok(socket.into())
+}
+
+/// The receive buffer the kernel gave a socket of [`udp_socket`], in bytes.
+fn granted_rcvbuf() -> io::Result<usize> {
+    Socket::from(udp_socket()?).recv_buffer_size()
+}
+
+/// A timeout of a socket with a read or write timeout (Unix reports `WouldBlock`).
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Query `id`: its id, a zero verdict, and padding that depends on the id.
+fn query(id: u64) -> [u8; QUERY] {
+    let mut q = [0u8; QUERY];
+    q[..8].copy_from_slice(&id.to_le_bytes());
+    for (k, b) in q[16..].iter_mut().enumerate() {
+        *b = (id as u8).wrapping_add(k as u8);
+    }
+    q
+}
+
+/// The id of a query or an answer; `None` if it is not [`QUERY`] bytes.
+fn id_of(datagram: &[u8]) -> Option<u64> {
+    let bytes: [u8; QUERY] = datagram.try_into().ok()?;
+    Some(u64::from_le_bytes(bytes[..8].try_into().ok()?))
+}
+
+/// The policy step: an FNV-1a hash over the query, [`POLICY_PASSES`] times (a few µs of
+/// CPU that cannot be skipped: every step depends on the last).
+fn policy(query: &[u8; QUERY]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for _ in 0..POLICY_PASSES {
+        for &b in query {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The median cost of one [`policy`] call on this (idle) thread.
+fn policy_cost() -> Duration {
+    let mut samples: Vec<f64> = (0..201u64)
+        .map(|i| {
+            let q = query(i);
+            let start = Instant::now();
+            black_box(policy(black_box(&q)));
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(samples[samples.len() / 2])
+}
+
+// ---------------------------------------------------------------------------------------
+// The upstream: answers every datagram after DELAY.
+
+/// A UDP server on its own tokio runtime (1 worker) that echoes each datagram [`DELAY`]
+/// after it arrived. Dropping it shuts the runtime down and joins its thread.
+struct Upstream {
+    addr: SocketAddr,
+    _runtime: Runtime,
+}
+
+impl Upstream {
+    fn start() -> io::Result<Self> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("upstream")
+            .enable_all()
+            .build()?;
+        let socket = udp_socket()?;
+        socket.set_nonblocking(true)?;
+        let addr = socket.local_addr()?;
+        let socket = {
+            let _entered = runtime.enter();
+            tokio::net::UdpSocket::from_std(socket)?
+        };
+        runtime.spawn(answer(Arc::new(socket)));
+        Ok(Self {
+            addr,
+            _runtime: runtime,
+        })
+    }
+}
+
+/// Receives until the runtime shuts down; each datagram gets a task that sleeps until
+/// [`DELAY`] after its arrival, then sends it back. A receive error other than a refused
+/// or reset peer ends the loop: queries are then lost and the table shows it.
+async fn answer(socket: Arc<tokio::net::UdpSocket>) {
+    let mut buf = [0u8; 512];
+    loop {
+        match socket.recv_from(&mut buf).await {
+            Ok((n, from)) => {
+                let due = tokio::time::Instant::now() + DELAY;
+                let datagram = buf[..n].to_vec();
+                let socket = Arc::clone(&socket);
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(due).await;
+                    let _ = socket.send_to(&datagram, from).await;
+                });
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
+                ) => {}
+            Err(e) => {
+                eprintln!("io-vs-ingress: the upstream stops: {e}");
+                return;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The dataplane: ingress threads, policy on rayon, upstream exchange on an IoRuntime.
+
+/// One upstream exchange on the I/O runtime: a fresh socket on an ephemeral port, the query
+/// (with the verdict in it) sent to the upstream, its answer awaited (at most
+/// [`LOST_AFTER`]) and checked.
+async fn exchange(
+    upstream: SocketAddr,
+    query: [u8; QUERY],
+    verdict: u64,
+) -> io::Result<[u8; QUERY]> {
+    let mut q = query;
+    q[8..16].copy_from_slice(&verdict.to_le_bytes());
+    let socket = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    socket.connect(upstream).await?;
+    socket.send(&q).await?;
+    let mut answer = [0u8; QUERY];
+    let n = tokio::time::timeout(LOST_AFTER, socket.recv(&mut answer))
+        .await
+        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+    if n == QUERY && answer == q {
+        Ok(answer)
+    } else {
+        Err(io::Error::new(io::ErrorKind::InvalidData, "a wrong answer"))
+    }
+}
+
+/// What a dataplane's threads share.
+struct Shared {
+    mode: Mode,
+    /// The ingress socket; replies go out on it too, so they come from the address the
+    /// client sent to.
+    socket: UdpSocket,
+    upstream: SocketAddr,
+    pool: Arc<rayon::ThreadPool>,
+    /// The dataplane's I/O runtime, by handle: the [`Dataplane`] owns it, so that no task
+    /// left on it can keep it alive.
+    io: bridge::IoRuntime,
+    stop: AtomicBool,
+    /// Queries the dataplane dropped: an exchange or a reply failed.
+    failed: AtomicU64,
+}
+
+impl Shared {
+    fn fail(&self) {
+        // ORDERING: a counter read after the threads are joined (the join synchronizes).
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Split mode's work on the I/O runtime: await the policy task, exchange with the upstream,
+/// send the answer to the client from the ingress socket. (A blocking `send_to` on a UDP
+/// socket: on loopback it hands the datagram to the receiver's queue, or drops it, and never
+/// waits.)
+async fn forward(
+    shared: Arc<Shared>,
+    query: [u8; QUERY],
+    verdict: bridge::Task<u64>,
+    client: SocketAddr,
+) {
+    let verdict = verdict.await;
+    match exchange(shared.upstream, query, verdict).await {
+        Ok(answer) if shared.socket.send_to(&answer, client).is_ok() => {}
+        _ => shared.fail(),
+    }
+}
+
+/// An ingress thread: blocking receive until the stop flag is set; returns the queries it
+/// received.
+fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
+    let mut buf = [0u8; 512];
+    let mut received = 0u64;
+    // ORDERING: only a signal to end the loop; what the thread did is published by its join.
+    while !shared.stop.load(Ordering::Relaxed) {
+        let (n, client) = match shared.socket.recv_from(&mut buf) {
+            Ok(got) => got,
+            Err(e) if timed_out(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let Ok(query) = <[u8; QUERY]>::try_from(&buf[..n]) else {
+            continue;
+        };
+        received += 1;
+        let verdict = shared.pool.spawn_task(move || policy(&query));
+        match shared.mode {
+            Mode::Split => {
+                let task = forward(Arc::clone(&shared), query, verdict, client);
+                drop(shared.io.handle().spawn(task));
+            }
+            Mode::Sync => {
+                let verdict = verdict.wait();
+                let upstream = shared.upstream;
+                match shared.io.run_blocking(exchange(upstream, query, verdict)) {
+                    Ok(answer) if shared.socket.send_to(&answer, client).is_ok() => {}
+                    _ => shared.fail(),
+                }
+            }
+        }
+    }
+    Ok(received)
+}
+
+/// A running dataplane: [`INGRESS`] threads on one socket and its own `IoRuntime`.
+struct Dataplane {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<io::Result<u64>>>,
+    /// The owner of the I/O runtime.
+    io: bridge::IoRuntime,
+}
+
+/// What a dataplane reports when it stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PlaneCounts {
+    received: u64,
+    failed: u64,
+}
+
+impl Dataplane {
+    fn start(
+        mode: Mode,
+        io_workers: usize,
+        upstream: SocketAddr,
+        pool: &Arc<rayon::ThreadPool>,
+    ) -> io::Result<Self> {
+        let socket = udp_socket()?;
+        socket.set_read_timeout(Some(INGRESS_POLL))?;
+        socket.set_write_timeout(Some(Duration::from_secs(1)))?;
+        let addr = socket.local_addr()?;
+        let io = bridge::IoRuntime::new(io_workers)?;
+        let shared = Arc::new(Shared {
+            mode,
+            socket,
+            upstream,
+            pool: Arc::clone(pool),
+            io: bridge::IoRuntime::from_handle(io.handle().clone()),
+            stop: AtomicBool::new(false),
+            failed: AtomicU64::new(0),
+        });
+        let mut plane = Self {
+            addr,
+            shared,
+            threads: Vec::with_capacity(INGRESS),
+            io,
+        };
+        for k in 0..INGRESS {
+            let shared = Arc::clone(&plane.shared);
+            let spawned = thread::Builder::new()
+                .name(format!("ingress-{k}"))
+                .spawn(move || ingress(shared));
+            match spawned {
+                Ok(thread) => plane.threads.push(thread),
+                Err(e) => {
+                    // Joins the threads already started.
+                    let _ = plane.stop();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(plane)
+    }
+
+    /// Stops the ingress threads (within [`INGRESS_POLL`]), joins them, then drops the I/O
+    /// runtime, which joins its workers.
+    fn stop(mut self) -> io::Result<PlaneCounts> {
+        // ORDERING: see `ingress`; the joins below publish everything else.
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let mut counts = PlaneCounts::default();
+        let mut first_error = None;
+        for thread in self.threads.drain(..) {
+            match thread.join() {
+                Ok(Ok(n)) => counts.received += n,
+                Ok(Err(e)) => first_error = first_error.or(Some(e)),
+                Err(_) => {
+                    first_error =
+                        first_error.or_else(|| Some(io::Error::other("an ingress thread panicked")))
+                }
+            }
+        }
+        // Shuts the runtime down and joins its workers; a task still on it is dropped.
+        drop(self.io);
+        // ORDERING: every thread that counted is joined (the ingress threads above, the
+        // runtime's workers by the drop).
+        counts.failed = self.shared.failed.load(Ordering::Relaxed);
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(counts),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The load generator.
+
+/// What a load run counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct LoadOutcome {
+    /// Queries sent.
+    sent: u64,
+    /// Queries answered before [`LOST_AFTER`].
+    completed: u64,
+    /// Queries not answered before [`LOST_AFTER`] (or before the run's end).
+    lost: u64,
+    /// Answers to queries already declared lost.
+    late: u64,
+    /// Sends that failed (the query then counts as lost).
+    send_errors: u64,
+    /// Answers received in the measured window.
+    in_window: u64,
+    /// The summed latency of those answers, in seconds.
+    latency_sum: f64,
+    /// The measured window.
+    window: Duration,
+}
+
+impl LoadOutcome {
+    /// Answers per second in the measured window.
+    fn qps(&self) -> f64 {
+        self.in_window as f64 / self.window.as_secs_f64()
+    }
+
+    /// The measured window's nanoseconds per answer (the inverse of QPS); infinite if none.
+    fn ns_per_query(&self) -> f64 {
+        if self.in_window == 0 {
+            f64::INFINITY
+        } else {
+            self.window.as_nanos() as f64 / self.in_window as f64
+        }
+    }
+
+    /// The average latency of the answers in the measured window, in seconds; NaN if none.
+    fn latency(&self) -> f64 {
+        self.latency_sum / self.in_window as f64
+    }
+}
+
+/// A query in flight.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    id: u64,
+    sent: Instant,
+}
+
+/// The generator's state: one slot per outstanding query. Query ids are
+/// `generation * window + slot`, so an answer finds its slot.
+struct Generator {
+    socket: UdpSocket,
+    slots: Vec<Option<Pending>>,
+    next_id: Vec<u64>,
+    outstanding: usize,
+    lost_after: Duration,
+    out: LoadOutcome,
+}
+
+impl Generator {
+    fn send(&mut self, slot: usize) {
+        if self.out.sent >= MAX_QUERIES {
+            return;
+        }
+        let id = self.next_id[slot];
+        self.next_id[slot] += self.slots.len() as u64;
+        if self.socket.send(&query(id)).is_err() {
+            self.out.send_errors += 1;
+        }
+        self.slots[slot] = Some(Pending {
+            id,
+            sent: Instant::now(),
+        });
+        self.outstanding += 1;
+        self.out.sent += 1;
+    }
+
+    /// Records an answer received at `now`; returns the slot it freed, if it was pending.
+    fn complete(
+        &mut self,
+        datagram: &[u8],
+        now: Instant,
+        measured: (Instant, Instant),
+    ) -> Option<usize> {
+        let id = id_of(datagram)?;
+        let slot = (id % self.slots.len() as u64) as usize;
+        match self.slots[slot] {
+            Some(p) if p.id == id => {
+                self.slots[slot] = None;
+                self.outstanding -= 1;
+                self.out.completed += 1;
+                if now >= measured.0 && now < measured.1 {
+                    self.out.in_window += 1;
+                    self.out.latency_sum += (now - p.sent).as_secs_f64();
+                }
+                Some(slot)
+            }
+            _ => {
+                self.out.late += 1;
+                None
+            }
+        }
+    }
+
+    /// Declares lost the queries sent `lost_after` or more before `now`; returns their slots.
+    fn expire(&mut self, now: Instant) -> Vec<usize> {
+        let mut freed = Vec::new();
+        for (slot, pending) in self.slots.iter_mut().enumerate() {
+            if pending.is_some_and(|p| now.duration_since(p.sent) >= self.lost_after) {
+                *pending = None;
+                freed.push(slot);
+            }
+        }
+        self.outstanding -= freed.len();
+        self.out.lost += freed.len() as u64;
+        freed
+    }
+}
+
+/// The shape of one load run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Load {
+    /// Queries kept outstanding.
+    window: usize,
+    /// The first `window` queries go out evenly spread over this time, not at once: then the
+    /// answers come back spread as well, instead of in bursts of a whole window that a
+    /// measured window would count a whole burst more or less of.
+    ramp: Duration,
+    /// Load before the measured window (the ramp included).
+    warm: Duration,
+    /// The measured window.
+    measure: Duration,
+    /// A query unanswered this long is lost ([`LOST_AFTER`] in the study).
+    lost_after: Duration,
+}
+
+impl Load {
+    /// `window` queries outstanding, ramped up over one upstream [`DELAY`], with the study's
+    /// loss timeout.
+    fn new(window: usize, warm: Duration, measure: Duration) -> Self {
+        Self {
+            window,
+            ramp: DELAY,
+            warm,
+            measure,
+            lost_after: LOST_AFTER,
+        }
+    }
+}
+
+/// Keeps `load.window` queries outstanding against `target` for `warm + measure` (after a
+/// ramp that starts them one by one), then waits for the outstanding ones (each at most
+/// `lost_after`). Bounded in time (`warm + measure + lost_after`, plus one poll) and in
+/// queries ([`MAX_QUERIES`]).
+fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
+    let Load {
+        window,
+        ramp,
+        warm,
+        measure,
+        lost_after,
+    } = load;
+    let socket = udp_socket()?;
+    socket.connect(target)?;
+    socket.set_read_timeout(Some(LOAD_POLL))?;
+    let mut g = Generator {
+        socket,
+        slots: vec![None; window],
+        next_id: (0..window as u64).collect(),
+        outstanding: 0,
+        lost_after,
+        out: LoadOutcome {
+            window: measure,
+            ..LoadOutcome::default()
+        },
+    };
+    let start = Instant::now();
+    let measured = (start + warm, start + warm + measure);
+    let until = measured.1;
+    let hard_end = until + lost_after + LOAD_POLL;
+    // Slots below `ramped` have been started; slot k starts at `start + ramp * k / window`.
+    let mut ramped = 0usize;
+    let mut buf = [0u8; 512];
+    let mut next_scan = start + LOSS_SCAN;
+    loop {
+        let now = Instant::now();
+        while ramped < window
+            && now < until
+            && now >= start + ramp.mul_f64(ramped as f64 / window as f64)
+        {
+            g.send(ramped);
+            ramped += 1;
+        }
+        if (now >= until && g.outstanding == 0) || now >= hard_end {
+            break;
+        }
+        match g.socket.recv(&mut buf) {
+            Ok(n) => {
+                let now = Instant::now();
+                if let Some(slot) = g.complete(&buf[..n], now, measured) {
+                    if now < until {
+                        g.send(slot);
+                    }
+                }
+            }
+            // A refused send (nobody listening yet or any more) comes back on recv.
+            Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+        let now = Instant::now();
+        if now >= next_scan {
+            next_scan = now + LOSS_SCAN;
+            for slot in g.expire(now) {
+                if now < until {
+                    g.send(slot);
+                }
+            }
+        }
+    }
+    g.out.lost += g.outstanding as u64;
+    Ok(g.out)
+}
+
+/// [`generate`] on a thread of its own, joined.
+fn run_load(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
+    thread::Builder::new()
+        .name("load".to_owned())
+        .spawn(move || generate(target, load))?
+        .join()
+        .map_err(|_| io::Error::other("the load generator panicked"))?
+}
+
+// ---------------------------------------------------------------------------------------
+// Cells, rounds and the report.
+
+/// CPU time, in clock ticks, of the whole machine (from the `cpu` line of `/proc/stat`) and
+/// of this process (from `/proc/self/stat`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct CpuTicks {
+    /// Ticks some CPU spent busy (user, nice, system, irq, softirq, steal).
+    busy: u64,
+    /// Ticks of all CPUs, busy or idle.
+    total: u64,
+    /// Ticks this process ran (user and system).
+    this: u64,
+}
+
+impl CpuTicks {
+    /// Reads the counters now; `None` where the files cannot be read (not Linux).
+    fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let this = std::fs::read_to_string("/proc/self/stat").ok()?;
+        Self::parse(&stat, &this)
+    }
+
+    /// The counters from the texts of `/proc/stat` and `/proc/<pid>/stat`.
+    fn parse(stat: &str, this: &str) -> Option<Self> {
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .map(|v| v.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let field = |k: usize| cpu.get(k).copied().unwrap_or(0);
+        let busy = field(0) + field(1) + field(2) + field(5) + field(6) + field(7);
+        let total = busy + field(3) + field(4);
+        // The fields after the command name, which is in parentheses and may hold spaces:
+        // state is the first, utime and stime the 12th and 13th.
+        let rest: Vec<&str> = this.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks = |k: usize| rest.get(k)?.parse::<u64>().ok();
+        Some(Self {
+            busy,
+            total,
+            this: ticks(11)? + ticks(12)?,
+        })
+    }
+
+    /// The ticks from `earlier` to `self`.
+    fn since(self, earlier: Self) -> Self {
+        Self {
+            busy: self.busy.saturating_sub(earlier.busy),
+            total: self.total.saturating_sub(earlier.total),
+            this: self.this.saturating_sub(earlier.this),
+        }
+    }
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            busy: self.busy + other.busy,
+            total: self.total + other.total,
+            this: self.this + other.this,
+        }
+    }
+
+    /// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
+    fn shares(self) -> String {
+        if self.total == 0 {
+            return "not read".to_owned();
+        }
+        let share = |t: u64| t as f64 / self.total as f64 * 100.0;
+        format!(
+            "{:.0}% / {:.0}%",
+            share(self.this),
+            share(self.busy.saturating_sub(self.this))
+        )
+    }
+}
+
+/// One run of one mode at one io_workers value.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    mode: Mode,
+    io_workers: usize,
+    load: LoadOutcome,
+    plane: PlaneCounts,
+    threads_before: Option<u32>,
+    threads_after: Option<u32>,
+    /// The CPU time of the machine and of this process during the cell.
+    cpu: Option<CpuTicks>,
+    wall: Duration,
+}
+
+/// Starts an upstream and a dataplane, runs the load against it, stops both.
+fn run_cell(
+    mode: Mode,
+    io_workers: usize,
+    plan: &Plan,
+    pool: &Arc<rayon::ThreadPool>,
+) -> io::Result<Cell> {
+    let threads_before = os_threads();
+    let cpu_before = CpuTicks::now();
+    let started = Instant::now();
+    let upstream = Upstream::start()?;
+    let plane = Dataplane::start(mode, io_workers, upstream.addr, pool)?;
+    let outcome = run_load(plane.addr, Load::new(WINDOW, plan.warm, plan.measure));
+    let counts = plane.stop();
+    drop(upstream);
+    let (load, plane) = (outcome?, counts?);
+    Ok(Cell {
+        mode,
+        io_workers,
+        load,
+        plane,
+        threads_before,
+        threads_after: os_threads(),
+        cpu: CpuTicks::now()
+            .zip(cpu_before)
+            .map(|(after, before)| after.since(before)),
+        wall: started.elapsed(),
+    })
+}
+
+/// The rig measured without the dataplane: the upstream's unloaded latency (one query at a
+/// time) and what the generator reaches against it directly with the full window.
+#[derive(Debug, Clone, Copy)]
+struct Baseline {
+    /// Latency of one query at a time, straight to the upstream, in seconds.
+    unloaded: f64,
+    /// The full window straight to the upstream.
+    direct: LoadOutcome,
+}
+
+impl Baseline {
+    fn measure(plan: &Plan) -> io::Result<Self> {
+        let upstream = Upstream::start()?;
+        let unloaded = run_load(upstream.addr, Load::new(1, Duration::ZERO, plan.probe))?;
+        let direct = run_load(upstream.addr, Load::new(WINDOW, plan.warm, plan.measure))?;
+        Ok(Self {
+            unloaded: unloaded.latency(),
+            direct,
+        })
+    }
+
+    /// Split mode's Little's-law bound: window / latency, in queries per second.
+    fn split_bound(&self) -> f64 {
+        WINDOW as f64 / self.unloaded
+    }
+
+    /// Sync mode's bound: ingress threads / latency.
+    fn sync_bound(&self) -> f64 {
+        INGRESS as f64 / self.unloaded
+    }
+
+    fn bound(&self, mode: Mode) -> f64 {
+        match mode {
+            Mode::Split => self.split_bound(),
+            Mode::Sync => self.sync_bound(),
+        }
+    }
+}
+
+/// One mode's runs at one io_workers value, summed and summarized.
+#[derive(Debug, Clone, PartialEq)]
+struct Tally {
+    mode: Mode,
+    io_workers: usize,
+    /// QPS of each round, in round order.
+    qps: Vec<f64>,
+    sent: u64,
+    completed: u64,
+    lost: u64,
+    late: u64,
+    send_errors: u64,
+    failed: u64,
+    in_window: u64,
+    latency_sum: f64,
+    /// The CPU time of its cells, summed over those where it could be read.
+    cpu: CpuTicks,
+}
+
+impl Tally {
+    fn of(mode: Mode, io_workers: usize, cells: &[Cell]) -> Self {
+        let mine: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.mode == mode && c.io_workers == io_workers)
+            .collect();
+        let sum = |f: fn(&Cell) -> u64| mine.iter().map(|c| f(c)).sum::<u64>();
+        Self {
+            mode,
+            io_workers,
+            qps: mine.iter().map(|c| c.load.qps()).collect(),
+            sent: sum(|c| c.load.sent),
+            completed: sum(|c| c.load.completed),
+            lost: sum(|c| c.load.lost),
+            late: sum(|c| c.load.late),
+            send_errors: sum(|c| c.load.send_errors),
+            failed: sum(|c| c.plane.failed),
+            in_window: sum(|c| c.load.in_window),
+            latency_sum: mine.iter().map(|c| c.load.latency_sum).sum(),
+            cpu: mine
+                .iter()
+                .filter_map(|c| c.cpu)
+                .fold(CpuTicks::default(), CpuTicks::add),
+        }
+    }
+
+    /// The median QPS over rounds (NaN if there were none).
+    fn qps(&self) -> f64 {
+        Summary::of(&self.qps).map_or(f64::NAN, |s| s.median)
+    }
+
+    /// The average latency over every answer of the measured windows, in seconds.
+    fn latency(&self) -> f64 {
+        self.latency_sum / self.in_window as f64
+    }
+}
+
+/// The table of the study: one line per mode and io_workers value.
+fn table(tallies: &[Tally], base: &Baseline) -> String {
+    let mut out = String::from(
+        "| io_workers | mode | achieved QPS (median; min-max of rounds) | average latency ms | \
+         sent | completed | lost | bound QPS | achieved / bound | QPS x latency | CPU: this \
+         process / others |\n\
+         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for t in tallies {
+        let s = Summary::of(&t.qps);
+        let bound = base.bound(t.mode);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} ({:.0}-{:.0}) | {:.2} | {} | {} | {} | {:.0} | {:.1}% | {:.1} | {} |",
+            t.io_workers,
+            t.mode.label(),
+            t.qps(),
+            s.map_or(f64::NAN, |s| s.min),
+            s.map_or(f64::NAN, |s| s.max),
+            t.latency() * 1e3,
+            t.sent,
+            t.completed,
+            t.lost,
+            bound,
+            t.qps() / bound * 100.0,
+            t.qps() * t.latency(),
+            t.cpu.shares(),
+        );
+    }
+    out.pop();
+    out
+}
+
+/// The goal lines, computed from the tallies.
+fn goals(tallies: &[Tally], base: &Baseline) -> String {
+    let split: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Split).collect();
+    let sync: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Sync).collect();
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    let percents = |ts: &[&Tally], bound: f64| {
+        ts.iter()
+            .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+
+    let bound = base.split_bound();
+    let lost: u64 = split.iter().map(|t| t.lost).sum();
+    let near = split.iter().all(|t| t.qps() >= (1.0 - SLACK) * bound);
+    let mut out = format!(
+        "Goal \"split mode within 5% of the Little's-law bound (window / latency) with 0 lost\": \
+         {} (achieved / bound {}, bound {WINDOW} / {:.2} ms = {bound:.0} QPS; lost {lost}).",
+        met(near && lost == 0 && !split.is_empty()),
+        percents(&split, bound),
+        base.unloaded * 1e3,
+    );
+
+    let qps: Vec<f64> = split.iter().map(|t| t.qps()).collect();
+    let (lo, hi) = qps
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &q| {
+            (lo.min(q), hi.max(q))
+        });
+    let spread = (hi - lo) / hi;
+    let _ = write!(
+        out,
+        " Goal \"split mode flat across io_workers (within 5%)\": {} (median QPS {lo:.0} to \
+         {hi:.0} over io_workers {}, a spread of {}).",
+        met(spread <= SLACK && split.len() > 1),
+        split
+            .iter()
+            .map(|t| t.io_workers.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        pct(spread),
+    );
+
+    let bound = base.sync_bound();
+    let at_bound = sync.iter().all(|t| (t.qps() / bound - 1.0).abs() <= SLACK);
+    let _ = write!(
+        out,
+        " Goal \"sync mode bounded by ingress threads / latency (at it, within 5%)\": {} \
+         (achieved / bound {}, bound {INGRESS} / {:.2} ms = {bound:.0} QPS; lost {}).",
+        met(at_bound && !sync.is_empty()),
+        percents(&sync, bound),
+        base.unloaded * 1e3,
+        sync.iter().map(|t| t.lost).sum::<u64>(),
+    );
+    out
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// Why a goal was missed, or what else the counts show, from the numbers.
+fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
+    let mut out = String::from("Reading the numbers:");
+    let direct = base.direct.qps() / base.split_bound();
+    let _ = write!(
+        out,
+        " without the dataplane (the generator straight to the upstream, same window) the rig \
+         reaches {:.0} QPS, {} of the bound, at {:.2} ms average latency: that is the ceiling \
+         of the generator, the upstream's timer and this machine, not of the dataplane.",
+        base.direct.qps(),
+        pct(direct),
+        base.direct.latency() * 1e3,
+    );
+    for t in tallies.iter().filter(|t| t.mode == Mode::Split) {
+        let ratio = t.qps() / base.split_bound();
+        if ratio < 1.0 - SLACK {
+            let in_flight = t.qps() * t.latency();
+            let _ = write!(
+                out,
+                " split at io_workers={} reaches {}: QPS x latency = {in_flight:.0} of a \
+                 window of {WINDOW}, so {}",
+                t.io_workers,
+                pct(ratio),
+                if in_flight >= (1.0 - SLACK) * WINDOW as f64 {
+                    format!(
+                        "the window stays full and the latency ({:.2} ms against {:.2} ms \
+                         unloaded) is what grew: time queued in the dataplane or waiting for \
+                         a CPU (CPU this process / others during its cells: {}).",
+                        t.latency() * 1e3,
+                        base.unloaded * 1e3,
+                        t.cpu.shares(),
+                    )
+                } else {
+                    "the window is not kept full: the generator or lost queries hold it back."
+                        .to_owned()
+                },
+            );
+        }
+    }
+    let sync_lat: Vec<String> = tallies
+        .iter()
+        .filter(|t| t.mode == Mode::Sync)
+        .map(|t| format!("{:.0} ms", t.latency() * 1e3))
+        .collect();
+    if !sync_lat.is_empty() {
+        let _ = write!(
+            out,
+            " Sync mode's latency ({}) is queueing: with the window full and {INGRESS} \
+             queries served at a time, a query waits in the ingress socket for the {} ahead \
+             of it; in steady state it would be window / QPS = {:.0} ms, and the measured \
+             window starts before the queue has fully built up (Little's law holds in steady \
+             state only).",
+            sync_lat.join(", "),
+            WINDOW - 1,
+            WINDOW as f64 / base.sync_bound() * 1e3,
+        );
+    }
+    let failed: u64 = tallies.iter().map(|t| t.failed).sum();
+    let late: u64 = tallies.iter().map(|t| t.late).sum();
+    let send_errors: u64 = tallies.iter().map(|t| t.send_errors).sum();
+    let _ = write!(
+        out,
+        " Over all cells: {failed} queries dropped in the dataplane (exchange or reply failed), \
+         {late} answers that came after their query was declared lost, {send_errors} failed \
+         sends."
+    );
+    out
+}
+
+/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes); `None` where it cannot
+/// be read.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    (fields.len() == 3).then(|| fields.join(" "))
+}
+
+/// The OS thread counts around the cells and the machine's load, as one paragraph.
+fn threads_note(cells: &[Cell], first: Option<u32>, load: [Option<String>; 2]) -> String {
+    let range = |xs: Vec<u32>| -> String {
+        match (xs.iter().min(), xs.iter().max()) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "not read".to_owned(),
+        }
+    };
+    let before = range(cells.iter().filter_map(|c| c.threads_before).collect());
+    let after = range(cells.iter().filter_map(|c| c.threads_after).collect());
+    let leaked = cells
+        .iter()
+        .filter(|c| matches!((c.threads_before, c.threads_after), (Some(b), Some(a)) if a > b))
+        .count();
+    format!(
+        "Threads (`Threads:` in /proc/self/status): {} before the first cell; before each cell \
+         {before}, after each cell {after}; {leaked} of {} cells ended with more threads than \
+         they began with. A cell starts {INGRESS} ingress threads, its IoRuntime's workers, \
+         the upstream's runtime thread and the load thread, and joins them all before the \
+         next cell. Load average (/proc/loadavg, 1/5/15 min) before the first cell {}, after \
+         the last {}: anything else running on this machine's {} CPUs competes with the \
+         dataplane and shows up as latency.",
+        first.map_or_else(|| "not read".to_owned(), |n| n.to_string()),
+        cells.len(),
+        load[0].as_deref().unwrap_or("not read"),
+        load[1].as_deref().unwrap_or("not read"),
+        thread::available_parallelism().map_or(0, usize::from),
+    )
+}
+
+fn varied(io_workers: usize) -> String {
+    format!(
+        "the mode. `{BASELINE}` is split mode: an ingress thread receives a query (blocking \
+         recv_from), starts the policy on the rayon pool (pool.spawn_task, bridge's Task), \
+         spawns one task on the IoRuntime and goes back to receiving; the task awaits the \
+         policy Task, exchanges with the upstream on a fresh tokio UDP socket, and sends the \
+         answer to the client from the ingress socket. `{SYNC}` is sync mode: the ingress \
+         thread waits for the policy (Task::wait), runs the same exchange with \
+         IoRuntime::run_blocking, replies, and only then receives the next query. This \
+         scenario: io_workers = {io_workers} (the IoRuntime's worker threads); the scenarios of \
+         this study vary it over {}.",
+        IO_WORKERS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
+    format!(
+        "everything on 127.0.0.1, in this process, {} CPUs. Ingress = {INGRESS} threads on one \
+         UDP socket; policy = a rayon pool of {POLICY} threads, one FNV-1a hash of \
+         {POLICY_PASSES} passes over the {QUERY}-byte query ({:.1} µs median on an idle \
+         thread), whose value travels in the query. Upstream = a UDP server on its own tokio \
+         runtime (1 worker) that answers each datagram {} ms after it arrived (tokio timer, \
+         which rounds up to its 1 ms tick). Load generator = one thread and one socket keeping \
+         {WINDOW} queries outstanding (the first {WINDOW} started evenly over {} ms, so the \
+         load is smooth rather than bursts of a whole window; then a new one whenever one is \
+         answered or lost), a query lost if unanswered after {} s (longer than sync mode's queue, {:.2} s, so only dropped \
+         queries count); per cell {} ms of load before a measured window of {} ms, then no new \
+         queries and a wait for the outstanding ones. Achieved QPS and average latency count \
+         the answers of the measured window; sent, completed and lost count the whole cell. \
+         Every socket asks for SO_RCVBUF {} MiB (granted {} KiB). Each cell builds its \
+         upstream, dataplane and IoRuntime and shuts all down before the next; {} rounds, each \
+         runs both modes, order alternating. Bound: window / latency for split, ingress \
+         threads / latency for sync, with latency the upstream's unloaded round trip measured \
+         first, {:.2} ms (one query at a time for {} ms, straight to the upstream). The \
+         published study: flat ~{:.1}k QPS at ~{PUBLISHED_LATENCY_MS:.0} ms average latency \
+         and 0 lost at every io_workers value, ingress = policy = 2. The first table below is ns \
+         per answered query in each round's measured window (the inverse of QPS), one sample \
+         per round. In the second, QPS x latency is the mean number of queries in flight \
+         (Little's law), and CPU is the share of all CPUs' time during the cells used by this \
+         process and by everything else (other processes, interrupts, hypervisor steal; from \
+         /proc/stat).",
+        thread::available_parallelism().map_or(0, usize::from),
+        policy_cost().as_secs_f64() * 1e6,
+        DELAY.as_millis(),
+        DELAY.as_millis(),
+        LOST_AFTER.as_secs(),
+        WINDOW as f64 / base.sync_bound(),
+        plan.warm.as_millis(),
+        plan.measure.as_millis(),
+        RCVBUF >> 20,
+        rcvbuf >> 10,
+        plan.rounds,
+        base.unloaded * 1e3,
+        plan.probe.as_millis(),
+        PUBLISHED_QPS / 1e3,
+    )
+}
+
+/// Runs every io_workers value of the plan, both modes per round.
+///
+/// # Errors
+///
+/// If a runtime, a socket, a thread or the rayon pool cannot be made, or an ingress thread or
+/// the load generator fails.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    let plan = Plan::of(settings);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(POLICY)
+            .thread_name(|k| format!("policy-{k}"))
+            .build()
+            .map_err(io::Error::other)?,
+    );
+    // Every policy thread runs a job before anything is measured.
+    for _ in 0..100 {
+        pool.broadcast(|_| black_box(()));
+    }
+    let rcvbuf = granted_rcvbuf()?;
+    let variants = [Mode::Split.variant(), Mode::Sync.variant()];
+    // The progress bar: the baseline counts as the first scenario's calibration step, then
+    // one step per round.
+    progress::measurement_started(plan.rounds, variants.into_iter());
+    let base = Baseline::measure(&plan)?;
+    progress::step_done(true);
+    let fixed = fixed(&plan, &base, rcvbuf);
+    let first_threads = os_threads();
+    let first_load = load_average();
+
+    let mut cells = Vec::new();
+    let mut reports = Vec::new();
+    let mut tallies = Vec::new();
+    for (k, &(io_workers, name)) in IO_WORKERS[..plan.io_values].iter().enumerate() {
+        if k > 0 {
+            progress::measurement_started(plan.rounds, variants.into_iter());
+            progress::step_done(true);
+        }
+        let mut mine = Vec::new();
+        for round in 0..plan.rounds {
+            let order = if round % 2 == 0 {
+                [Mode::Split, Mode::Sync]
+            } else {
+                [Mode::Sync, Mode::Split]
+            };
+            for mode in order {
+                mine.push(run_cell(mode, io_workers, &plan, &pool)?);
+            }
+            progress::step_done(false);
+        }
+        let here: Vec<Tally> = [Mode::Split, Mode::Sync]
+            .into_iter()
+            .map(|mode| Tally::of(mode, io_workers, &mine))
+            .collect();
+        let samples = |mode: Mode| -> Vec<f64> {
+            mine.iter()
+                .filter(|c| c.mode == mode)
+                .map(|c| c.load.ns_per_query())
+                .collect()
+        };
+        let m = Measurement {
+            iters_per_round: 1,
+            ops_per_iter: 1,
+            rounds: plan.rounds,
+            variants: [Mode::Split, Mode::Sync]
+                .into_iter()
+                .map(|mode| Measured {
+                    name: mode.variant(),
+                    samples: samples(mode),
+                })
+                .collect(),
+        };
+        let wall: f64 = mine.iter().map(|c| c.wall.as_secs_f64()).sum();
+        reports.push(ScenarioReport {
+            name,
+            varied: varied(io_workers),
+            fixed: fixed.clone(),
+            goals: Vec::new(),
+            budgets: vec![Budget {
+                max_ns: 1e9 / ((1.0 - SLACK) * base.split_bound()),
+                text: "split mode (bridge) within 5% of the Little's-law bound window / latency",
+            }],
+            notes: vec![format!(
+                "{}\n\nThis scenario's {} cells took {wall:.1} s.",
+                table(&here, &base),
+                mine.len()
+            )],
+            rows: rows(name, &m),
+        });
+        tallies.extend(here);
+        cells.extend(mine);
+    }
+    if let Some(last) = reports.last_mut() {
+        last.notes.push(format!(
+            "All io_workers values:\n\n{}",
+            table(&tallies, &base)
+        ));
+        last.notes.push(goals(&tallies, &base));
+        last.notes.push(diagnosis(&tallies, &base));
+        last.notes.push(threads_note(
+            &cells,
+            first_threads,
+            [first_load, load_average()],
+        ));
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> Arc<rayon::ThreadPool> {
+        Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(POLICY)
+                .build()
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn cpu_ticks_parse_proc_stat_and_this_process() {
+        let stat = "cpu  100 5 20 800 7 1 2 3 9 0\ncpu0 50 0 10 400 3 0 1 1 0 0\n";
+        let this = "4242 (a (b) c) S 1 2 3 0 -1 4194304 100 0 0 0 11 4 0 0 20 0 9 0";
+        let t = CpuTicks::parse(stat, this).unwrap();
+        assert_eq!(
+            t,
+            CpuTicks {
+                busy: 100 + 5 + 20 + 1 + 2 + 3,
+                total: 131 + 800 + 7,
+                this: 15
+            }
+        );
+        let later = CpuTicks {
+            busy: t.busy + 60,
+            total: t.total + 200,
+            this: t.this + 20,
+        };
+        assert_eq!(later.since(t).shares(), "10% / 20%");
+        assert_eq!(CpuTicks::default().shares(), "not read");
+        assert_eq!(CpuTicks::parse("intr 1 2\n", this), None);
+        assert!(cfg!(not(target_os = "linux")) || CpuTicks::now().is_some());
+    }
+
+    #[test]
+    fn lost_after_outlasts_the_sync_queue() {
+        // Sync mode serves INGRESS queries per DELAY; a full window queues WINDOW of them.
+        let queue = DELAY.as_secs_f64() * WINDOW as f64 / INGRESS as f64;
+        assert!(LOST_AFTER.as_secs_f64() > 1.5 * queue);
+    }
+
+    #[test]
+    fn queries_carry_their_id_and_policy_depends_on_them() {
+        assert_eq!(id_of(&query(7)), Some(7));
+        assert_eq!(id_of(&query(u64::MAX)), Some(u64::MAX));
+        assert_eq!(id_of(&[0u8; 8]), None);
+        assert_eq!(policy(&query(3)), policy(&query(3)));
+        assert_ne!(policy(&query(3)), policy(&query(4)));
+    }
+
+    #[test]
+    fn quick_plan_runs_both_modes_at_two_io_values() {
+        let quick = Plan::of(&Settings::quick());
+        assert_eq!((quick.rounds, quick.io_values), (1, 2));
+        assert_eq!(Plan::of(&Settings::full()).io_values, IO_WORKERS.len());
+        // The ramp and a few round trips after it fit in the warm-up.
+        for plan in [quick, Plan::of(&Settings::full())] {
+            assert!(plan.warm >= 4 * DELAY, "{plan:?}");
+        }
+    }
+
+    #[test]
+    fn generator_keeps_its_window_against_the_upstream() {
+        let upstream = Upstream::start().unwrap();
+        let load = Load::new(8, Duration::from_millis(30), Duration::from_millis(100));
+        let out = run_load(upstream.addr, load).unwrap();
+        assert_eq!(out.lost, 0);
+        assert_eq!(out.sent, out.completed);
+        assert!(out.in_window > 0);
+        // Every answer takes the upstream's delay.
+        assert!(out.latency() >= DELAY.as_secs_f64());
+    }
+
+    #[test]
+    fn both_modes_answer_every_query() {
+        let plan = Plan {
+            rounds: 1,
+            io_values: 1,
+            warm: Duration::from_millis(20),
+            measure: Duration::from_millis(100),
+            probe: Duration::ZERO,
+        };
+        let pool = pool();
+        for mode in [Mode::Split, Mode::Sync] {
+            let cell = run_cell(mode, 1, &plan, &pool).unwrap();
+            assert_eq!(cell.load.lost, 0, "{mode:?}");
+            assert_eq!(cell.load.sent, cell.load.completed, "{mode:?}");
+            assert_eq!(cell.plane.failed, 0, "{mode:?}");
+            assert!(cell.plane.received >= cell.load.completed, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn lost_queries_are_counted_resent_and_the_run_ends() {
+        // Nobody answers at this address: every query is lost after `lost_after`, its slot
+        // gets a new query until the measured window ends, and the run ends within its bound.
+        let silent = udp_socket().unwrap();
+        let load = Load {
+            window: 2,
+            ramp: Duration::ZERO,
+            warm: Duration::ZERO,
+            measure: Duration::from_millis(200),
+            lost_after: Duration::from_millis(50),
+        };
+        let started = Instant::now();
+        let out = generate(silent.local_addr().unwrap(), load).unwrap();
+        assert!(started.elapsed() < Duration::from_millis(200 + 50 + 200));
+        assert_eq!(out.completed, 0);
+        assert_eq!(out.lost, out.sent);
+        assert!(out.sent >= 2 * 3, "sent {}", out.sent);
+    }
+}

@@ -1,0 +1,988 @@
+//! The no-runtime study: synchronous callers with no runtime (a plain thread, the workers of
+//! a rayon pool) run futures to completion through each way of driving them (a current-thread
+//! runtime per call or per thread, a shared multi-thread runtime with one worker entered with
+//! `Handle::block_on` or given the future as a task, and `bridge::run_blocking`), on ready
+//! futures, yielding futures and loopback TCP requests fanned out 1, 4 and 16 wide. It checks
+//! the published penalty of the shared one-worker runtime (+6% to +17%, growing with fan-out).
+
+use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
+use crate::report::{BASELINE, Goal, Row, ScenarioReport, rows};
+use crate::stats::{Summary, ratio};
+use bridge::tokio::{InlineStrategy, RunBlocking};
+use futures::future::join_all;
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::hint::black_box;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// Bytes of every request and every response.
+const MESSAGE: usize = 64;
+
+/// `yield_now` calls per call in the yielding workload.
+const YIELDS: u32 = 4;
+
+/// Threads of the rayon pool whose workers are the callers in the `rayon-*` scenarios.
+const RAYON_THREADS: usize = 2;
+
+/// Calls per caller thread and strategy in the untimed warm-up pass before each scenario,
+/// which also counts the polls of the call's future.
+const WARM_CALLS: u64 = 200;
+
+/// The published penalty of the shared one-worker runtime against a current-thread runtime
+/// (percent).
+const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
+
+// Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
+const PER_CALL: &str = "rt per call";
+const PER_THREAD: &str = "rt per thread";
+const SHARED: &str = "shared1 handle.block_on";
+const SHARED_SPAWN: &str = "shared1 spawn+wait";
+const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
+
+/// A way for a caller with no runtime to drive a future to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    /// `bridge::run_blocking` with its defaults.
+    Bridge,
+    /// A current-thread runtime built for the call and dropped at its end.
+    PerCall,
+    /// A current-thread runtime kept by the calling thread in a `thread_local!`.
+    PerThread,
+    /// `Handle::block_on` of the shared multi-thread runtime with one worker.
+    Shared,
+    /// `Handle::spawn` on the shared one-worker runtime, then `recv_blocking` on a bridge
+    /// oneshot that the task sends the output on.
+    SharedSpawn,
+    /// `RunBlocking` with `InlineStrategy::RuntimePerThread`.
+    BridgePerThread,
+}
+
+impl Strategy {
+    const ALL: [Self; 6] = [
+        Self::Bridge,
+        Self::PerCall,
+        Self::PerThread,
+        Self::Shared,
+        Self::SharedSpawn,
+        Self::BridgePerThread,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Bridge => BASELINE,
+            Self::PerCall => PER_CALL,
+            Self::PerThread => PER_THREAD,
+            Self::Shared => SHARED,
+            Self::SharedSpawn => SHARED_SPAWN,
+            Self::BridgePerThread => BRIDGE_PER_THREAD,
+        }
+    }
+
+    /// Runs `future` to completion on this thread's behalf; `None` if a runtime could not be
+    /// built or the spawned task never sent its output.
+    fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self {
+            Self::Bridge => Some(bridge::run_blocking(future)),
+            Self::PerCall => current_thread().ok().map(|rt| rt.block_on(future)),
+            Self::PerThread => Some(CACHED.with(|rt| rt.block_on(future))),
+            Self::Shared => Some(shared.block_on(future)),
+            Self::SharedSpawn => {
+                let (tx, rx) = bridge::oneshot::channel();
+                drop(shared.spawn(async move {
+                    let _ = tx.send(future.await);
+                }));
+                rx.recv_blocking().ok()
+            }
+            Self::BridgePerThread => Some(
+                RunBlocking::new()
+                    .inline(InlineStrategy::RuntimePerThread)
+                    .run(future),
+            ),
+        }
+    }
+}
+
+thread_local! {
+    /// The raw per-thread way: a current-thread runtime built on first use and kept by the
+    /// calling thread.
+    static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
+
+    /// This thread's open connections to the echo server, per strategy: each is registered
+    /// with the runtime that strategy drives it with, so it can only be reused by it.
+    static CONNS: RefCell<[Vec<TcpStream>; Strategy::ALL.len()]> = RefCell::new(Default::default());
+
+    /// The connections of `rt per call`, kept as std sockets between calls: every call
+    /// registers them with its new runtime and deregisters them before that runtime drops.
+    static STD_CONNS: RefCell<Vec<std::net::TcpStream>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Closes this thread's connections to the echo server.
+fn close_conns() {
+    CONNS.with_borrow_mut(|all| all.iter_mut().for_each(Vec::clear));
+    STD_CONNS.with_borrow_mut(Vec::clear);
+}
+
+/// A current-thread runtime with I/O and timers, as bridge builds them.
+fn current_thread() -> io::Result<Runtime> {
+    Builder::new_current_thread().enable_all().build()
+}
+
+/// Starts every worker of the runtime behind `handle` and one thread of its blocking pool.
+fn warm(handle: &Handle) {
+    handle.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+}
+
+/// What one call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    /// A future that is ready at its first poll.
+    Ready,
+    /// A future that calls `tokio::task::yield_now` [`YIELDS`] times.
+    Yield,
+    /// `fan_out` concurrent request/response round trips to the echo server, one per
+    /// connection; with `connect` every call opens its connections and closes them at its
+    /// end, else the caller keeps them open from call to call.
+    Tcp { fan_out: usize, connect: bool },
+}
+
+/// Who calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallerKind {
+    /// The main thread.
+    Thread,
+    /// Every worker of a rayon pool with [`RAYON_THREADS`] threads, at the same time.
+    Rayon,
+}
+
+/// One scenario of the study.
+#[derive(Debug, Clone, Copy)]
+struct Spec {
+    name: &'static str,
+    caller: CallerKind,
+    workload: Workload,
+}
+
+const fn spec(name: &'static str, caller: CallerKind, workload: Workload) -> Spec {
+    Spec {
+        name,
+        caller,
+        workload,
+    }
+}
+
+const fn tcp(fan_out: usize, connect: bool) -> Workload {
+    Workload::Tcp { fan_out, connect }
+}
+
+/// Every scenario, in the order they run (`--quick` runs them all too, with short batches).
+const SPECS: &[Spec] = &[
+    spec("thread-ready", CallerKind::Thread, Workload::Ready),
+    spec("thread-yield", CallerKind::Thread, Workload::Yield),
+    spec("thread-tcp-1", CallerKind::Thread, tcp(1, false)),
+    spec("thread-tcp-4", CallerKind::Thread, tcp(4, false)),
+    spec("thread-tcp-16", CallerKind::Thread, tcp(16, false)),
+    spec("thread-connect-4", CallerKind::Thread, tcp(4, true)),
+    spec("rayon-ready", CallerKind::Rayon, Workload::Ready),
+    spec("rayon-yield", CallerKind::Rayon, Workload::Yield),
+    spec("rayon-tcp-1", CallerKind::Rayon, tcp(1, false)),
+    spec("rayon-tcp-4", CallerKind::Rayon, tcp(4, false)),
+    spec("rayon-tcp-16", CallerKind::Rayon, tcp(16, false)),
+    spec("rayon-connect-4", CallerKind::Rayon, tcp(4, true)),
+];
+
+/// What every call needs: the shared one-worker runtime and the echo server's address.
+struct Env {
+    shared: Runtime,
+    addr: SocketAddr,
+}
+
+/// Runs the scenarios.
+///
+/// # Errors
+///
+/// If a tokio runtime, the echo server or the rayon pool cannot be started.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    let shared = Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("shared1")
+        .enable_all()
+        .build()?;
+    warm(shared.handle());
+    warm(bridge::IoRuntime::global().handle());
+    let server = EchoServer::start()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(RAYON_THREADS)
+        .thread_name(|k| format!("caller-{k}"))
+        .build()
+        .map_err(io::Error::other)?;
+    pool.broadcast(|_| black_box(()));
+    let env = Env {
+        shared,
+        addr: server.addr,
+    };
+    let done: Vec<Done> = SPECS
+        .iter()
+        .map(|spec| {
+            let caller = match spec.caller {
+                CallerKind::Thread => Caller::Thread,
+                CallerKind::Rayon => Caller::Rayon(&pool),
+            };
+            scenario(spec, caller, &env, settings)
+        })
+        .collect();
+    let summary = summary(&done);
+    let mut reports: Vec<ScenarioReport> = done.into_iter().map(|d| d.report).collect();
+    if let Some(last) = reports.last_mut() {
+        last.notes.extend(summary);
+    }
+    // Connections first, while the runtimes they are registered with still run.
+    close_conns();
+    pool.broadcast(|_| close_conns());
+    drop(pool);
+    drop(env);
+    drop(server.runtime);
+    Ok(reports)
+}
+
+/// The calling side of a batch.
+#[derive(Debug, Clone, Copy)]
+enum Caller<'a> {
+    Thread,
+    Rayon(&'a rayon::ThreadPool),
+}
+
+impl Caller<'_> {
+    /// Runs calls `0..n`: all on this thread, or split over the pool's workers, which call
+    /// at the same time. On the pool the batch's time is the workers' times summed, so that
+    /// time over `n` is the time one call takes as its caller sees it.
+    fn batch(self, n: u64, op: impl Fn(u64) -> u64 + Sync) -> Batch {
+        match self {
+            Self::Thread => timed(n, op),
+            Self::Rayon(pool) => {
+                let start_line = Barrier::new(pool.current_num_threads());
+                let parts = pool.broadcast(|ctx| {
+                    let (first, step) = (ctx.index() as u64, ctx.num_threads() as u64);
+                    // Every worker starts calling at once, so their calls overlap.
+                    start_line.wait();
+                    let start = Instant::now();
+                    let mut checksum = 0u64;
+                    for i in (first..n).step_by(step as usize) {
+                        checksum = checksum.wrapping_add(op(i));
+                    }
+                    (start.elapsed(), checksum)
+                });
+                Batch {
+                    elapsed: parts.iter().map(|p| p.0).sum(),
+                    checksum: parts.iter().fold(0, |sum, p| sum.wrapping_add(p.1)),
+                }
+            }
+        }
+    }
+}
+
+/// One call: `strategy` runs the workload's future for value `i`; returns `i`, or
+/// [`MISSING`] if anything failed.
+fn call(strategy: Strategy, env: &Env, workload: Workload, i: u64) -> u64 {
+    let shared = env.shared.handle();
+    match workload {
+        Workload::Ready => {
+            let i = black_box(i);
+            strategy
+                .drive(shared, async move { i })
+                .map_or(MISSING, black_box)
+        }
+        Workload::Yield => strategy
+            .drive(shared, async move {
+                for _ in 0..YIELDS {
+                    tokio::task::yield_now().await;
+                }
+                i
+            })
+            .map_or(MISSING, black_box),
+        Workload::Tcp { fan_out, connect } => {
+            tcp_call(strategy, env, fan_out, connect, i, None).unwrap_or(MISSING)
+        }
+    }
+}
+
+/// One TCP call; `polls` counts the polls of the call's future.
+fn tcp_call(
+    strategy: Strategy,
+    env: &Env,
+    fan_out: usize,
+    connect: bool,
+    i: u64,
+    polls: Option<&Arc<AtomicU64>>,
+) -> Option<u64> {
+    let (addr, shared) = (env.addr, env.shared.handle());
+    let polls = polls.cloned();
+    if connect {
+        let call = async move { requests(addr, Vec::new(), fan_out, i).await.0 };
+        return strategy.drive(shared, Counted::new(call, polls));
+    }
+    if strategy == Strategy::PerCall {
+        // A runtime that lives for one call cannot keep a registered socket: the sockets
+        // are registered with it at the start of the call and deregistered at its end.
+        let kept = STD_CONNS.take();
+        let call = async move {
+            let conns = kept.into_iter().map(TcpStream::from_std).collect();
+            let (value, conns) = match conns {
+                Ok(conns) => requests(addr, conns, fan_out, i).await,
+                Err(e) => failed(i, &e),
+            };
+            let conns: io::Result<Vec<_>> = conns.into_iter().map(TcpStream::into_std).collect();
+            (value, conns.unwrap_or_default())
+        };
+        let (value, conns) = strategy.drive(shared, Counted::new(call, polls))?;
+        STD_CONNS.set(conns);
+        return Some(value);
+    }
+    let slot = Strategy::ALL.iter().position(|&s| s == strategy)?;
+    let kept = CONNS.with_borrow_mut(|all| std::mem::take(&mut all[slot]));
+    let call = requests(addr, kept, fan_out, i);
+    let (value, conns) = strategy.drive(shared, Counted::new(call, polls))?;
+    CONNS.with_borrow_mut(|all| all[slot] = conns);
+    Some(value)
+}
+
+/// Opens connections until there are `fan_out`, then sends one request on each of the first
+/// `fan_out`, all at once, and waits for every echo. Returns `i` and the connections, or
+/// [`MISSING`] and none (so the next call opens new ones) on any error or wrong echo.
+async fn requests(
+    addr: SocketAddr,
+    mut conns: Vec<TcpStream>,
+    fan_out: usize,
+    i: u64,
+) -> (u64, Vec<TcpStream>) {
+    while conns.len() < fan_out {
+        match TcpStream::connect(addr).await.and_then(|s| {
+            s.set_nodelay(true)?;
+            Ok(s)
+        }) {
+            Ok(s) => conns.push(s),
+            Err(e) => return failed(i, &e),
+        }
+    }
+    let echoes = join_all(
+        conns[..fan_out]
+            .iter_mut()
+            .zip(0u64..)
+            .map(|(s, k)| request(s, i, k)),
+    )
+    .await;
+    for echo in echoes {
+        match echo {
+            Ok(true) => {}
+            Ok(false) => return failed(i, &io::Error::other("wrong echo")),
+            Err(e) => return failed(i, &e),
+        }
+    }
+    (i, conns)
+}
+
+fn failed<T>(i: u64, e: &io::Error) -> (u64, Vec<T>) {
+    eprintln!("no-runtime: call {i} failed: {e}");
+    (MISSING, Vec::new())
+}
+
+/// One round trip of [`MESSAGE`] bytes that carry `i` and the request's number `k`; whether
+/// the echo matches.
+async fn request(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
+    let mut sent = [0u8; MESSAGE];
+    let mut back = [0u8; MESSAGE];
+    sent[..8].copy_from_slice(&i.to_le_bytes());
+    sent[8..16].copy_from_slice(&k.to_le_bytes());
+    stream.write_all(&sent).await?;
+    stream.read_exact(&mut back).await?;
+    Ok(back == sent)
+}
+
+/// A future that counts its polls, when given a counter (in the untimed pass).
+struct Counted<F> {
+    inner: Pin<Box<F>>,
+    polls: Option<Arc<AtomicU64>>,
+}
+
+impl<F: Future> Counted<F> {
+    fn new(inner: F, polls: Option<Arc<AtomicU64>>) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            polls,
+        }
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let Some(polls) = &self.polls {
+            // ORDERING: a plain tally, read after the calls have joined.
+            polls.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// An echo server on its own multi-thread runtime with one worker, in this process, on
+/// 127.0.0.1. Its tasks end when its runtime is dropped.
+struct EchoServer {
+    addr: SocketAddr,
+    runtime: Runtime,
+}
+
+impl EchoServer {
+    fn start() -> io::Result<Self> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("echo-server")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = listener.local_addr()?;
+        runtime.spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => drop(tokio::spawn(echo(stream))),
+                    Err(e) => {
+                        // The listener closes: connects fail and the checksum fails,
+                        // instead of calls that hang.
+                        eprintln!("no-runtime: the echo server stops: {e}");
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Self { addr, runtime })
+    }
+}
+
+/// Echoes [`MESSAGE`]-byte messages until the client closes, then resets the connection
+/// (`SO_LINGER` 0): the client's close stays an ordinary one and leaves no socket in
+/// TIME_WAIT, which the connections opened per call would otherwise pile up.
+async fn echo(mut stream: TcpStream) {
+    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
+        return;
+    }
+    let mut buf = [0u8; MESSAGE];
+    while stream.read_exact(&mut buf).await.is_ok() {
+        if stream.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
+}
+
+/// The ratio of `a`'s median to `b`'s, and the median of their per-round ratios (round k of
+/// both ran side by side).
+fn ratios(a: &Row, b: &Row) -> (f64, f64) {
+    let per_round: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
+        .map(|(&x, &y)| ratio(x, y))
+        .collect();
+    (
+        ratio(a.ns.median, b.ns.median),
+        Summary::of(&per_round).map_or(f64::NAN, |s| s.median),
+    )
+}
+
+fn percent(r: f64) -> f64 {
+    (r - 1.0) * 100.0
+}
+
+fn caller_text(caller: CallerKind) -> String {
+    match caller {
+        CallerKind::Thread => "the main thread, alone".to_owned(),
+        CallerKind::Rayon => format!(
+            "the {RAYON_THREADS} workers of a rayon pool, calling at the same time (a batch's \
+             calls are split between them; ns per call is the workers' time summed over the \
+             calls, i.e. the time one call takes as its caller sees it)"
+        ),
+    }
+}
+
+fn workload_text(workload: Workload) -> String {
+    match workload {
+        Workload::Ready => "a future that is ready at its first poll (async move { i }, i \
+                            through black_box), its output through black_box"
+            .to_owned(),
+        Workload::Yield => {
+            format!("a future that awaits tokio::task::yield_now() {YIELDS} times, then returns i")
+        }
+        Workload::Tcp {
+            fan_out,
+            connect: false,
+        } => format!(
+            "{fan_out} concurrent request/response round trips of {MESSAGE} bytes (write, read \
+             the echo, check it), one on each of {fan_out} connections to the echo server that \
+             the caller keeps open from call to call (opened by its first call, registered with \
+             the runtime of the strategy; rt per call keeps them as std sockets and registers \
+             them with each call's runtime, a best case for it: a real client's pooled \
+             connections die with that runtime), joined with futures::future::join_all"
+        ),
+        Workload::Tcp {
+            fan_out,
+            connect: true,
+        } => format!(
+            "{fan_out} concurrent connects to the echo server, one {MESSAGE}-byte round trip on \
+             each, then close (the client closes first; the server then resets its end, \
+             SO_LINGER 0, so no TIME_WAIT piles up), joined with futures::future::join_all"
+        ),
+    }
+}
+
+const VARIED: &str = "how the caller, with no runtime entered, drives the call's future: \
+     bridge::run_blocking (default: polled here with the handle of bridge's shared IoRuntime, \
+     whose workers drive its I/O); a current-thread runtime built per call (rt per call) or \
+     kept per thread in a thread_local! (rt per thread); the shared multi-thread runtime with \
+     1 worker entered with Handle::block_on (shared1 handle.block_on, the published \
+     configuration and the reference of the ratios below) or given the future with \
+     Handle::spawn while the caller blocks on a bridge oneshot with recv_blocking (shared1 \
+     spawn+wait); bridge's RunBlocking with InlineStrategy::RuntimePerThread.";
+
+/// A scenario's report and, on TCP, the polls per call of each strategy.
+struct Done {
+    spec: &'static Spec,
+    report: ScenarioReport,
+    polls: Option<Polls>,
+}
+
+fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Settings) -> Done {
+    let workload = spec.workload;
+    let mut variants: Vec<_> = Strategy::ALL
+        .iter()
+        .map(|&s| {
+            Variant::new(s.name(), move |n| {
+                caller.batch(n, |i| call(s, env, workload, i))
+            })
+        })
+        .collect();
+    // Before measuring: every caller thread opens its connections and builds its runtimes
+    // for every strategy, so that no measured call pays for them.
+    let polls = warm_up(caller, env, workload);
+    let m = measure(&mut variants, settings);
+    drop(variants);
+    let rows = rows(spec.name, &m);
+    let route = match caller {
+        Caller::Thread => bridge::route(),
+        Caller::Rayon(pool) => pool.install(bridge::route),
+    };
+    let mut notes = vec![
+        format!("Route: bridge::route() from the caller returns {route:?}."),
+        against_shared(&rows),
+    ];
+    notes.extend(polls.as_ref().map(polls_note));
+    let report = ScenarioReport {
+        name: spec.name,
+        varied: VARIED.to_owned(),
+        fixed: format!(
+            "the caller: {}; per call: {}. The echo server runs in this process on 127.0.0.1, \
+             on its own multi-thread runtime with 1 worker (one task per connection, \
+             TCP_NODELAY on both ends). The shared runtime has 1 worker and enable_all; \
+             bridge's IoRuntime::global has {} workers; both were warmed up first (1,000 tasks \
+             ran on their workers); every current-thread runtime has enable_all. {} CPUs.",
+            caller_text(spec.caller),
+            workload_text(workload),
+            bridge::IoRuntime::global().handle().metrics().num_workers(),
+            std::thread::available_parallelism().map_or(0, usize::from),
+        ),
+        goals: vec![Goal {
+            peer: PER_THREAD,
+            at_least: 1.0 / (1.0 + PUBLISHED_PENALTY.1 / 100.0),
+            text: "bridge::run_blocking within the published penalty: at most 1.17x rt per \
+                   thread",
+        }],
+        budgets: Vec::new(),
+        notes,
+        rows,
+    };
+    Done {
+        spec,
+        report,
+        polls,
+    }
+}
+
+/// Every variant against `shared1 handle.block_on`.
+fn against_shared(rows: &[Row]) -> String {
+    let mut out =
+        format!("Against {SHARED} (ratio of medians; median of the per-round ratios in brackets):");
+    let Some(shared) = find(rows, SHARED) else {
+        out.push_str(" not measured.");
+        return out;
+    };
+    let mut first = true;
+    for row in rows.iter().filter(|r| r.variant != SHARED) {
+        let (r, paired) = ratios(row, shared);
+        let _ = write!(
+            out,
+            "{} {} {r:.2}x ({paired:.2}x)",
+            if first { "" } else { ";" },
+            row.variant
+        );
+        first = false;
+    }
+    out.push('.');
+    out
+}
+
+/// Polls of the call's future per call, one per strategy in the order of [`Strategy::ALL`].
+type Polls = [f64; Strategy::ALL.len()];
+
+/// Runs [`WARM_CALLS`] calls per caller thread with every strategy, untimed. On TCP the pass
+/// counts the polls of the call's future (NaN for a strategy whose calls failed).
+fn warm_up(caller: Caller<'_>, env: &Env, workload: Workload) -> Option<Polls> {
+    let calls = match caller {
+        Caller::Thread => WARM_CALLS,
+        Caller::Rayon(_) => WARM_CALLS * RAYON_THREADS as u64,
+    };
+    let Workload::Tcp { fan_out, connect } = workload else {
+        for s in Strategy::ALL {
+            caller.batch(calls, |i| call(s, env, workload, i));
+        }
+        return None;
+    };
+    Some(Strategy::ALL.map(|s| {
+        let polls = Arc::new(AtomicU64::new(0));
+        let batch = caller.batch(calls, |i| {
+            tcp_call(s, env, fan_out, connect, i, Some(&polls)).unwrap_or(MISSING)
+        });
+        if batch.checksum == (0..calls).fold(0u64, u64::wrapping_add) {
+            polls.load(Ordering::Relaxed) as f64 / calls as f64
+        } else {
+            f64::NAN
+        }
+    }))
+}
+
+fn polls_note(polls: &Polls) -> String {
+    let each: Vec<String> = Strategy::ALL
+        .iter()
+        .zip(polls)
+        .map(|(s, p)| format!("{} {p:.2}", s.name()))
+        .collect();
+    format!(
+        "Polls of the call's future per call, from an untimed warm-up pass of {WARM_CALLS} calls \
+         per caller thread (every poll after the first follows a wake-up: of the caller, except \
+         with spawn+wait, whose future the shared worker polls): {}.",
+        each.join("; ")
+    )
+}
+
+/// Where a penalty in percent lies against the published range.
+fn placement(percent: f64) -> &'static str {
+    let (low, high) = PUBLISHED_PENALTY;
+    if percent.is_nan() {
+        "not measured"
+    } else if percent <= 0.0 {
+        "none (shared1 no slower)"
+    } else if percent < low {
+        "below the published range"
+    } else if percent <= high {
+        "within the published range"
+    } else {
+        "above the published range"
+    }
+}
+
+/// The shared one-worker runtime's penalty against a current-thread runtime, per scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Penalty {
+    /// `shared1 handle.block_on` over `rt per thread`, in percent, from the medians.
+    per_thread: f64,
+    /// The same from the median of the per-round ratios.
+    paired: f64,
+    /// `shared1 handle.block_on` over `rt per call`, in percent.
+    per_call: f64,
+    /// `bridge` over `rt per thread`, in percent.
+    bridge: f64,
+    /// `shared1 handle.block_on`'s median minus `rt per thread`'s, in microseconds per call.
+    extra_us: f64,
+}
+
+fn penalty(rows: &[Row]) -> Option<Penalty> {
+    let shared = find(rows, SHARED)?;
+    let local = find(rows, PER_THREAD)?;
+    let (r, paired) = ratios(shared, local);
+    let per_call = find(rows, PER_CALL).map_or(f64::NAN, |c| ratio(shared.ns.median, c.ns.median));
+    let bridge = find(rows, BASELINE).map_or(f64::NAN, |b| ratio(b.ns.median, local.ns.median));
+    Some(Penalty {
+        per_thread: percent(r),
+        paired: percent(paired),
+        per_call: percent(per_call),
+        bridge: percent(bridge),
+        extra_us: (shared.ns.median - local.ns.median) / 1_000.0,
+    })
+}
+
+/// The polls per call of `strategy` in a scenario, if counted.
+fn polls_of(done: &Done, strategy: Strategy) -> f64 {
+    let k = Strategy::ALL.iter().position(|&s| s == strategy);
+    done.polls.zip(k).map_or(f64::NAN, |(p, k)| p[k])
+}
+
+/// The summary table of the penalty by caller, workload and fan-out, the verdict and why.
+fn summary(all: &[Done]) -> Vec<String> {
+    let (low, high) = PUBLISHED_PENALTY;
+    let mut table = format!(
+        "Summary: the shared one-worker runtime's penalty, {SHARED} over {PER_THREAD} \
+         (published: +{low:.0}% to +{high:.0}%, growing with fan-out), from the medians of \
+         this run; paired is the median of the per-round ratios (rounds ran side by side, so \
+         it is the steadier figure, and the placement and the verdict use it); extra is the \
+         difference of the medians; polls are per call, shared1 / rt per thread.\n\n\
+         | scenario | shared1 vs rt per thread | paired | extra µs per call | polls | shared1 vs \
+         rt per call | bridge vs rt per thread | placement |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+    );
+    for done in all {
+        if let Some(p) = penalty(&done.report.rows) {
+            let _ = writeln!(
+                table,
+                "| {} | {:+.1}% | {:+.1}% | {:+.2} | {} | {:+.1}% | {:+.1}% | {} |",
+                done.spec.name,
+                p.per_thread,
+                p.paired,
+                p.extra_us,
+                match (
+                    polls_of(done, Strategy::Shared),
+                    polls_of(done, Strategy::PerThread),
+                ) {
+                    (a, b) if a.is_nan() || b.is_nan() => "-".to_owned(),
+                    (a, b) => format!("{a:.1} / {b:.1}"),
+                },
+                p.per_call,
+                p.bridge,
+                placement(p.paired)
+            );
+        }
+    }
+    vec![table.trim_end().to_owned(), verdict(all), WHY.to_owned()]
+}
+
+/// Whether the published penalty reproduces on the TCP fan-out with kept connections, from
+/// the paired ratios.
+fn verdict(all: &[Done]) -> String {
+    let mut out = String::from("Verdict:");
+    for caller in [CallerKind::Thread, CallerKind::Rayon] {
+        let by_fan_out: Vec<(usize, Penalty)> = all
+            .iter()
+            .filter(|d| d.spec.caller == caller)
+            .filter_map(|d| match d.spec.workload {
+                Workload::Tcp {
+                    fan_out,
+                    connect: false,
+                } => Some((fan_out, penalty(&d.report.rows)?)),
+                _ => None,
+            })
+            .collect();
+        let (Some(first), Some(last)) = (by_fan_out.first(), by_fan_out.last()) else {
+            continue;
+        };
+        let penalties: Vec<String> = by_fan_out
+            .iter()
+            .map(|(f, p)| {
+                format!(
+                    "{:+.1}% ({:+.1} µs per call) at fan-out {f}",
+                    p.paired, p.extra_us
+                )
+            })
+            .collect();
+        let shows = by_fan_out.iter().all(|(_, p)| p.paired > 0.0);
+        let in_range = by_fan_out
+            .iter()
+            .filter(|(_, p)| placement(p.paired) == "within the published range")
+            .count();
+        let grows = last.1.paired > first.1.paired;
+        let grows_us = last.1.extra_us > first.1.extra_us;
+        let _ = write!(
+            out,
+            " {}: {} ({in_range} of {} within the published range); {} from fan-out {} to {} \
+             in percent, and {} in µs per call.",
+            match caller {
+                CallerKind::Thread => "plain thread",
+                CallerKind::Rayon => "rayon workers",
+            },
+            penalties.join(", "),
+            by_fan_out.len(),
+            match (shows, grows) {
+                (true, true) => "the penalty reproduces and grows",
+                (true, false) => "the penalty reproduces but does not grow",
+                (false, _) => "the penalty does not reproduce throughout",
+            },
+            first.0,
+            last.0,
+            if grows_us { "grows" } else { "does not grow" },
+        );
+    }
+    out
+}
+
+/// Why a shared runtime costs more than a current-thread runtime on the calling thread, and
+/// where it does not.
+const WHY: &str = "Why: Handle::block_on of a multi-thread runtime polls the future on the \
+     caller, but the I/O driver (epoll) belongs to the runtime's worker. An echo that arrives \
+     wakes the worker out of epoll_wait, and the worker then wakes the caller out of its park \
+     (a futex): two thread wake-ups per wake of the call, and a third thread that needs a CPU \
+     (on 2 CPUs that also run the echo server). A current-thread runtime's caller sleeps in \
+     epoll_wait itself, and the kernel wakes it directly. The penalty is therefore a cost per \
+     wake of the call, paid in microseconds: the echoes of a wider fan-out arrive spread out \
+     and wake the call more often (the polls column grows with fan-out for both), and under \
+     the shared runtime each of those wakes pays the extra hop; as a percentage it is large \
+     here because these calls do nothing but loopback I/O, where the published 6-17% came from \
+     queries that also did much CPU work per call, which dilutes the same microseconds. Where the call never waits for I/O the shared runtime is \
+     the cheaper one: for a ready future Handle::block_on costs less than a current-thread \
+     block_on (which enters its scheduler and checks its driver), and a yield wakes the caller \
+     in place under Handle::block_on, while a current-thread runtime polls its driver (an \
+     epoll_wait syscall) for each yield. spawn+wait moves the whole future to the worker, so \
+     the I/O wakes land where it is polled, but every call pays two hand-offs (the spawn \
+     wakes the parked worker, the oneshot wakes the caller), and the futures of several \
+     callers queue on the one worker. Caution: on this kind of machine (a small VM) waking an \
+     idle CPU costs from a few to tens of microseconds depending on where the scheduler left \
+     the threads (the most when the machine is otherwise idle and its CPUs sleep), so the \
+     medians move from run to run, most with two callers; the paired ratios and the polls are \
+     the steadier evidence.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Measured, Measurement};
+
+    #[test]
+    fn every_strategy_runs_every_workload() {
+        let server = EchoServer::start().unwrap();
+        let shared = Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let env = Env {
+            shared,
+            addr: server.addr,
+        };
+        let workloads = [
+            Workload::Ready,
+            Workload::Yield,
+            tcp(1, false),
+            tcp(3, false),
+            tcp(2, true),
+        ];
+        for s in Strategy::ALL {
+            for w in workloads {
+                // Twice, so kept connections are reused.
+                for i in [5, 6] {
+                    assert_eq!(call(s, &env, w, i), i, "{} on {w:?}", s.name());
+                }
+            }
+        }
+        close_conns();
+    }
+
+    #[test]
+    fn rayon_batches_sum_every_call_once() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for n in [0, 1, 7, 100] {
+            let batch = Caller::Rayon(&pool).batch(n, |i| i);
+            assert_eq!(batch.checksum, (0..n).sum::<u64>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn penalty_placement_and_verdict() {
+        assert_eq!(placement(-1.0), "none (shared1 no slower)");
+        assert_eq!(placement(3.0), "below the published range");
+        assert_eq!(placement(6.0), "within the published range");
+        assert_eq!(placement(17.0), "within the published range");
+        assert_eq!(placement(30.0), "above the published range");
+        assert_eq!(placement(f64::NAN), "not measured");
+
+        let done_with = |spec: &'static Spec, shared: f64| {
+            let m = Measurement {
+                iters_per_round: 1,
+                ops_per_iter: 1,
+                rounds: 1,
+                variants: vec![
+                    Measured {
+                        name: PER_THREAD,
+                        samples: vec![10_000.0],
+                    },
+                    Measured {
+                        name: SHARED,
+                        samples: vec![shared],
+                    },
+                ],
+            };
+            Done {
+                spec,
+                report: ScenarioReport {
+                    name: spec.name,
+                    varied: String::new(),
+                    fixed: String::new(),
+                    goals: Vec::new(),
+                    budgets: Vec::new(),
+                    notes: Vec::new(),
+                    rows: rows(spec.name, &m),
+                },
+                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0]),
+            }
+        };
+        let all = [
+            done_with(&SPECS[2], 11_000.0),
+            done_with(&SPECS[4], 12_000.0),
+        ];
+        assert_eq!(
+            verdict(&all),
+            "Verdict: plain thread: +10.0% (+1.0 µs per call) at fan-out 1, +20.0% (+2.0 µs \
+             per call) at fan-out 16 (1 of 2 within the published range); the penalty \
+             reproduces and grows from fan-out 1 to 16 in percent, and grows in µs per call."
+        );
+        let p = penalty(&all[0].report.rows).unwrap();
+        assert!((p.per_thread - 10.0).abs() < 1e-9 && (p.paired - 10.0).abs() < 1e-9);
+        assert!((p.extra_us - 1.0).abs() < 1e-9);
+        assert!(p.per_call.is_nan() && p.bridge.is_nan());
+        assert_eq!(polls_of(&all[0], Strategy::Shared), 5.0);
+        assert!(
+            summary(&all)[0].contains("| thread-tcp-1 | +10.0% | +10.0% | +1.00 | 5.0 / 4.0 |")
+        );
+    }
+
+    #[test]
+    fn specs_have_unique_names() {
+        for (k, s) in SPECS.iter().enumerate() {
+            assert!(
+                SPECS[k + 1..].iter().all(|t| t.name != s.name),
+                "{}",
+                s.name
+            );
+        }
+    }
+}
