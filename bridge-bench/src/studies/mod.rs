@@ -11,6 +11,7 @@ pub mod io_vs_ingress;
 pub mod no_runtime;
 pub mod oneshot;
 pub mod run;
+pub mod wrong_pool;
 
 /// A named study: a set of scenarios that share one results file.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +47,10 @@ pub const ALL: &[Study] = &[
     Study {
         name: "io-vs-ingress",
         run: io_vs_ingress::run,
+    },
+    Study {
+        name: "wrong-pool",
+        run: wrong_pool::run,
     },
 ];
 

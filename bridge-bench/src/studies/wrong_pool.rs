@@ -1,0 +1,860 @@
+//! The wrong-pool study: concurrent queries read from a slow object store (a loopback TCP
+//! server that answers after a fixed delay) and decode every block they read. Decode runs
+//! inline on the tokio workers that drive the reads, in `spawn_blocking`, through
+//! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
+//! really took against its nominal delay, and the process's thread count.
+
+use crate::harness::{
+    MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
+};
+use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
+use crate::stats::Summary;
+use crate::threads::{ThreadTally, os_threads};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Builder, Runtime};
+use tokio::sync::oneshot;
+
+/// Workers of the tokio runtime that drives the queries.
+const WORKERS: usize = 2;
+
+/// Queries in flight at once in one iteration.
+const QUERIES: usize = 64;
+
+/// Sequential reads of every query, each followed by a decode.
+const READS: usize = 8;
+
+/// The object store's answer time: the server replies this long after it received a request.
+const DELAY: Duration = Duration::from_millis(2);
+
+/// The CPU time one decode is calibrated to on an idle thread.
+const DECODE_TARGET: Duration = Duration::from_micros(300);
+
+/// Bytes of a request: the query's number and the read's number.
+const REQUEST: usize = 16;
+
+/// Bytes of a response: the request echoed, the seed of the decode, padding.
+const RESPONSE: usize = 64;
+
+/// The most a read's median may exceed the nominal delay for bridge (goal).
+const READ_SLACK: f64 = 1.5;
+
+/// The most bridge's wall time may exceed tokio-rayon's (goal).
+const WALL_SLACK: f64 = 1.05;
+
+/// An iteration that takes longer than this has hung: it fails instead of blocking the run.
+const ITERATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest the delay server's timer thread sleeps before it looks at its state again.
+const TIMER_MAX_WAIT: Duration = Duration::from_millis(100);
+
+/// Sequential queries (without decode) that measure the unloaded read latency.
+const FLOOR_QUERIES: usize = 16;
+
+const TOKIO_RAYON: &str = "tokio-rayon";
+const SPAWN_BLOCKING: &str = "spawn_blocking";
+const INLINE: &str = "inline";
+
+/// Where a query's decode runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    /// On the tokio worker that polls the query, between two reads.
+    Inline,
+    /// On tokio's blocking pool.
+    SpawnBlocking,
+    /// On rayon's global pool through `bridge::spawn`.
+    Bridge,
+    /// On rayon's global pool through `tokio_rayon::spawn`.
+    TokioRayon,
+}
+
+impl Decode {
+    /// Decodes a block seeded with `seed` in `rounds` rounds, where this variant runs it.
+    async fn run(self, seed: u64, rounds: u64) -> io::Result<u64> {
+        match self {
+            Self::Inline => Ok(decode(seed, rounds)),
+            Self::SpawnBlocking => tokio::task::spawn_blocking(move || decode(seed, rounds))
+                .await
+                .map_err(io::Error::other),
+            Self::Bridge => Ok(bridge::spawn(move || decode(seed, rounds)).await),
+            Self::TokioRayon => Ok(tokio_rayon::spawn(move || decode(seed, rounds)).await),
+        }
+    }
+}
+
+/// The stand-in for decoding a block: `rounds` dependent xorshift-multiply steps, so the
+/// compiler can neither skip nor vectorise them and the cost is linear in `rounds`.
+fn decode(seed: u64, rounds: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..black_box(rounds) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    }
+    black_box(x)
+}
+
+/// The rounds of [`decode`] that take about [`DECODE_TARGET`] on this thread: doubles the
+/// rounds until a run takes at least 1 ms, then scales by the fastest of 20 such runs (the
+/// fastest, because a run that was preempted by other processes is slower, never faster).
+fn calibrate_decode() -> u64 {
+    let mut rounds = 1_024u64;
+    for _ in 0..30 {
+        let start = Instant::now();
+        decode(rounds, rounds);
+        if start.elapsed() >= Duration::from_millis(1) {
+            break;
+        }
+        rounds *= 2;
+    }
+    let fastest = (0..20)
+        .map(|k| {
+            let start = Instant::now();
+            decode(k, rounds);
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    let per_round = fastest / rounds as f64;
+    (DECODE_TARGET.as_secs_f64() / per_round).max(1.0) as u64
+}
+
+/// The median time of `runs` decodes of `rounds` rounds on this thread.
+fn decode_cost(rounds: u64, runs: usize) -> Duration {
+    let mut times: Vec<f64> = (0..runs as u64)
+        .map(|k| {
+            let start = Instant::now();
+            decode(k, rounds);
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(percentile(&times, 0.5))
+}
+
+/// The nearest-rank percentile `p` (0 < p <= 1) of samples sorted ascending; NaN if empty.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The CPU time of every thread of this process so far, in ns: the sum of the first field of
+/// `/proc/self/task/*/schedstat` (time on a CPU). Threads that have exited no longer count.
+/// `None` where it cannot be read (not Linux, or no schedstats).
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let Ok(entry) = entry else { continue };
+        // A thread that exits meanwhile has no file any more: it is skipped.
+        if let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) {
+            total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+    }
+    Some(total)
+}
+
+/// The seed of the decode of read `read` of query `query`, as the server computes it.
+fn seed_of(request: &[u8; REQUEST]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&request[..8]);
+    let query = u64::from_le_bytes(word);
+    word.copy_from_slice(&request[8..]);
+    let read = u64::from_le_bytes(word);
+    (query << 32 | read).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Replies that are due, in deadline order, on a thread of their own that sleeps on a condvar
+/// until the next one: no CPU is burnt while waiting, and a reply is not rounded up to tokio's
+/// 1 ms timer tick.
+struct Timer {
+    shared: Arc<TimerShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct TimerShared {
+    state: Mutex<TimerState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct TimerState {
+    /// The pending replies by (deadline, sequence number).
+    due: BTreeMap<(Instant, u64), oneshot::Sender<()>>,
+    next: u64,
+    closed: bool,
+}
+
+impl TimerShared {
+    fn lock(&self) -> MutexGuard<'_, TimerState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A receiver that completes at `at` (or fails once the timer is closed).
+    fn at(&self, at: Instant) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let mut state = self.lock();
+        if state.closed {
+            return rx;
+        }
+        let seq = state.next;
+        state.next += 1;
+        let first = state
+            .due
+            .first_key_value()
+            .is_none_or(|(&key, _)| (at, seq) < key);
+        state.due.insert((at, seq), tx);
+        drop(state);
+        if first {
+            self.changed.notify_one();
+        }
+        rx
+    }
+
+    /// Fires what is due and sleeps until the next deadline, until closed.
+    fn run(&self) {
+        let mut state = self.lock();
+        while !state.closed {
+            let now = Instant::now();
+            while let Some(entry) = state.due.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                let _ = entry.remove().send(());
+            }
+            let wait = state
+                .due
+                .first_key_value()
+                .map_or(TIMER_MAX_WAIT, |(&(at, _), _)| {
+                    (at - now).min(TIMER_MAX_WAIT)
+                });
+            state = self
+                .changed
+                .wait_timeout(state, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        // Dropping the senders fails every pending wait.
+        state.due.clear();
+    }
+}
+
+impl Timer {
+    fn start() -> io::Result<Self> {
+        let shared = Arc::new(TimerShared::default());
+        let thread = thread::Builder::new()
+            .name("delay-timer".to_owned())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || shared.run()
+            })?;
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.changed.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The object store: a TCP server on 127.0.0.1 in this process, on its own runtime with one
+/// worker, that answers every request [`DELAY`] after it received it.
+/// Fields drop in order: the runtime shuts down before the timer, so no connection waits on a
+/// closed timer.
+struct DelayServer {
+    addr: SocketAddr,
+    _runtime: Runtime,
+    _timer: Timer,
+}
+
+impl DelayServer {
+    fn start() -> io::Result<Self> {
+        let timer = Timer::start()?;
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("delay-server")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = listener.local_addr()?;
+        runtime.spawn(accept_loop(listener, Arc::clone(&timer.shared)));
+        Ok(Self {
+            addr,
+            _runtime: runtime,
+            _timer: timer,
+        })
+    }
+}
+
+/// Accepts until the runtime shuts down, or until the first accept error: then connects fail
+/// and the iteration's checksum fails, instead of queries that hang.
+async fn accept_loop(listener: TcpListener, timer: Arc<TimerShared>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(serve(stream, Arc::clone(&timer)));
+            }
+            Err(e) => {
+                eprintln!("wrong-pool: the delay server stops: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Answers [`READS`] requests, each [`DELAY`] after it arrived, waits for the client to close,
+/// then resets the connection (`SO_LINGER` 0) so that no socket is left in TIME_WAIT.
+async fn serve(mut stream: TcpStream, timer: Arc<TimerShared>) {
+    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
+        return;
+    }
+    let mut request = [0u8; REQUEST];
+    let mut response = [0u8; RESPONSE];
+    for _ in 0..READS {
+        if stream.read_exact(&mut request).await.is_err() {
+            return;
+        }
+        if timer.at(Instant::now() + DELAY).await.is_err() {
+            return;
+        }
+        response[..REQUEST].copy_from_slice(&request);
+        response[REQUEST..REQUEST + 8].copy_from_slice(&seed_of(&request).to_le_bytes());
+        if stream.write_all(&response).await.is_err() {
+            return;
+        }
+    }
+    let _ = stream.read(&mut request).await;
+}
+
+/// One query: connect, then [`READS`] sequential reads, each followed by a decode of
+/// `rounds` rounds run by `how`. Returns the duration of every read in nanoseconds, from
+/// writing the request to having the whole response, measured in the query's task.
+async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result<Vec<f64>> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut reads = Vec::with_capacity(READS);
+    let mut request = [0u8; REQUEST];
+    let mut response = [0u8; RESPONSE];
+    let mut digest = 0u64;
+    request[..8].copy_from_slice(&q.to_le_bytes());
+    for r in 0..READS as u64 {
+        request[8..].copy_from_slice(&r.to_le_bytes());
+        let issued = Instant::now();
+        stream.write_all(&request).await?;
+        stream.read_exact(&mut response).await?;
+        reads.push(issued.elapsed().as_secs_f64() * 1e9);
+        let mut seed = [0u8; 8];
+        seed.copy_from_slice(&response[REQUEST..REQUEST + 8]);
+        if response[..REQUEST] != request || u64::from_le_bytes(seed) != seed_of(&request) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "wrong response"));
+        }
+        digest ^= how.run(u64::from_le_bytes(seed), rounds).await?;
+    }
+    black_box(digest);
+    Ok(reads)
+}
+
+/// One iteration: `queries` queries spawned at once on the ambient runtime, awaited. Returns
+/// every read's duration, or `None` (after saying why) if a query failed or it all took
+/// longer than [`ITERATION_TIMEOUT`].
+async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -> Option<Vec<f64>> {
+    let run = async {
+        let tasks: Vec<_> = (0..queries as u64)
+            .map(|q| tokio::spawn(query(addr, q, how, rounds)))
+            .collect();
+        let mut reads = Vec::with_capacity(queries * READS);
+        let mut failed = false;
+        for task in tasks {
+            match task.await {
+                Ok(Ok(r)) => reads.extend(r),
+                Ok(Err(e)) => {
+                    eprintln!("wrong-pool: a {how:?} query failed: {e}");
+                    failed = true;
+                }
+                Err(e) => {
+                    eprintln!("wrong-pool: a {how:?} query did not finish: {e}");
+                    failed = true;
+                }
+            }
+        }
+        (!failed).then_some(reads)
+    };
+    match tokio::time::timeout(ITERATION_TIMEOUT, run).await {
+        Ok(reads) => reads,
+        Err(_) => {
+            eprintln!("wrong-pool: a {how:?} iteration took over {ITERATION_TIMEOUT:?}");
+            None
+        }
+    }
+}
+
+/// What one variant saw, batch by batch.
+#[derive(Debug)]
+struct Log {
+    name: &'static str,
+    /// Every read's duration (ns), one entry per batch, calibration batches first.
+    batches: Vec<Vec<f64>>,
+    /// The process's CPU time per iteration (ns), one entry per batch; NaN if not read.
+    cpu: Vec<f64>,
+    threads: ThreadTally,
+}
+
+/// The reads and thread counts of every variant, recorded outside the timed part.
+#[derive(Debug)]
+struct Recorder {
+    /// The thread count before measuring, everything warmed up.
+    base: Option<u32>,
+    logs: RefCell<Vec<Log>>,
+}
+
+impl Recorder {
+    fn new() -> Self {
+        Self {
+            base: os_threads(),
+            logs: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The variant `name`: batches of iterations on `rt`, decode run by `how`.
+    fn variant<'a>(
+        &'a self,
+        name: &'static str,
+        rt: &'a Runtime,
+        addr: SocketAddr,
+        how: Decode,
+        rounds: u64,
+    ) -> Variant<'a> {
+        let k = {
+            let mut logs = self.logs.borrow_mut();
+            logs.push(Log {
+                name,
+                batches: Vec::new(),
+                cpu: Vec::new(),
+                threads: ThreadTally::default(),
+            });
+            logs.len() - 1
+        };
+        Variant::new(name, move |n| {
+            let before = os_threads();
+            let cpu_before = process_cpu_ns();
+            let mut reads = Vec::new();
+            let batch = timed_on(rt, n, async |i| {
+                match iteration(addr, QUERIES, how, rounds).await {
+                    Some(r) => {
+                        reads.extend(r);
+                        i
+                    }
+                    None => MISSING,
+                }
+            });
+            let cpu = match (cpu_before, process_cpu_ns()) {
+                (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n.max(1) as f64,
+                _ => f64::NAN,
+            };
+            let mut logs = self.logs.borrow_mut();
+            logs[k].threads.record(before, os_threads());
+            logs[k].batches.push(reads);
+            logs[k].cpu.push(cpu);
+            batch
+        })
+    }
+
+    /// Per variant, one sample per measured round (the last `rounds` batches): the
+    /// percentile `p` of that round's reads.
+    fn read_percentiles(&self, m: &Measurement, p: f64) -> Measurement {
+        let variants = self
+            .logs
+            .borrow()
+            .iter()
+            .map(|log| {
+                let skip = log.batches.len().saturating_sub(m.rounds);
+                let samples = log.batches[skip..]
+                    .iter()
+                    .map(|reads| {
+                        let mut sorted = reads.clone();
+                        sorted.sort_by(f64::total_cmp);
+                        percentile(&sorted, p)
+                    })
+                    .collect();
+                Measured {
+                    name: log.name,
+                    samples,
+                }
+            })
+            .collect();
+        Measurement {
+            iters_per_round: m.iters_per_round,
+            ops_per_iter: (QUERIES * READS) as u64,
+            rounds: m.rounds,
+            variants,
+        }
+    }
+
+    /// The median over the measured rounds (the last `rounds` batches) of the process's CPU
+    /// time per iteration while `name` ran, in ns; NaN if not read.
+    fn cpu_of(&self, name: &str, rounds: usize) -> f64 {
+        let logs = self.logs.borrow();
+        let Some(log) = logs.iter().find(|log| log.name == name) else {
+            return f64::NAN;
+        };
+        let skip = log.cpu.len().saturating_sub(rounds);
+        Summary::of(&log.cpu[skip..]).map_or(f64::NAN, |s| s.median)
+    }
+
+    fn threads_of(&self, name: &str) -> String {
+        self.logs
+            .borrow()
+            .iter()
+            .find(|log| log.name == name)
+            .map_or_else(|| "not measured".to_owned(), |log| log.threads.to_string())
+    }
+
+    fn threads_note(&self) -> String {
+        let mut out = String::from(
+            "Threads: the process's OS threads (`Threads:` in /proc/self/status, read outside \
+             the timed part): ",
+        );
+        match self.base {
+            Some(n) => {
+                let _ = write!(
+                    out,
+                    "{n} before measuring, everything warmed up (the main thread, {WORKERS} \
+                     query workers and 1 blocking thread, the delay server's worker and timer \
+                     thread, {} rayon threads, and what earlier studies left)",
+                    rayon::current_num_threads()
+                );
+            }
+            None => out.push_str("not readable before measuring"),
+        }
+        out.push_str(
+            "; right after each variant's batches, min-max (and in parentheses the growth \
+             during its own batches, summed): ",
+        );
+        for (k, log) in self.logs.borrow().iter().enumerate() {
+            let sep = if k == 0 { "" } else { "; " };
+            let _ = write!(out, "{sep}{} {}", log.name, log.threads);
+        }
+        out.push_str(
+            ". The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
+             the threads spawn_blocking starts stay during the other variants' later batches \
+             (variants are calibrated in table order): compare the growth in parentheses, \
+             not the totals.",
+        );
+        out
+    }
+}
+
+/// A tokio runtime with `WORKERS` workers, every worker started and its blocking pool
+/// holding one thread.
+fn query_runtime() -> io::Result<Runtime> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+    Ok(rt)
+}
+
+/// The read durations (ns) of [`FLOOR_QUERIES`] queries run one after the other, without
+/// decode: what the loopback and the server's timer cost on their own.
+fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
+    let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
+    for _ in 0..FLOOR_QUERIES {
+        if let Some(r) = rt.block_on(iteration(addr, 1, Decode::Inline, 0)) {
+            reads.extend(r);
+        }
+    }
+    reads.sort_by(f64::total_cmp);
+    reads
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
+}
+
+/// The summary table: per variant, wall time, read p50 and p99 against the nominal delay,
+/// CPU time and thread count.
+fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> String {
+    let nominal = DELAY.as_secs_f64() * 1e9;
+    let mut out = format!(
+        "Summary (medians over rounds; read p50 and p99 are those of each round's {} reads, \
+         nominal read {:.1} ms; CPU is the process's CPU time per iteration, all threads, \
+         from /proc/self/task/*/schedstat):\n\n\
+         | variant | wall ms, median (min-max) | read p50 ms | p50 / nominal | read p99 ms | \
+         p99 / nominal | CPU ms | threads after its batches |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        QUERIES * READS,
+        ms(nominal)
+    );
+    for w in wall {
+        let (Some(a), Some(b)) = (find(p50, &w.variant), find(p99, &w.variant)) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} ({:.1}-{:.1}) | {:.2} | {:.2}x | {:.2} | {:.2}x | {:.1} | {} |",
+            w.variant,
+            ms(w.ns.median),
+            ms(w.ns.min),
+            ms(w.ns.max),
+            ms(a.ns.median),
+            a.ns.median / nominal,
+            ms(b.ns.median),
+            b.ns.median / nominal,
+            ms(recorder.cpu_of(&w.variant, w.rounds)),
+            recorder.threads_of(&w.variant),
+        );
+    }
+    out.pop();
+    out
+}
+
+/// What bounds the wall time of an iteration, from the calibrated decode cost.
+fn bounds_note(cost: Duration, cpus: usize) -> String {
+    let decodes = (QUERIES * READS) as f64;
+    let cpu_bound = decodes * cost.as_secs_f64() * 1e3 / cpus.max(1) as f64;
+    let path = READS as f64 * (DELAY + cost).as_secs_f64() * 1e3;
+    let mut out = format!(
+        "Bounds: the {decodes:.0} decodes of an iteration take {:.1} ms of CPU, so at least \
+         {cpu_bound:.1} ms of wall on {cpus} CPUs; one query's critical path is {READS} x \
+         (read + decode) = {path:.1} ms. ",
+        decodes * cost.as_secs_f64() * 1e3,
+    );
+    if cpu_bound > path {
+        out.push_str(
+            "The CPU bound is the larger, so an iteration is CPU-bound whatever the variant, \
+             and wall times should be close; what differs is where the queue forms: inline, \
+             ready responses wait for a worker that is decoding (the read's duration grows); \
+             offloaded, decodes wait in the pool's queue while the workers stay free to \
+             take responses and issue reads.",
+        );
+    } else {
+        out.push_str(
+            "The critical path is the larger, so an iteration is latency-bound: a variant \
+             that delays reads delays the whole iteration.",
+        );
+    }
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(load) => {
+            let load: Vec<&str> = load.split_whitespace().take(3).collect();
+            let _ = write!(
+                out,
+                " Load average before measuring (/proc/loadavg, 1/5/15 min): {}; anything \
+                 else running on the machine competes for the same CPUs.",
+                load.join(" ")
+            );
+        }
+        Err(_) => out.push_str(" Load average: not read."),
+    }
+    out
+}
+
+fn varied() -> String {
+    "where each read's decode runs: bridge::spawn (rayon's global pool, awaited through \
+     bridge's Task); tokio_rayon::spawn (tokio-rayon 2.1, the same pool); \
+     tokio::task::spawn_blocking (tokio's blocking pool); inline (on the tokio worker that \
+     polls the query, between its reads)."
+        .to_owned()
+}
+
+/// Runs the study: one measurement of all four variants, reported as wall time, read p50 and
+/// read p99.
+///
+/// # Errors
+///
+/// If a tokio runtime, the delay server or its timer thread cannot be started.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    warm_up_rayon();
+    let rounds = calibrate_decode();
+    let cost = decode_cost(rounds, 101);
+    let server = DelayServer::start()?;
+    let addr = server.addr;
+    let rt = query_runtime()?;
+    let floor = unloaded_reads(&rt, addr);
+
+    let cpus = thread::available_parallelism().map_or(0, usize::from);
+    let bounds = bounds_note(cost, cpus);
+    let recorder = Recorder::new();
+    let mut variants = [
+        recorder.variant(BASELINE, &rt, addr, Decode::Bridge, rounds),
+        recorder.variant(TOKIO_RAYON, &rt, addr, Decode::TokioRayon, rounds),
+        recorder.variant(SPAWN_BLOCKING, &rt, addr, Decode::SpawnBlocking, rounds),
+        recorder.variant(INLINE, &rt, addr, Decode::Inline, rounds),
+    ];
+    let m = measure_ops(&mut variants, 1, settings);
+    drop(variants);
+
+    let nominal_ns = DELAY.as_secs_f64() * 1e9;
+    let fixed = format!(
+        "a tokio multi-thread runtime with {WORKERS} workers and enable_all drives the \
+         queries (warmed up: 1,000 tasks ran on its workers, its blocking pool ran a closure); \
+         rayon's global pool has {} threads (every worker ran a job first); {} CPUs. Per \
+         iteration: {QUERIES} queries spawned at once on that runtime and awaited from its \
+         block_on; each connects to the object store on 127.0.0.1, then makes {READS} \
+         sequential reads (write a {REQUEST}-byte request, read the {RESPONSE}-byte \
+         response, TCP_NODELAY), each followed by a decode of the response: {rounds} dependent \
+         xorshift-multiply rounds, calibrated at start to {} µs and measured at {:.0} µs \
+         (median of 101 runs on the idle main thread). The object store runs in this process: \
+         a tokio runtime with 1 worker answers each request {:.1} ms after it arrived, timed \
+         by a thread of its own that sleeps on a condvar until the next reply is due (no CPU \
+         burnt, no rounding to tokio's 1 ms timer tick). A read's duration is measured in the \
+         query's task, from writing the request to having the whole response, so a response \
+         that waits for a busy worker counts. Unloaded read ({} reads of {FLOOR_QUERIES} \
+         queries run one at a time, no decode): p50 {:.2} ms ({:.2}x nominal), p99 {:.2} ms.",
+        rayon::current_num_threads(),
+        cpus,
+        DECODE_TARGET.as_micros(),
+        cost.as_secs_f64() * 1e6,
+        ms(nominal_ns),
+        floor.len(),
+        ms(percentile(&floor, 0.5)),
+        percentile(&floor, 0.5) / nominal_ns,
+        ms(percentile(&floor, 0.99)),
+    );
+
+    let wall = rows("wall", &m);
+    let p50 = rows("read-p50", &recorder.read_percentiles(&m, 0.5));
+    let p99 = rows("read-p99", &recorder.read_percentiles(&m, 0.99));
+    let table = summary(&wall, &p50, &p99, &recorder);
+    drop(rt);
+    drop(server);
+
+    Ok(vec![
+        ScenarioReport {
+            name: "wall",
+            varied: varied(),
+            fixed: format!(
+                "{fixed} One operation is one iteration ({QUERIES} queries x {READS} reads): \
+                 the table is its wall time in ns."
+            ),
+            goals: vec![Goal {
+                peer: TOKIO_RAYON,
+                at_least: 1.0 / WALL_SLACK,
+                text: "bridge wall time at most 1.05x tokio-rayon's",
+            }],
+            budgets: Vec::new(),
+            notes: vec![bounds, recorder.threads_note()],
+            rows: wall,
+        },
+        ScenarioReport {
+            name: "read-p50",
+            varied: varied(),
+            fixed: format!(
+                "the same rounds as `wall`; one sample per round and variant: the median \
+                 duration of that round's {} reads, in ns (nominal {:.0} ns).",
+                QUERIES * READS,
+                nominal_ns
+            ),
+            goals: Vec::new(),
+            budgets: vec![Budget {
+                max_ns: READ_SLACK * nominal_ns,
+                text: "bridge read p50 at most 1.5x the nominal 2 ms",
+            }],
+            notes: Vec::new(),
+            rows: p50,
+        },
+        ScenarioReport {
+            name: "read-p99",
+            varied: varied(),
+            fixed: format!(
+                "the same rounds as `wall`; one sample per round and variant: the 99th \
+                 percentile duration of that round's {} reads, in ns (nominal {:.0} ns).",
+                QUERIES * READS,
+                nominal_ns
+            ),
+            goals: Vec::new(),
+            budgets: Vec::new(),
+            notes: vec![table],
+            rows: p99,
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&sorted, 0.5), 50.0);
+        assert_eq!(percentile(&sorted, 0.99), 99.0);
+        assert_eq!(percentile(&sorted, 1.0), 100.0);
+        assert_eq!(percentile(&[7.0], 0.5), 7.0);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn decode_is_deterministic_and_depends_on_its_input() {
+        assert_eq!(decode(5, 100), decode(5, 100));
+        assert_ne!(decode(5, 100), decode(6, 100));
+        assert_ne!(decode(5, 100), decode(5, 101));
+    }
+
+    #[test]
+    fn timer_fires_in_deadline_order_and_not_early() {
+        let timer = Timer::start().unwrap();
+        let start = Instant::now();
+        let late = timer.shared.at(start + Duration::from_millis(6));
+        let early = timer.shared.at(start + Duration::from_millis(3));
+        futures::executor::block_on(early).unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(3));
+        futures::executor::block_on(late).unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(6));
+        // Closing the timer fails what is still pending.
+        let pending = timer.shared.at(start + Duration::from_secs(60));
+        drop(timer);
+        assert!(futures::executor::block_on(pending).is_err());
+    }
+
+    #[test]
+    fn every_decode_route_reads_through_the_delay_server() {
+        let server = DelayServer::start().unwrap();
+        let rt = query_runtime().unwrap();
+        warm_up_rayon();
+        for how in [
+            Decode::Bridge,
+            Decode::TokioRayon,
+            Decode::SpawnBlocking,
+            Decode::Inline,
+        ] {
+            let reads = rt.block_on(iteration(server.addr, 3, how, 1_000)).unwrap();
+            assert_eq!(reads.len(), 3 * READS, "{how:?}");
+            let nominal = DELAY.as_secs_f64() * 1e9;
+            assert!(reads.iter().all(|&ns| ns >= nominal), "{how:?}: {reads:?}");
+        }
+    }
+}
