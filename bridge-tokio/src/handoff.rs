@@ -63,6 +63,17 @@ impl<T> Waiting<T> {
         deadline: Option<Instant>,
         cancel: impl FnOnce(),
     ) -> Result<T, BridgeError> {
+        // A handed-off future often finishes within microseconds, while putting this thread
+        // to sleep and waking it costs tens of microseconds where the wake-up crosses CPUs:
+        // watch the channel for a while first. It only reads the state, so the loom models
+        // (where every read is a branch point) skip it.
+        #[cfg(not(bridge_loom))]
+        {
+            let watch_until = Instant::now() + std::time::Duration::from_micros(20);
+            while !self.rx.is_ready() && Instant::now() < watch_until {
+                std::hint::spin_loop();
+            }
+        }
         let received = match deadline {
             None => self
                 .rx
