@@ -572,8 +572,9 @@ fn current_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
     Ok(scenario(
         "current-thread-task",
         "how the block_on body of a current-thread runtime (which must not be blocked in \
-         place) gets a future run elsewhere: bridge::run_blocking (spawns it as a task on \
-         bridge's IoRuntime and blocks on a bridge oneshot); a pre-spawned worker (a \
+         place) gets a future run elsewhere: bridge::run_blocking (hands it to a pooled \
+         handoff worker that polls it with bridge's IoRuntime handle, and watches, then \
+         blocks on, a bridge oneshot); a pre-spawned worker (a \
          dedicated std thread with its own current-thread runtime that takes boxed futures \
          from a std mpsc channel, block_on each, and sends the output back on a bridge \
          oneshot, received with recv_blocking); a fresh thread per call \
