@@ -1,8 +1,9 @@
 //! Property tests for the oneshot channel.
 //!
 //! One channel is driven on one thread by a random sequence of operations (send, drop either
-//! handle, poll with one of several counting wakers, `try_recv`, `recv_timeout`,
-//! `recv_blocking`, `is_closed`), and a sequential reference model predicts every result.
+//! handle, abandon the receiver, poll with one of several counting wakers, `try_recv`,
+//! `recv_timeout`, `recv_blocking`, `is_closed`, `is_ready`), and a sequential reference
+//! model predicts every result.
 //! After every step the suite checks the result, the wake count of each waker, how many
 //! registrations of each waker the channel holds (through the `Arc` strong count, so a
 //! leaked or doubled waker shows), and how many times each value was dropped.
@@ -138,6 +139,10 @@ enum Op {
     /// otherwise: nothing else runs on this thread); a no-op otherwise.
     RecvBlocking,
     IsClosed,
+    /// `Receiver::abandon`: gone, but the sender is not told.
+    AbandonReceiver,
+    /// `Receiver::is_ready`.
+    IsReady,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -151,6 +156,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(Op::RecvTimeout),
         1 => Just(Op::RecvBlocking),
         1 => Just(Op::IsClosed),
+        1 => Just(Op::AbandonReceiver),
+        1 => Just(Op::IsReady),
     ]
 }
 
@@ -166,6 +173,7 @@ enum Outcome {
     RecvTimeout(Result<usize, RecvTimeoutError>),
     RecvBlocking(Result<usize, RecvError>),
     IsClosed(bool),
+    IsReady(bool),
 }
 
 /// The channel's contents, as the model sees them.
@@ -185,6 +193,8 @@ enum Slot {
 struct Model {
     sender: bool,
     receiver: bool,
+    /// The receiver left through `abandon`: the sender still reads the channel as open.
+    abandoned: bool,
     slot: Slot,
     /// The waker index of the channel's task registration, if any.
     registered: Option<usize>,
@@ -201,6 +211,7 @@ impl Model {
         Self {
             sender: true,
             receiver: true,
+            abandoned: false,
             slot: Slot::Empty,
             registered: None,
             wakes: [0; WAKERS],
@@ -233,7 +244,12 @@ impl Model {
     fn step(&mut self, op: Op) -> Outcome {
         let receiver_op = matches!(
             op,
-            Op::Poll(_) | Op::TryRecv | Op::RecvTimeout(_) | Op::RecvBlocking
+            Op::Poll(_)
+                | Op::TryRecv
+                | Op::RecvTimeout(_)
+                | Op::RecvBlocking
+                | Op::AbandonReceiver
+                | Op::IsReady
         );
         if receiver_op && !self.receiver {
             return Outcome::Skipped;
@@ -270,11 +286,12 @@ impl Model {
                 }
                 Outcome::Dropped
             }
-            Op::DropReceiver => {
+            Op::DropReceiver | Op::AbandonReceiver => {
                 if !self.receiver {
                     return Outcome::Skipped;
                 }
                 self.receiver = false;
+                self.abandoned = matches!(op, Op::AbandonReceiver);
                 // Dropped, not woken.
                 self.registered = None;
                 if let Slot::Full(id) = self.slot {
@@ -314,11 +331,12 @@ impl Model {
             },
             Op::IsClosed => {
                 if self.sender {
-                    Outcome::IsClosed(!self.receiver)
+                    Outcome::IsClosed(!self.receiver && !self.abandoned)
                 } else {
                     Outcome::Skipped
                 }
             }
+            Op::IsReady => Outcome::IsReady(self.slot != Slot::Empty),
         }
     }
 }
@@ -421,6 +439,17 @@ impl Harness {
             Op::IsClosed => match self.tx.as_ref() {
                 None => Outcome::Skipped,
                 Some(tx) => Outcome::IsClosed(tx.is_closed()),
+            },
+            Op::AbandonReceiver => match self.rx.take() {
+                None => Outcome::Skipped,
+                Some(rx) => {
+                    rx.abandon();
+                    Outcome::Dropped
+                }
+            },
+            Op::IsReady => match self.rx.as_ref() {
+                None => Outcome::Skipped,
+                Some(rx) => Outcome::IsReady(rx.is_ready()),
             },
         }
     }
