@@ -5,27 +5,12 @@
 mod common;
 
 use bridge_tokio::{Route, route, run_blocking};
-use common::{watchdog, work};
+use common::{current_thread, multi_thread, watchdog, work};
 
 /// The check every row makes: the route is the one expected, and real work comes back.
 fn call(expected: Route, tag: u64) {
     assert_eq!(route(), expected, "route for tag {tag}");
     assert_eq!(run_blocking(work(tag)), tag);
-}
-
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use bridge_tokio::{Route, route, run_blocking};
-use common::{watchdog, work};
+use common::{current_thread, multi_thread, watchdog, work};
 use proptest::prelude::*;
 use std::panic::{self, AssertUnwindSafe};
 
@@ -71,21 +71,6 @@ fn expected(stack: &[Ctx]) -> Route {
 
 type Leaf = Box<dyn FnOnce() + Send>;
 
-fn multi() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn current() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Runs `f` on a fresh thread (a runtime cannot be started inside another) and propagates
 /// its panic.
 fn on_thread(f: impl FnOnce() + Send + 'static) {
@@ -110,23 +95,26 @@ fn enter(stack: Vec<Ctx>, leaf: Leaf) {
                 .unwrap();
             pool.install(next);
         }
-        Ctx::MultiBody => on_thread(move || multi().block_on(async move { next() })),
+        Ctx::MultiBody => on_thread(move || multi_thread().block_on(async move { next() })),
         Ctx::MultiTask => on_thread(move || {
-            multi().block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
+            multi_thread()
+                .block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
         }),
         Ctx::MultiBlocking => on_thread(move || {
-            multi().block_on(async move { tokio::task::spawn_blocking(next).await.unwrap() })
+            multi_thread().block_on(async move { tokio::task::spawn_blocking(next).await.unwrap() })
         }),
-        Ctx::CurrentBody => on_thread(move || current().block_on(async move { next() })),
+        Ctx::CurrentBody => on_thread(move || current_thread().block_on(async move { next() })),
         Ctx::CurrentTask => on_thread(move || {
-            current().block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
+            current_thread()
+                .block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
         }),
         Ctx::CurrentBlocking => on_thread(move || {
-            current().block_on(async move { tokio::task::spawn_blocking(next).await.unwrap() })
+            current_thread()
+                .block_on(async move { tokio::task::spawn_blocking(next).await.unwrap() })
         }),
         Ctx::TokioLocalOnCurrent => on_thread(move || {
             let local = tokio::task::LocalSet::new();
-            local.block_on(&current(), async move {
+            local.block_on(&current_thread(), async move {
                 tokio::task::spawn_local(async move { next() })
                     .await
                     .unwrap()
@@ -134,11 +122,11 @@ fn enter(stack: Vec<Ctx>, leaf: Leaf) {
         }),
         Ctx::TokioLocalOnMulti => on_thread(move || {
             let local = tokio::task::LocalSet::new();
-            local.block_on(&multi(), async move { next() });
+            local.block_on(&multi_thread(), async move { next() });
         }),
         Ctx::BridgeLocalOnMulti => on_thread(move || {
             let local = bridge_tokio::LocalSet::new();
-            local.block_on(&multi(), async move {
+            local.block_on(&multi_thread(), async move {
                 tokio::task::spawn_local(async move { next() })
                     .await
                     .unwrap()

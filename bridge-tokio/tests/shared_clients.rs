@@ -31,7 +31,7 @@ mod common;
 
 use bridge_tokio::{BridgeError, Route, route, run_blocking};
 use bytes::Bytes;
-use common::watchdog;
+use common::{current_thread, multi_thread, watchdog};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -301,21 +301,6 @@ fn call(expected: Route, fetch: &Fetch, seed: usize) {
     let range = range_for(seed);
     let bytes = fetch(range.clone());
     assert_eq!(&bytes[..], &object()[range], "bytes of call {seed}");
-}
-
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
