@@ -1,0 +1,301 @@
+//! Fuzz body (3): `bridge_tokio::run_blocking` and its variants at the top of generated
+//! stacks of contexts and nested calls.
+//!
+//! The first byte gives the stack's depth (0 to 4); the next bytes pick each level's
+//! context, outermost first:
+//!
+//! | byte % 12 | context                                                           |
+//! |-----------|-------------------------------------------------------------------|
+//! | 0, 1      | a fresh thread; a rayon worker                                    |
+//! | 2, 3, 4   | a multi-thread runtime: its `block_on` body, a task, `spawn_blocking` |
+//! | 5, 6, 7   | a current-thread runtime: its `block_on` body, a task, `spawn_blocking` |
+//! | 8, 9      | a tokio `LocalSet` on a current-thread runtime; bridge's `LocalSet` on a multi-thread runtime |
+//! | 10, 11    | `bridge_core::block_on`; a nested `run_blocking`                  |
+//!
+//! The remaining bytes are calls made at the top of the stack, each checked against what
+//! the route predicts:
+//!
+//! | byte % 7 | call                                                                |
+//! |----------|---------------------------------------------------------------------|
+//! | 0        | `route()`                                                           |
+//! | 1        | `run_blocking` of a future that yields, sleeps and returns a tag    |
+//! | 2        | `run_blocking` of a future that spawns a tokio task and awaits it  |
+//! | 3        | `run_blocking` of a future that panics: the payload comes back      |
+//! | 4        | `try_run_blocking` of a panicking future: `Panicked` with the payload |
+//! | 5        | `try_run_blocking_timeout`: a future that never finishes times out, a quick one does not |
+//! | 6        | `run_blocking_local` of a `!Send` future: its output, or `NotSendOnHandoff` on a handoff route |
+//!
+//! A stack that hangs fails the program after 60 seconds.
+
+use crate::{Expected, Input, is_expected};
+use bridge_tokio::{BridgeError, Route, route, run_blocking};
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+const MAX_DEPTH: u8 = 4;
+const MAX_CALLS: usize = 8;
+
+/// Runs the program that `data` encodes; panics if a call departs from its contract.
+///
+/// # Panics
+///
+/// On the first call whose result differs from what its route predicts, or if the program
+/// does not finish within 60 seconds.
+///
+/// # Examples
+///
+/// ```
+/// // In a current-thread runtime's task: route(), then run_blocking of a sleep.
+/// bridge_fuzz::run_blocking::run(&[1, 6, 0, 1]);
+/// ```
+pub fn run(data: &[u8]) {
+    crate::quiet_expected_panics();
+    let mut input = Input::new(data);
+    let depth = input.below(MAX_DEPTH + 1).unwrap_or(0);
+    let stack: Vec<Ctx> = (0..depth)
+        .map_while(|_| input.below(12).map(Ctx::from_byte))
+        .collect();
+    let calls: Vec<u8> = std::iter::from_fn(|| input.below(7))
+        .take(MAX_CALLS)
+        .collect();
+    let (tx, rx) = mpsc::channel();
+    let entered = tx.clone();
+    let want = expected(&stack);
+    let leaf: Leaf = Box::new(move || {
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            for (i, &call) in calls.iter().enumerate() {
+                make_call(call, want, u32::try_from(i).expect("few calls"));
+            }
+        }));
+        tx.send(outcome).expect("the program waits for the leaf");
+    });
+    let described = format!("{stack:?}");
+    std::thread::spawn(move || {
+        // A context that failed to enter reports here rather than as a hang.
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| enter(&stack, leaf))) {
+            drop(entered.send(Err(payload)));
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(())) => {}
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => panic!("context stack {described} hung"),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ctx {
+    Thread,
+    Rayon,
+    MultiBody,
+    MultiTask,
+    MultiBlocking,
+    CurrentBody,
+    CurrentTask,
+    CurrentBlocking,
+    TokioLocal,
+    BridgeLocal,
+    BlockOn,
+    Nested,
+}
+
+impl Ctx {
+    fn from_byte(b: u8) -> Self {
+        [
+            Self::Thread,
+            Self::Rayon,
+            Self::MultiBody,
+            Self::MultiTask,
+            Self::MultiBlocking,
+            Self::CurrentBody,
+            Self::CurrentTask,
+            Self::CurrentBlocking,
+            Self::TokioLocal,
+            Self::BridgeLocal,
+            Self::BlockOn,
+            Self::Nested,
+        ][usize::from(b)]
+    }
+}
+
+/// The route a call takes at the top of `stack`.
+fn expected(stack: &[Ctx]) -> Route {
+    stack
+        .iter()
+        .rev()
+        .find_map(|ctx| match ctx {
+            Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
+            Ctx::MultiBody | Ctx::MultiTask | Ctx::MultiBlocking => Some(Route::BlockInPlace),
+            Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal | Ctx::BridgeLocal => {
+                Some(Route::Handoff)
+            }
+            // A spawn_blocking thread of a current-thread runtime is inside that runtime's
+            // context, where block_in_place is not allowed.
+            Ctx::CurrentBlocking => Some(Route::Handoff),
+            // The future of a run_blocking call runs where a multi-thread runtime is entered
+            // and block_in_place is allowed, whichever route the call took.
+            Ctx::Nested => Some(Route::BlockInPlace),
+            // Changes nothing about the tokio context.
+            Ctx::BlockOn => None,
+        })
+        .unwrap_or(Route::Inline)
+}
+
+type Leaf = Box<dyn FnOnce() + Send>;
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a multi-thread runtime")
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// A pool of its own for each level: a shared one-thread pool would deadlock a stack that
+/// enters it twice with a blocked thread between.
+fn rayon_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a rayon pool")
+}
+
+/// Runs `f` on a fresh thread (a runtime cannot be built inside another's context) and
+/// waits for it.
+fn on_thread(f: impl FnOnce() + Send + 'static) {
+    if let Err(payload) = std::thread::spawn(f).join() {
+        panic::resume_unwind(payload);
+    }
+}
+
+/// Enters `stack[0]`, the rest inside it, and runs `leaf` at the top.
+fn enter(stack: &[Ctx], leaf: Leaf) {
+    let Some((&first, rest)) = stack.split_first() else {
+        return leaf();
+    };
+    let rest = rest.to_vec();
+    let next: Leaf = Box::new(move || enter(&rest, leaf));
+    match first {
+        Ctx::Thread => on_thread(next),
+        Ctx::Rayon => rayon_pool().install(next),
+        Ctx::MultiBody => on_thread(move || multi_thread().block_on(async move { next() })),
+        Ctx::MultiTask => on_thread(move || {
+            multi_thread()
+                .block_on(async move { tokio::spawn(async move { next() }).await })
+                .expect("the task")
+        }),
+        Ctx::MultiBlocking => on_thread(move || {
+            multi_thread()
+                .block_on(async move { tokio::task::spawn_blocking(next).await })
+                .expect("the blocking task")
+        }),
+        Ctx::CurrentBody => on_thread(move || current_thread().block_on(async move { next() })),
+        Ctx::CurrentTask => on_thread(move || {
+            current_thread()
+                .block_on(async move { tokio::spawn(async move { next() }).await })
+                .expect("the task")
+        }),
+        Ctx::CurrentBlocking => on_thread(move || {
+            current_thread()
+                .block_on(async move { tokio::task::spawn_blocking(next).await })
+                .expect("the blocking task")
+        }),
+        Ctx::TokioLocal => on_thread(move || {
+            let local = tokio::task::LocalSet::new();
+            local
+                .block_on(&current_thread(), async move {
+                    tokio::task::spawn_local(async move { next() }).await
+                })
+                .expect("the local task")
+        }),
+        Ctx::BridgeLocal => on_thread(move || {
+            let local = bridge_tokio::LocalSet::new();
+            local
+                .block_on(&multi_thread(), async move {
+                    tokio::task::spawn_local(async move { next() }).await
+                })
+                .expect("the local task")
+        }),
+        Ctx::BlockOn => bridge_core::block_on(async move { next() }),
+        Ctx::Nested => run_blocking(async move { next() }),
+    }
+}
+
+/// Makes call `call` (the i-th of the program) and checks its result; `want` is the route.
+fn make_call(call: u8, want: Route, i: u32) {
+    let tag = 1000 + i;
+    match call {
+        0 => assert_eq!(route(), want, "call {i}: route()"),
+        1 => {
+            let got = run_blocking(async move {
+                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_micros(100)).await;
+                tag
+            });
+            assert_eq!(got, tag, "call {i}: run_blocking of a sleep");
+        }
+        2 => {
+            let got = run_blocking(async move { tokio::spawn(async move { tag }).await });
+            assert_eq!(got.ok(), Some(tag), "call {i}: run_blocking of a spawn");
+        }
+        3 => {
+            let caught = panic::catch_unwind(|| {
+                run_blocking(async move {
+                    tokio::task::yield_now().await;
+                    panic::panic_any(Expected(tag))
+                })
+            });
+            let payload = caught.expect_err("the future panicked");
+            assert!(
+                is_expected(payload.as_ref(), tag),
+                "call {i}: run_blocking resumed a different panic"
+            );
+        }
+        4 => match bridge_tokio::try_run_blocking(async move { panic::panic_any(Expected(tag)) }) {
+            Err(BridgeError::Panicked(payload)) => assert!(
+                is_expected(payload.as_ref(), tag),
+                "call {i}: try_run_blocking returned a different panic"
+            ),
+            other => panic!("call {i}: try_run_blocking of a panic gave {other:?}"),
+        },
+        5 => {
+            let never = std::future::pending::<u32>();
+            let got = bridge_tokio::try_run_blocking_timeout(never, Duration::from_millis(1));
+            assert!(
+                matches!(got, Err(BridgeError::TimedOut)),
+                "call {i}: a future that never finishes gave {got:?}"
+            );
+            let quick = async move { tag };
+            let got = bridge_tokio::try_run_blocking_timeout(quick, Duration::from_secs(30));
+            assert_eq!(
+                got.ok(),
+                Some(tag),
+                "call {i}: a quick future under a limit"
+            );
+        }
+        6 => {
+            let shared = Rc::new(tag);
+            let got = bridge_tokio::run_blocking_local(async move {
+                tokio::task::yield_now().await;
+                *shared
+            });
+            match want {
+                Route::Handoff => assert!(
+                    matches!(got, Err(BridgeError::NotSendOnHandoff)),
+                    "call {i}: a !Send future on a handoff route gave {got:?}"
+                ),
+                _ => assert_eq!(got.ok(), Some(tag), "call {i}: run_blocking_local"),
+            }
+        }
+        _ => unreachable!("call is below 7"),
+    }
+}
