@@ -112,3 +112,47 @@ fn a_waker_that_outlives_its_call_only_causes_a_spurious_poll() {
     assert_eq!(block_on(rx), Ok(3));
     sender.join().unwrap();
 }
+
+/// Counts how often `block_on` polls a receiver whose value another thread sends 10 ms
+/// after the first poll registered the waker.
+fn polls_for_one_cross_thread_send() -> usize {
+    let (tx, mut rx) = oneshot::channel();
+    let (registered, wait_for_registration) = std::sync::mpsc::channel();
+    let sender = thread::spawn(move || {
+        wait_for_registration.recv().unwrap();
+        thread::sleep(Duration::from_millis(10));
+        tx.send(1).unwrap();
+    });
+    let mut polls = 0;
+    let got = block_on(std::future::poll_fn(|cx| {
+        polls += 1;
+        let poll = Pin::new(&mut rx).poll(cx);
+        if polls == 1 {
+            registered.send(()).unwrap();
+        }
+        poll
+    }));
+    assert_eq!(got, Ok(1));
+    sender.join().unwrap();
+    polls
+}
+
+#[test]
+fn it_sleeps_between_polls_until_woken() {
+    // The first poll registers, the send wakes, the second poll takes the value. A
+    // `block_on` that spun instead of parking would poll thousands of times.
+    assert_eq!(polls_for_one_cross_thread_send(), 2);
+}
+
+#[test]
+fn a_wakeup_left_over_from_an_earlier_call_does_not_reach_the_next_one() {
+    let mut kept = None;
+    block_on(std::future::poll_fn(|cx| {
+        kept = Some(cx.waker().clone());
+        Poll::Ready(())
+    }));
+    // The finished call's waker fires now, setting the flag the thread keeps cached...
+    kept.unwrap().wake();
+    // ...and the next call starts from a cleared flag: no spurious second poll.
+    assert_eq!(polls_for_one_cross_thread_send(), 2);
+}
