@@ -138,9 +138,7 @@ pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError
     match ambient() {
         Ambient::None => IoRuntime::global().block_on_here(future),
         Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
-            let mut slot = Some(future);
-            let attempt = probe::try_block_in_place(|| {
-                let future = slot.take().expect("taken once");
+            let attempt = probe::try_block_in_place(move || {
                 panic::catch_unwind(AssertUnwindSafe(|| handle.block_on(future)))
                     .map_err(BridgeError::Panicked)
             });

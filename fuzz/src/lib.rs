@@ -28,6 +28,14 @@ pub mod task;
 
 /// Reads operations out of the fuzzer's bytes. Running out of bytes ends the program; no
 /// input is rejected.
+///
+/// # Examples
+///
+/// ```
+/// let mut input = bridge_fuzz::Input::new(b"\x05\x0b");
+/// let ops: Vec<u8> = std::iter::from_fn(|| input.below(4)).collect();
+/// assert_eq!(ops, [1, 3]);
+/// ```
 #[derive(Debug)]
 pub struct Input<'a> {
     bytes: &'a [u8],
