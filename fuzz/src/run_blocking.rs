@@ -25,14 +25,14 @@
 //! | 5        | `try_run_blocking_timeout`: a future that never finishes times out, a quick one does not |
 //! | 6        | `run_blocking_local` of a `!Send` future: its output, or `NotSendOnHandoff` on a handoff route |
 //!
-//! A stack that hangs fails the program after 60 seconds.
+//! A program ends when the whole stack has unwound; one that hangs fails after 60 seconds.
 
 use crate::{Expected, Input, is_expected};
 use bridge_tokio::{BridgeError, Route, route, run_blocking};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const MAX_DEPTH: u8 = 4;
 const MAX_CALLS: usize = 8;
@@ -61,7 +61,7 @@ pub fn run(data: &[u8]) {
         .take(MAX_CALLS)
         .collect();
     let (tx, rx) = mpsc::channel();
-    let entered = tx.clone();
+    let done = tx.clone();
     let want = expected(&stack);
     let leaf: Leaf = Box::new(move || {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -69,20 +69,40 @@ pub fn run(data: &[u8]) {
                 make_call(call, want, u32::try_from(i).expect("few calls"));
             }
         }));
-        tx.send(outcome).expect("the program waits for the leaf");
+        tx.send(Report::Leaf(outcome))
+            .expect("the program waits for the leaf");
     });
     let described = format!("{stack:?}");
     std::thread::spawn(move || {
-        // A context that failed to enter reports here rather than as a hang.
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| enter(&stack, leaf))) {
-            drop(entered.send(Err(payload)));
-        }
+        let unwound = panic::catch_unwind(AssertUnwindSafe(|| enter(&stack, leaf)));
+        drop(done.send(Report::Unwound(unwound)));
     });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(Ok(())) => {}
-        Ok(Err(payload)) => panic::resume_unwind(payload),
-        Err(_) => panic!("context stack {described} hung"),
+    // The program ends when the whole stack has unwound (its runtimes dropped, its threads
+    // joined), so that no input leaves work behind for the next one.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut leaf_ran = false;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Report::Leaf(Ok(()))) => leaf_ran = true,
+            Ok(Report::Leaf(Err(payload)) | Report::Unwound(Err(payload))) => {
+                panic::resume_unwind(payload)
+            }
+            Ok(Report::Unwound(Ok(()))) => {
+                assert!(
+                    leaf_ran,
+                    "context stack {described} unwound without its leaf"
+                );
+                return;
+            }
+            Err(_) => panic!("context stack {described} hung"),
+        }
     }
+}
+
+/// What the thread that enters the stack reports: the leaf's calls, then the unwinding.
+enum Report {
+    Leaf(std::thread::Result<()>),
+    Unwound(std::thread::Result<()>),
 }
 
 #[derive(Debug, Clone, Copy)]
