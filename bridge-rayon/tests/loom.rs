@@ -154,3 +154,22 @@ fn flag_vs_drop_and_detach() {
         pool.join().unwrap();
     });
 }
+
+/// A job that its pool drops without running (rayon never does; a pool of another kind
+/// might) against a blocking wait: the wait ends with `Lost`, which is not a panic, instead
+/// of hanging.
+///
+/// Catches: a dropped sender that does not wake the waiter (loom reports the deadlock); a
+/// `Lost` reported as a panic. The drop runs against every step of the wait (spin, register,
+/// park): 14 executions at bound 3.
+#[test]
+fn job_dropped_unrun_vs_wait() {
+    loom::model(|| {
+        let (task, job) = __loom_task(|_| 1u8);
+        let pool = thread::spawn(move || drop(job));
+        let err = task.join().unwrap_err();
+        assert!(matches!(err, TaskError::Lost), "expected Lost, got {err:?}");
+        assert!(!err.is_panic());
+        pool.join().unwrap();
+    });
+}

@@ -202,3 +202,53 @@ fn the_task_is_small_send_and_unpin() {
         std::mem::size_of::<bridge_rayon::Task<[u8; 256]>>() <= 4 * std::mem::size_of::<usize>()
     );
 }
+
+#[test]
+fn waiting_on_a_worker_runs_every_job_queued_ahead_of_the_task() {
+    let pool = pool(1);
+    let (tx, rx) = mpsc::channel();
+    pool.spawn(move || {
+        // Both jobs queue behind this one on the pool's only thread, in FIFO order: the
+        // wait must run the first to reach the second, not give up after one.
+        let first = bridge_rayon::spawn_fifo(|| 1);
+        let second = bridge_rayon::spawn_fifo(|| 2);
+        tx.send(second.wait() + first.wait()).unwrap();
+    });
+    assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(3));
+}
+
+#[test]
+fn wait_deadline_and_try_get_give_the_value_of_a_finished_task() {
+    let mut task = bridge_rayon::spawn(|| 11);
+    assert_eq!(
+        task.wait_deadline(Instant::now() + Duration::from_secs(30)),
+        Some(11)
+    );
+    let mut task = bridge_rayon::spawn(|| 12);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let value = loop {
+        if let Some(value) = task.try_get() {
+            break value;
+        }
+        assert!(Instant::now() < deadline, "try_get never gave the value");
+        std::thread::yield_now();
+    };
+    assert_eq!(value, 12);
+}
+
+#[test]
+fn debug_output_shows_the_state() {
+    let pool = pool(1);
+    let open = gate(&pool);
+    let (flag_tx, flag_rx) = mpsc::channel();
+    let task = pool.spawn_cancellable_task(move |flag| flag_tx.send(format!("{flag:?}")).unwrap());
+    assert_eq!(format!("{task:?}"), "Task { is_finished: false }");
+    drop(open);
+    drain(&pool);
+    assert_eq!(format!("{task:?}"), "Task { is_finished: true }");
+    task.wait();
+    assert_eq!(
+        flag_rx.recv().unwrap(),
+        "CancelFlag { is_cancelled: false }"
+    );
+}
