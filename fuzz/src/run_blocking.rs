@@ -31,7 +31,7 @@ use crate::{Expected, Input, is_expected};
 use bridge_tokio::{BridgeError, Route, route, run_blocking};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 const MAX_DEPTH: u8 = 4;
@@ -180,13 +180,20 @@ fn current_thread() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
-/// A pool of its own for each level: a shared one-thread pool would deadlock a stack that
-/// enters it twice with a blocked thread between.
-fn rayon_pool() -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a rayon pool")
+/// The one-thread rayon pool of stack level `level`. Each level has its own: a stack that
+/// entered one pool twice, with a blocked thread between, would deadlock. They are built
+/// once per process (a program ends only when its stack has unwound, so they are idle at
+/// the next one); a pool per program would leave rayon's teardown running into the next.
+fn rayon_pool(level: usize) -> &'static rayon::ThreadPool {
+    static POOLS: [OnceLock<rayon::ThreadPool>; MAX_DEPTH as usize] =
+        [const { OnceLock::new() }; MAX_DEPTH as usize];
+    POOLS[level].get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(move |_| format!("fuzz-level-{level}"))
+            .build()
+            .expect("a rayon pool")
+    })
 }
 
 /// Runs `f` on a fresh thread (a runtime cannot be built inside another's context) and
@@ -202,11 +209,12 @@ fn enter(stack: &[Ctx], leaf: Leaf) {
     let Some((&first, rest)) = stack.split_first() else {
         return leaf();
     };
+    let rest_len = rest.len();
     let rest = rest.to_vec();
     let next: Leaf = Box::new(move || enter(&rest, leaf));
     match first {
         Ctx::Thread => on_thread(next),
-        Ctx::Rayon => rayon_pool().install(next),
+        Ctx::Rayon => rayon_pool(rest_len).install(next),
         Ctx::MultiBody => on_thread(move || multi_thread().block_on(async move { next() })),
         Ctx::MultiTask => on_thread(move || {
             multi_thread()
