@@ -73,7 +73,7 @@ pub fn run(data: &[u8]) {
             .expect("the program waits for the leaf");
     });
     let described = format!("{stack:?}");
-    std::thread::spawn(move || {
+    let entering = std::thread::spawn(move || {
         let unwound = panic::catch_unwind(AssertUnwindSafe(|| enter(&stack, leaf)));
         drop(done.send(Report::Unwound(unwound)));
     });
@@ -92,6 +92,10 @@ pub fn run(data: &[u8]) {
                     leaf_ran,
                     "context stack {described} unwound without its leaf"
                 );
+                // Also wait for the thread's thread-local destructors (tokio's parker).
+                entering
+                    .join()
+                    .expect("the entering thread caught its panics");
                 return;
             }
             Err(_) => panic!("context stack {described} hung"),
