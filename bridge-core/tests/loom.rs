@@ -10,8 +10,9 @@
 //! The channel's loom build poisons its state when it is freed and tracks its allocation, so
 //! a use after free or a double free panics and a channel that is never freed fails the
 //! model as a leak. Values carry a `loom::alloc::Track` (leak check) and a drop counter
-//! (double drop check). Each model names the bug it catches, and `.ci/loom-mutants` plants
-//! those bugs one at a time to show that the suite fails on each.
+//! (double drop check). Each model names the bug it catches, and `.ci/hand-mutants` plants
+//! those bugs one at a time (the patches in `.ci/mutants/`) to show that the model fails on
+//! each.
 //!
 //! The iteration counts are small (5 to a few hundred at bound 2, about twice that at 3)
 //! because each side of the channel makes only a handful of atomic operations and loom's
