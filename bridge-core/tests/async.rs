@@ -147,3 +147,44 @@ fn a_receiver_moves_between_executors_mid_wait() {
     sender.join().unwrap();
     assert_eq!(first.wakes(), 0, "the abandoned waker was woken");
 }
+
+/// A waker that counts its clones in `clones` and does nothing when woken.
+fn clone_counting_waker(clones: &'static std::sync::atomic::AtomicUsize) -> std::task::Waker {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, ignore, ignore, ignore);
+    fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: every RawWaker with this vtable points at the `&'static AtomicUsize` given
+        // to `clone_counting_waker`.
+        let clones = unsafe { &*data.cast::<AtomicUsize>() };
+        clones.fetch_add(1, SeqCst);
+        RawWaker::new(data, &VTABLE)
+    }
+    fn ignore(_: *const ()) {}
+
+    let data = std::ptr::from_ref(clones).cast::<()>();
+    // SAFETY: the vtable keeps RawWaker's contract: `clone` makes a waker of the same
+    // 'static data, and wake, wake_by_ref and drop own nothing and do nothing.
+    unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) }
+}
+
+#[test]
+fn a_poll_with_the_registered_waker_keeps_it_instead_of_cloning_again() {
+    static CLONES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let clones = || CLONES.load(std::sync::atomic::Ordering::SeqCst);
+    let waker = clone_counting_waker(&CLONES);
+    let mut cx = Context::from_waker(&waker);
+    let (tx, mut rx) = oneshot::channel();
+    assert!(Pin::new(&mut rx).poll(&mut cx).is_pending());
+    assert_eq!(clones(), 1, "the first poll stores one clone");
+    assert!(Pin::new(&mut rx).poll(&mut cx).is_pending());
+    assert_eq!(
+        clones(),
+        1,
+        "a poll with the same waker keeps the stored one"
+    );
+    tx.send(5).unwrap();
+    assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Ready(Ok(5)));
+    assert_eq!(clones(), 1);
+}
