@@ -6,7 +6,7 @@
 //!   [`run_blocking_local`] (feature `tokio`): synchronous code runs a future to completion
 //!   from any context, or none; [`route`] tells which way a call goes, and [`IoRuntime`] is
 //!   the shared runtime that drives I/O for synchronous callers. [`tokio`] has the rest
-//!   ([`tokio::LocalSet`]).
+//!   ([`tokio::RunBlocking`], [`tokio::InlineStrategy`]).
 //! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] and [`Task`] (feature `rayon`): CPU
 //!   work on rayon, awaited (or waited for) through a oneshot; panics come back to whoever
 //!   takes the result, and a dropped task cancels work that has not started.
@@ -53,14 +53,14 @@ pub use bridge_tokio::{
 };
 
 /// Synchronous code and tokio: everything of `bridge-tokio`, including
-/// [`LocalSet`](bridge_tokio::LocalSet), the `LocalSet` that tells the bridge where it is.
+/// [`RunBlocking`](bridge_tokio::RunBlocking), `run_blocking` with options.
 ///
 /// # Examples
 ///
 /// ```
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let local = bridge::tokio::LocalSet::new();
-/// let n = local.block_on(&rt, async { bridge::run_blocking(async { 3 }) });
+/// let local = tokio::task::LocalSet::new();
+/// let n = local.block_on(&rt, async { bridge::tokio::RunBlocking::new().run(async { 3 }) });
 /// assert_eq!(n, 3);
 /// ```
 #[cfg(feature = "tokio")]

@@ -46,5 +46,5 @@ fn tokio_paths_resolve() {
     assert!(matches!(err, bridge::BridgeError::Panicked(_)));
     let io: &bridge::IoRuntime = bridge::IoRuntime::global();
     assert_eq!(io.run_blocking(async { 5 }), 5);
-    let _ = bridge::tokio::LocalSet::new();
+    let _ = bridge::tokio::RunBlocking::new();
 }

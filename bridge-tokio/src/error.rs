@@ -5,6 +5,9 @@ use std::fmt;
 
 /// Why a [`try_run_blocking`](crate::try_run_blocking) family call returned no output.
 ///
+/// Each variant names one cause: [`Panicked`](Self::Panicked) only ever carries the future's
+/// own panic; what goes wrong in tokio or in the bridge has a variant of its own.
+///
 /// # Examples
 ///
 /// ```
@@ -18,24 +21,29 @@ use std::fmt;
 pub enum BridgeError {
     /// The future panicked; this is the payload, as `std::panic::catch_unwind` gives it.
     Panicked(Box<dyn Any + Send + 'static>),
-    /// What was running the future stopped before it finished, so no output will come: its
-    /// runtime shut down (or dropped the task), or the handoff worker running it died.
+    /// The runtime driving the future shut down before it finished, so no output will come:
+    /// the runtime dropped the task running it, or a timer or I/O resource of the future
+    /// failed with tokio's "being shutdown" panic (an [`IoRuntime`](crate::IoRuntime) dropped
+    /// with calls in flight, a handle kept after its runtime shut down). A runtime that is
+    /// already shutting down when the call starts is not used: the call runs on the shared
+    /// I/O runtime instead.
     RuntimeGone,
     /// The deadline passed before the future finished. The future was cancelled.
     TimedOut,
     /// A `!Send` future cannot be handed to another thread, and this context (a
-    /// current-thread runtime or a `LocalSet`) can only be served by a handoff.
+    /// current-thread runtime, or a thread-local destructor after tokio's) can only be served
+    /// by a handoff.
     NotSendOnHandoff,
+    /// The bridge could not start what the call needed: the operating system refused a
+    /// handoff worker thread or a runtime (too many threads, no file descriptors left).
+    Unavailable(std::io::Error),
 }
 
 impl BridgeError {
     /// The panic message, if the payload is a string (as `panic!` with a message makes it).
     fn message(&self) -> Option<&str> {
         match self {
-            Self::Panicked(payload) => payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str)),
+            Self::Panicked(payload) => crate::shutdown::message(&**payload),
             _ => None,
         }
     }
@@ -51,6 +59,7 @@ impl fmt::Debug for BridgeError {
             Self::RuntimeGone => f.write_str("RuntimeGone"),
             Self::TimedOut => f.write_str("TimedOut"),
             Self::NotSendOnHandoff => f.write_str("NotSendOnHandoff"),
+            Self::Unavailable(error) => f.debug_tuple("Unavailable").field(error).finish(),
         }
     }
 }
@@ -63,10 +72,8 @@ impl fmt::Display for BridgeError {
                 None => f.write_str("the future panicked"),
             },
             Self::RuntimeGone => f.write_str(
-                "the runtime (or handoff worker) running the future stopped before it \
-                 finished; keep the runtime (or the IoRuntime) alive for as long as calls may \
-                 use it, and do not wait on a runtime's timers or I/O from a value it drops \
-                 while it shuts down (use IoRuntime::run_blocking there)",
+                "the runtime driving the future shut down before it finished; keep the \
+                 runtime (or the IoRuntime) alive for as long as calls may use it",
             ),
             Self::TimedOut => f.write_str(
                 "the deadline passed before the future finished, and it was cancelled; \
@@ -75,11 +82,22 @@ impl fmt::Display for BridgeError {
             ),
             Self::NotSendOnHandoff => f.write_str(
                 "a !Send future cannot leave this thread, and a current-thread runtime or a \
-                 LocalSet cannot be blocked in place; await the future instead, or make it Send \
-                 and use run_blocking",
+                 thread-local destructor after tokio's can only hand a future to another \
+                 thread; await the future instead, or make it Send and use run_blocking",
+            ),
+            Self::Unavailable(error) => write!(
+                f,
+                "the bridge could not start a thread or runtime for the call: {error}"
             ),
         }
     }
 }
 
-impl std::error::Error for BridgeError {}
+impl std::error::Error for BridgeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Unavailable(error) => Some(error),
+            _ => None,
+        }
+    }
+}

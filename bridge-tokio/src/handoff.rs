@@ -83,7 +83,7 @@ impl<T> Waiting<T> {
         };
         match received {
             Ok(Ok(output)) => Ok(output),
-            Ok(Err(payload)) => Err(BridgeError::Panicked(payload)),
+            Ok(Err(payload)) => Err(crate::shutdown::classify(payload)),
             Err(RecvTimeoutError::Closed) => Err(BridgeError::RuntimeGone),
             Err(RecvTimeoutError::Timeout) => {
                 cancel();
@@ -94,7 +94,7 @@ impl<T> Waiting<T> {
 }
 
 /// Runs `future` away from this thread, driven by `handle`'s runtime, and blocks this thread
-/// for its outcome: on a worker of the handoff pool (polled there with `handle.block_on`), or,
+/// for its outcome: on a worker of the handoff pool (polled there with `handle` entered), or,
 /// with a deadline, as a task on `handle`'s runtime (which can be aborted when the deadline
 /// passes).
 ///
@@ -120,8 +120,8 @@ where
     waiting.wait(deadline, || task.abort())
 }
 
-/// Runs `future` on a worker of the handoff pool, polled with `handle.block_on`, and blocks
-/// this thread for its outcome. The worker is back in the idle list before the outcome is
+/// Runs `future` on a worker of the handoff pool, polled there with `handle` entered and a
+/// wake flag of its own (see [`here`](crate::here)), and blocks this thread for its outcome. The worker is back in the idle list before the outcome is
 /// sent, so the caller's next handoff finds it.
 #[cfg(not(bridge_loom))]
 fn on_worker<F>(handle: &tokio::runtime::Handle, future: F) -> Result<F::Output, BridgeError>
@@ -135,7 +135,10 @@ where
     crate::workers::Pool::submit(
         crate::workers::Pool::global(),
         Box::new(move |back_to_idle: &dyn Fn()| {
-            let outcome = handle.block_on(job);
+            let outcome = {
+                let _context = handle.enter();
+                bridge_core::block_on(job)
+            };
             back_to_idle();
             // A refused send means the caller gave up: the outcome is dropped here.
             drop(tx.send(outcome));

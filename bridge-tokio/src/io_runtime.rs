@@ -1,10 +1,10 @@
 //! `IoRuntime`: the process's shared multi-thread runtime for I/O.
 
-use crate::route::{Ambient, ambient};
-use crate::{BridgeError, handoff, probe};
+use crate::BridgeError;
+use crate::route::ambient;
+use crate::run::Plan;
 use std::fmt;
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
@@ -225,42 +225,7 @@ impl IoRuntime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        match (ambient(), deadline) {
-            (Ambient::None, None) => self.block_on_here(future),
-            (Ambient::None, Some(_)) => handoff::run(&self.handle, future, deadline),
-            (Ambient::Worker(_), _) => tokio::task::block_in_place(|| match deadline {
-                None => self.block_on_here(future),
-                Some(_) => handoff::run(&self.handle, future, deadline),
-            }),
-            (Ambient::MultiThread(_), _) => {
-                let mut slot = Some(future);
-                let attempt = probe::try_block_in_place(|| {
-                    let future = slot.take().expect("taken once");
-                    match deadline {
-                        None => self.block_on_here(future),
-                        Some(_) => handoff::run(&self.handle, future, deadline),
-                    }
-                });
-                match attempt {
-                    Ok(result) => result,
-                    // A LocalSet: this thread cannot leave its scheduler, but may block.
-                    Err(()) => {
-                        let future = slot.take().expect("not taken by a refused attempt");
-                        handoff::run(&self.handle, future, deadline)
-                    }
-                }
-            }
-            (Ambient::CurrentThread | Ambient::Local(_) | Ambient::Exiting, _) => {
-                handoff::run(&self.handle, future, deadline)
-            }
-        }
-    }
-
-    /// Polls `future` on this thread with this runtime's handle. The thread must be allowed
-    /// to block (no runtime entered, or inside `block_in_place`).
-    pub(crate) fn block_on_here<F: Future>(&self, future: F) -> Result<F::Output, BridgeError> {
-        panic::catch_unwind(AssertUnwindSafe(|| self.handle.block_on(future)))
-            .map_err(BridgeError::Panicked)
+        Plan::on(ambient(), self).run(future, deadline)
     }
 }
 

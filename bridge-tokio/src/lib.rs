@@ -22,19 +22,22 @@
 //!   callers, and the narrower contract of always driving a future there.
 //! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
 //!   when there is no runtime, which I/O runtime, a time limit).
-//! - [`LocalSet`]: tokio's `LocalSet`, marked so that the bridge knows where it is.
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
-//! driver of a runtime while the future needs that runtime.
+//! driver of a runtime while the future needs that runtime. Every poll loop owns its wake
+//! flag (bridge-core's `block_on`, never tokio's `Handle::block_on`, whose per-thread parker
+//! an outer `block_on` shares), so a call nested under pending siblings (`join!`,
+//! `select!`) loses none of their wake-ups. It installs no panic hook and probes nothing
+//! by panicking, so it works the same on a panicking thread, in a thread-local destructor
+//! and under a hook of yours.
 #![forbid(unsafe_code)]
 
 mod error;
 mod handoff;
+mod here;
 mod io_runtime;
-mod local;
 mod loom;
 mod options;
-mod probe;
 mod route;
 mod run;
 mod shutdown;
@@ -45,7 +48,6 @@ pub use error::BridgeError;
 #[doc(hidden)]
 pub use handoff::__loom_handoff;
 pub use io_runtime::IoRuntime;
-pub use local::LocalSet;
 pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};

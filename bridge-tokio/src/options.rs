@@ -2,6 +2,7 @@
 //! runtime, which I/O runtime to use, and a time limit.
 
 use crate::route::{Ambient, ambient};
+use crate::shutdown::classify;
 use crate::{BridgeError, IoRuntime};
 use std::cell::RefCell;
 use std::future::Future;
@@ -130,6 +131,11 @@ impl<'a> RunBlocking<'a> {
     ///     .unwrap_err();
     /// assert!(matches!(err, bridge_tokio::BridgeError::TimedOut));
     /// ```
+    ///
+    /// A timeout so long that the deadline cannot be represented (`Duration::MAX`, say) means
+    /// no limit: the call then runs as if no timeout had been given, as
+    /// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout) and
+    /// [`IoRuntime::try_run_blocking_timeout`] do.
     pub fn timeout(self, timeout: Duration) -> Self {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.deadline(deadline),
@@ -193,7 +199,11 @@ impl<'a> RunBlocking<'a> {
     {
         match (ambient(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => per_call(future),
-            (Ambient::None, InlineStrategy::RuntimePerThread, None) => per_thread(future),
+            // A thread-local destructor after this thread's runtime is gone takes the
+            // default route instead.
+            (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
+                per_thread(future)
+            }
             (_, _, deadline) => crate::run::dispatch_with(self.io, future, deadline),
         }
     }
@@ -203,9 +213,8 @@ fn per_call<F: Future>(future: F) -> Result<F::Output, BridgeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|_| BridgeError::RuntimeGone)?;
-    panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future)))
-        .map_err(BridgeError::Panicked)
+        .map_err(BridgeError::Unavailable)?;
+    panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future))).map_err(classify)
 }
 
 thread_local! {
@@ -213,29 +222,25 @@ thread_local! {
     static RUNTIME: RefCell<Option<tokio::runtime::Runtime>> = const { RefCell::new(None) };
 }
 
+/// Whether this thread's runtime slot is still there (it is not during thread exit).
+fn per_thread_alive() -> bool {
+    RUNTIME.try_with(|_| ()).is_ok()
+}
+
 fn per_thread<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    let attempt = RUNTIME.try_with(|cell| {
+    RUNTIME.with(|cell| {
         // A nested call finds a runtime entered and never reaches here, so the cell is
         // never borrowed twice.
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(
+        let runtime = match &mut *slot {
+            Some(runtime) => runtime,
+            empty => empty.insert(
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|_| BridgeError::RuntimeGone)?,
-            );
-        }
-        let runtime = slot.as_ref().expect("set above");
-        Ok(panic::catch_unwind(AssertUnwindSafe(|| {
-            runtime.block_on(future)
-        })))
-    });
-    match attempt {
-        Ok(Ok(Ok(output))) => Ok(output),
-        Ok(Ok(Err(payload))) => Err(BridgeError::Panicked(payload)),
-        Ok(Err(error)) => Err(error),
-        // This thread is exiting and its runtime is gone with its thread-locals.
-        Err(_) => Err(BridgeError::RuntimeGone),
-    }
+                    .map_err(BridgeError::Unavailable)?,
+            ),
+        };
+        panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future))).map_err(classify)
+    })
 }

@@ -1,10 +1,12 @@
 //! `run_blocking` and its typed and `!Send` forms: pick the route, run the future there.
 
 use crate::route::{Ambient, ambient};
-use crate::{BridgeError, IoRuntime, handoff, probe, shutdown};
+use crate::{BridgeError, IoRuntime, handoff, here};
+use std::borrow::Cow;
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
+use std::panic;
 use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
 
 /// Runs `future` to completion from synchronous code, wherever this is called: a plain
 /// thread, a rayon worker, a task or `block_on` body of any tokio runtime, a `spawn_blocking`
@@ -113,13 +115,15 @@ where
 
 /// Runs a `!Send` future to completion on this thread, where that is possible: with no
 /// runtime (polled here, I/O driven by [`IoRuntime::global`]) and on a multi-thread runtime
-/// (inside `block_in_place`, with the ambient handle).
+/// (inside `block_in_place` on a worker, with the ambient handle). The future may borrow from
+/// the caller's stack.
 ///
 /// # Errors
 ///
-/// [`BridgeError::NotSendOnHandoff`] on a current-thread runtime or in a `LocalSet`, where
-/// only a handoff to another thread could run it; [`BridgeError::Panicked`] with the payload
-/// if the future panicked.
+/// [`BridgeError::NotSendOnHandoff`] on a current-thread runtime (or in a thread-local
+/// destructor after tokio's), where only a handoff to another thread could run it;
+/// [`BridgeError::Panicked`] with the payload if the future panicked;
+/// [`BridgeError::RuntimeGone`] if its runtime shut down under it.
 ///
 /// # Examples
 ///
@@ -135,18 +139,12 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    match ambient() {
-        Ambient::None => IoRuntime::global().block_on_here(future),
-        Ambient::Worker(handle) | Ambient::MultiThread(handle) => {
-            let attempt = probe::try_block_in_place(move || {
-                panic::catch_unwind(AssertUnwindSafe(|| handle.block_on(future)))
-                    .map_err(BridgeError::Panicked)
-            });
-            attempt.unwrap_or(Err(BridgeError::NotSendOnHandoff))
+    match Plan::of(ambient(), IoRuntime::global) {
+        Plan::Here(handle, Leave::Scheduler) => {
+            tokio::task::block_in_place(|| here::poll_here(&handle, future))
         }
-        Ambient::CurrentThread | Ambient::Local(_) | Ambient::Exiting => {
-            Err(BridgeError::NotSendOnHandoff)
-        }
+        Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future),
+        Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
     }
 }
 
@@ -156,6 +154,79 @@ where
     F::Output: Send + 'static,
 {
     dispatch_with(None, future, deadline)
+}
+
+/// What the calling thread must leave before it blocks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Leave {
+    /// A multi-thread runtime's worker: its scheduler (`block_in_place`).
+    Scheduler,
+    /// Nothing: this thread may block as it is.
+    Nothing,
+}
+
+/// Where a call runs its future; the handle is the ambient runtime's or an I/O runtime's
+/// (borrowed, which spares the hot path of a call with no runtime a reference count).
+#[derive(Debug)]
+pub(crate) enum Plan<'a> {
+    /// Polled on this thread with this handle entered.
+    Here(Cow<'a, Handle>, Leave),
+    /// Run on another thread with this handle, while this thread blocks.
+    Handoff(Cow<'a, Handle>),
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of [`run_blocking`] in `ambient`; `io` serves the calls that have no live
+    /// multi-thread runtime of their own.
+    pub(crate) fn of(ambient: Ambient, io: impl FnOnce() -> &'a IoRuntime) -> Self {
+        match ambient {
+            Ambient::None | Ambient::Dying => {
+                Plan::Here(Cow::Borrowed(io().handle()), Leave::Nothing)
+            }
+            Ambient::Worker(handle) => Plan::Here(Cow::Owned(handle), Leave::Scheduler),
+            Ambient::MultiThread(handle) => Plan::Here(Cow::Owned(handle), Leave::Nothing),
+            Ambient::CurrentThread | Ambient::Exiting => {
+                Plan::Handoff(Cow::Borrowed(io().handle()))
+            }
+        }
+    }
+
+    /// The plan of [`IoRuntime`]'s calls, which always drive the future with `io`.
+    pub(crate) fn on(ambient: Ambient, io: &'a IoRuntime) -> Self {
+        let handle = Cow::Borrowed(io.handle());
+        match ambient {
+            Ambient::Worker(_) => Plan::Here(handle, Leave::Scheduler),
+            Ambient::None | Ambient::MultiThread(_) | Ambient::Dying => {
+                Plan::Here(handle, Leave::Nothing)
+            }
+            Ambient::CurrentThread | Ambient::Exiting => Plan::Handoff(handle),
+        }
+    }
+
+    /// Runs `future` by this plan. With a deadline the future runs as a task of the plan's
+    /// runtime, so that it can be cancelled while this thread waits.
+    pub(crate) fn run<F>(
+        self,
+        future: F,
+        deadline: Option<Instant>,
+    ) -> Result<F::Output, BridgeError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match (self, deadline) {
+            (Plan::Here(handle, Leave::Scheduler), None) => {
+                tokio::task::block_in_place(|| here::poll_here(&handle, future))
+            }
+            (Plan::Here(handle, Leave::Nothing), None) => here::poll_here(&handle, future),
+            (Plan::Here(handle, Leave::Scheduler), Some(_)) => {
+                tokio::task::block_in_place(|| handoff::run(&handle, future, deadline))
+            }
+            (Plan::Here(handle, Leave::Nothing) | Plan::Handoff(handle), _) => {
+                handoff::run(&handle, future, deadline)
+            }
+        }
+    }
 }
 
 /// Runs `future` by the route of this context; `io` (default [`IoRuntime::global`], only
@@ -169,48 +240,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let io = || io.unwrap_or_else(|| IoRuntime::global());
-    let ambient = ambient();
-    match &ambient {
-        Ambient::None => io().drive(future, deadline),
-        // The hot path: a worker thread, where block_in_place is always allowed. It checks
-        // for a shutdown only once the future is about to wait (it can no longer move
-        // elsewhere then, so it ends with RuntimeGone).
-        Ambient::Worker(handle) => tokio::task::block_in_place(|| match deadline {
-            Some(_) => handoff::run(handle, future, deadline),
-            None => panic::catch_unwind(AssertUnwindSafe(|| {
-                handle.block_on(shutdown::unless_shutting_down(handle, future))
-            }))
-            .unwrap_or_else(|payload| Err(BridgeError::Panicked(payload))),
-        }),
-        Ambient::MultiThread(handle) => {
-            let mut slot = Some(future);
-            let attempt = probe::try_block_in_place(|| {
-                let future = slot.take().expect("taken once");
-                match deadline {
-                    Some(_) => handoff::run(handle, future, deadline),
-                    // A block_on body, a spawn_blocking thread, a stale guard of a runtime
-                    // that shut down: a dead runtime is found before the first poll, and the
-                    // future runs with the I/O runtime instead.
-                    None if shutdown::cannot_run(handle) => io().block_on_here(future),
-                    None => panic::catch_unwind(AssertUnwindSafe(|| handle.block_on(future)))
-                        .map_err(BridgeError::Panicked),
-                }
-            });
-            match attempt {
-                Ok(result) => result,
-                // A LocalSet on a multi-thread runtime: hand off to that runtime's workers.
-                Err(()) => {
-                    let future = slot.take().expect("not taken by a refused attempt");
-                    handoff::run(handle, future, deadline)
-                }
-            }
-        }
-        Ambient::Local(Some(handle)) => handoff::run(handle, future, deadline),
-        Ambient::Local(None) | Ambient::CurrentThread | Ambient::Exiting => {
-            handoff::run(io().handle(), future, deadline)
-        }
-    }
+    Plan::of(ambient(), || io.unwrap_or_else(|| IoRuntime::global())).run(future, deadline)
 }
 
 #[track_caller]

@@ -1,69 +1,102 @@
-//! Whether a runtime is shutting down, and futures that stop waiting on one that is.
+//! Whether a runtime is shutting down, found without waiting on it.
 //!
 //! While a multi-thread runtime shuts down, the values its tasks own are dropped on its
-//! worker threads, and a `Drop` that calls the bridge looks exactly like a worker's task to
-//! every cheap public query. Blocking there on that runtime's timers or I/O waits forever:
-//! nothing drives them any more, and the shutdown waits for this very thread. The one
-//! definitive public signal is that the runtime refuses new tasks: a task spawned on it is
-//! cancelled at once. Asking costs a task spawn (a few hundred ns), so the bridge asks only
-//! where it must: before the first poll on a runtime's non-worker threads (where it also
-//! tries a timer, see [`cannot_run`]), and on worker threads only once the future is about
-//! to wait.
+//! worker threads, and a `Drop` that calls the bridge looks like a worker's task to every
+//! public query but two:
+//!
+//! - a worker that polls a task holds its scheduler core, while one that drops tasks for the
+//!   shutdown does not; `tokio::task::yield_now` tells which, at no cost worth measuring: with
+//!   a core it defers the waker to the scheduler, without one it wakes it at once
+//!   ([`worker_without_core`]);
+//! - a runtime that shuts down refuses new tasks: a task spawned on it is cancelled at once
+//!   ([`shutting_down`]). That answer is definitive but costs a task spawn (a few hundred
+//!   ns), so a worker asks only when it holds no core (a shutdown, or a call nested in
+//!   `block_in_place`).
+//!
+//! A future polled with a runtime that shuts down under it is woken with tokio's "being
+//! shutdown" panic by its timers, which [`classify`] turns into
+//! [`BridgeError::RuntimeGone`].
 
 use crate::BridgeError;
+use std::any::Any;
+use std::cell::RefCell;
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use tokio::runtime::Handle;
 
 /// Whether `handle`'s runtime refuses new tasks because it is shutting down (or shut down).
 pub(crate) fn shutting_down(handle: &Handle) -> bool {
-    let mut probe = handle.spawn(async {});
+    let mut probe = pin!(handle.spawn(async {}));
     let mut cx = Context::from_waker(Waker::noop());
     matches!(
-        Pin::new(&mut probe).poll(&mut cx),
+        probe.as_mut().poll(&mut cx),
         Poll::Ready(Err(error)) if error.is_cancelled()
     )
 }
 
-/// Whether `handle`'s runtime cannot run a future any more: it refuses new tasks, or its
-/// timers refuse to start. After `shutdown_background` the timer driver stops before the
-/// scheduler refuses tasks, and a timer polled in between panics ("being shutdown"); a
-/// runtime built without timers answers the same way, which only sends the future to the I/O
-/// runtime. Costs a task spawn and a timer registration.
-pub(crate) fn cannot_run(handle: &Handle) -> bool {
-    if shutting_down(handle) {
-        return true;
+/// Set when `yield_now` wakes its waker at once.
+#[derive(Debug, Default)]
+struct WokenAtOnce(AtomicBool);
+
+impl Wake for WokenAtOnce {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
     }
-    crate::probe::quietly(|| {
-        let _context = handle.enter();
-        // A deadline in the future: an elapsed one completes without asking the driver.
-        let mut timer = std::pin::pin!(tokio::time::sleep(std::time::Duration::from_secs(3600)));
-        let mut cx = Context::from_waker(Waker::noop());
-        let _ = timer.as_mut().poll(&mut cx);
-    })
-    .is_err()
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // ORDERING: Relaxed: the flag is only read back by this thread, in the same call.
+        // (A deferred wake-up that the scheduler delivers later sets it too; `arm` clears
+        // it before each use.)
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
-/// Polls `future`; the first time it is about to wait, checks that `handle`'s runtime is
-/// not shutting down, and ends with [`BridgeError::RuntimeGone`] if it is.
-pub(crate) async fn unless_shutting_down<F: Future>(
-    handle: &Handle,
-    future: F,
-) -> Result<F::Output, BridgeError> {
-    let mut future = std::pin::pin!(future);
-    let mut checked = false;
-    std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
-        Poll::Ready(output) => Poll::Ready(Ok(output)),
-        Poll::Pending if checked => Poll::Pending,
-        Poll::Pending => {
-            checked = true;
-            if shutting_down(handle) {
-                Poll::Ready(Err(BridgeError::RuntimeGone))
-            } else {
-                Poll::Pending
-            }
-        }
-    })
-    .await
+thread_local! {
+    static WOKEN: RefCell<Option<(Arc<WokenAtOnce>, Waker)>> = const { RefCell::new(None) };
+}
+
+/// On a multi-thread runtime's worker thread: whether it holds no scheduler core now, as
+/// while it drops tasks for a shutdown (or runs inside `block_in_place`). `false` where it
+/// cannot tell.
+pub(crate) fn worker_without_core() -> bool {
+    let answer = WOKEN.try_with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let (flag, waker) = slot.get_or_insert_with(|| {
+            let flag = Arc::new(WokenAtOnce::default());
+            let waker = Waker::from(Arc::clone(&flag));
+            (flag, waker)
+        });
+        // ORDERING: Relaxed: see `wake_by_ref`.
+        flag.0.store(false, Ordering::Relaxed);
+        let mut yielded = pin!(tokio::task::yield_now());
+        let _ = yielded.as_mut().poll(&mut Context::from_waker(waker));
+        // ORDERING: Relaxed: a wake-up at once ran on this thread, inside the poll above.
+        flag.0.load(Ordering::Relaxed)
+    });
+    answer.unwrap_or(false)
+}
+
+/// tokio's panic message when a timer or an I/O resource is used after its runtime shut
+/// down.
+const SHUTDOWN_PANIC: &str = "A Tokio 1.x context was found, but it is being shutdown";
+
+/// The panic message of `payload`, if it is a string.
+pub(crate) fn message(payload: &(dyn Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
+/// A panic caught while polling a future: tokio's "being shutdown" panic means the runtime
+/// died under the future ([`BridgeError::RuntimeGone`]); any other is the future's own.
+pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> BridgeError {
+    if message(&*payload).is_some_and(|message| message.starts_with(SHUTDOWN_PANIC)) {
+        BridgeError::RuntimeGone
+    } else {
+        BridgeError::Panicked(payload)
+    }
 }

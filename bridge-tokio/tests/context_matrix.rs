@@ -78,34 +78,28 @@ fn tokio_local_set_on_current_thread() {
     });
 }
 
+/// A `LocalSet` on a multi-thread runtime's `block_on` body, where `block_in_place` panics:
+/// the thread may block, and the future is polled here with that runtime's handle.
 #[test]
-fn tokio_local_set_on_multi_thread_is_found_by_probing() {
+fn tokio_local_set_on_multi_thread() {
     watchdog(30, || {
         let rt = multi_thread();
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
-            call(Route::Handoff, 12);
-            tokio::task::spawn_local(async { call(Route::Handoff, 13) })
+            call(Route::BlockInPlace, 12);
+            tokio::task::spawn_local(async { call(Route::BlockInPlace, 13) })
                 .await
                 .unwrap();
+            // A !Send future, borrowing, on the same route.
+            let local_value = std::rc::Rc::new(40);
+            let n = bridge_tokio::run_blocking_local(async {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                *local_value + 2
+            });
+            assert_eq!(n.unwrap(), 42);
         });
         // The runtime is fine afterwards, in and out of the LocalSet.
         rt.block_on(async { call(Route::BlockInPlace, 14) });
-    });
-}
-
-#[test]
-fn bridge_local_set_on_both_flavors() {
-    watchdog(30, || {
-        for rt in [multi_thread(), current_thread()] {
-            let local = bridge_tokio::LocalSet::new();
-            local.block_on(&rt, async {
-                call(Route::Handoff, 15);
-                tokio::task::spawn_local(async { call(Route::Handoff, 16) })
-                    .await
-                    .unwrap();
-            });
-        }
     });
 }
 
@@ -176,25 +170,25 @@ fn a_panicking_future_is_resumed_and_everything_still_works() {
 }
 
 /// Values dropped while a multi-thread runtime shuts down call the bridge from its worker
-/// threads (or from the thread that drops the runtime). Nothing hangs: a future that would
-/// wait on the dying runtime ends with `RuntimeGone`, a ready one completes, and the
-/// `IoRuntime` runs real work to the right value.
+/// threads. The dying runtime's timers will never fire again, so the call finishes the
+/// future on the I/O runtime: every cleanup gets its value (a timer and a TCP round trip),
+/// and the route says so.
 #[test]
 fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
-    struct CallsOnDrop(u64, std::sync::mpsc::Sender<(u64, String)>);
+    struct CallsOnDrop(u64, std::sync::mpsc::Sender<(u64, Route, String)>);
     impl Drop for CallsOnDrop {
         fn drop(&mut self) {
             let tag = self.0;
+            let route = route();
             let waited = match bridge_tokio::try_run_blocking(work(tag)) {
                 Ok(echoed) if echoed == tag => "value".to_string(),
-                Ok(other) => format!("wrong value {other}"),
-                Err(bridge_tokio::BridgeError::RuntimeGone) => "runtime gone".to_string(),
-                Err(other) => format!("unexpected {other:?}"),
+                other => format!("{other:?}"),
             };
             let ready = run_blocking(async move { tag });
             let io = bridge_tokio::IoRuntime::global().run_blocking(work(tag));
             let _ = self.1.send((
                 tag,
+                route,
                 format!("{waited}, ready {}, io {}", ready == tag, io == tag),
             ));
         }
@@ -216,12 +210,53 @@ fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
         rx.iter().collect::<Vec<_>>()
     });
     assert_eq!(reports.len(), 8);
-    for (tag, report) in reports {
-        assert!(
-            report == "runtime gone, ready true, io true" || report == "value, ready true, io true",
-            "tag {tag}: {report}"
-        );
+    for (tag, route, report) in reports {
+        assert_eq!(report, "value, ready true, io true", "tag {tag}");
+        assert_eq!(route, Route::Inline, "tag {tag}");
     }
+}
+
+/// An `IoRuntime` dropped while calls wait on its timers: each call ends with `RuntimeGone`,
+/// never with a `Panicked` that the future did not raise; and so does a call made after the
+/// drop through a handle of it.
+#[test]
+fn an_io_runtime_dropped_with_calls_in_flight() {
+    watchdog(60, || {
+        let io = bridge_tokio::IoRuntime::new(1).unwrap();
+        let handle = io.handle().clone();
+        let callers: Vec<_> = (0..4)
+            .map(|i| {
+                // Borrowed handles: the one owner below drops the runtime.
+                let io = bridge_tokio::IoRuntime::from_handle(handle.clone());
+                std::thread::spawn(move || {
+                    let slow =
+                        async { tokio::time::sleep(std::time::Duration::from_secs(30)).await };
+                    // Three routes: inline on a plain thread, in place on a multi-thread
+                    // runtime's body, and a handoff from a current-thread runtime.
+                    match i % 3 {
+                        0 => io.try_run_blocking(slow),
+                        1 => multi_thread().block_on(async move { io.try_run_blocking(slow) }),
+                        _ => current_thread().block_on(async move { io.try_run_blocking(slow) }),
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(io);
+        for caller in callers {
+            let result = caller.join().unwrap();
+            assert!(
+                matches!(result, Err(bridge_tokio::BridgeError::RuntimeGone)),
+                "{result:?}"
+            );
+        }
+        let late = bridge_tokio::IoRuntime::from_handle(handle);
+        let result = late.try_run_blocking(work(31));
+        assert!(
+            matches!(result, Err(bridge_tokio::BridgeError::RuntimeGone)),
+            "{result:?}"
+        );
+    });
 }
 
 /// A thread still holds an entered guard of a runtime that was shut down in the background:

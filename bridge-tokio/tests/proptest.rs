@@ -3,6 +3,11 @@
 //! `run_blocking` calls, stacked in random order. At the top of each stack `run_blocking`
 //! does real work (a timer and a loopback TCP round trip), or panics, and the test checks
 //! the value (or the payload), the route `route()` reports, and that nothing hangs.
+//!
+//! Each stack also has a random *shape*, the way programs hold the call: plain; every async
+//! body of the stack joined with a sibling that ticks on a timer (`join!`); the calls nested
+//! in a future that joins such a sibling; the calls in a `Drop` that runs while a panic
+//! unwinds; the calls in a thread-local destructor when the innermost thread exits.
 
 mod common;
 
@@ -10,6 +15,71 @@ use bridge_tokio::{Route, route, run_blocking};
 use common::{current_thread, multi_thread, watchdog, work};
 use proptest::prelude::*;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Plain,
+    /// Every async body of the stack runs its inner part as one branch of a `join!` whose
+    /// other branch ticks on a timer until that part is done.
+    Siblings,
+    /// The calls run inside `run_blocking(async { join!(ticker, calls) })`.
+    InJoin,
+    /// The calls run in a `Drop` while a panic unwinds through it.
+    DropUnwinding,
+    /// The calls run in a thread-local destructor when the innermost thread exits.
+    ThreadExit,
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        Just(Shape::Plain),
+        Just(Shape::Siblings),
+        Just(Shape::InJoin),
+        Just(Shape::DropUnwinding),
+        Just(Shape::ThreadExit),
+    ]
+}
+
+/// How a sibling waits: on a tokio timer, or on a wake-up from another thread (for executors
+/// with no runtime, where a tokio timer has nobody to drive it).
+#[derive(Debug, Clone, Copy)]
+enum Tick {
+    Timer,
+    Thread,
+}
+
+/// Ticks until `done`, each tick a wait of 2 ms woken from elsewhere.
+async fn ticker(done: Arc<AtomicBool>, tick: Tick) {
+    while !done.load(Ordering::Acquire) {
+        match tick {
+            Tick::Timer => tokio::time::sleep(Duration::from_millis(2)).await,
+            Tick::Thread => {
+                let (tx, rx) = bridge_core::oneshot::channel();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(2));
+                    let _ = tx.send(());
+                });
+                let _ = rx.await;
+            }
+        }
+    }
+}
+
+/// Runs `inner` (synchronous) as one branch of a `join!` with a ticking sibling, or alone.
+async fn joined(inner: Leaf, siblings: bool, tick: Tick) {
+    if !siblings {
+        return inner();
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    tokio::join!(ticker(done, tick), async move {
+        inner();
+        finished.store(true, Ordering::Release);
+    });
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Ctx {
@@ -23,7 +93,7 @@ enum Ctx {
     CurrentBlocking,
     TokioLocalOnCurrent,
     TokioLocalOnMulti,
-    BridgeLocalOnMulti,
+    TokioLocalTaskOnMulti,
     BlockOn,
     Nested,
 }
@@ -40,7 +110,7 @@ fn ctx() -> impl Strategy<Value = Ctx> {
         Just(Ctx::CurrentBlocking),
         Just(Ctx::TokioLocalOnCurrent),
         Just(Ctx::TokioLocalOnMulti),
-        Just(Ctx::BridgeLocalOnMulti),
+        Just(Ctx::TokioLocalTaskOnMulti),
         Just(Ctx::BlockOn),
         Just(Ctx::Nested),
     ]
@@ -53,15 +123,17 @@ fn expected(stack: &[Ctx]) -> Route {
         .rev()
         .find_map(|ctx| match ctx {
             Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
-            Ctx::MultiBody | Ctx::MultiTask | Ctx::MultiBlocking => Some(Route::BlockInPlace),
+            Ctx::MultiBody
+            | Ctx::MultiTask
+            | Ctx::MultiBlocking
+            | Ctx::TokioLocalOnMulti
+            | Ctx::TokioLocalTaskOnMulti => Some(Route::BlockInPlace),
             Ctx::CurrentBody
             | Ctx::CurrentTask
             | Ctx::CurrentBlocking
-            | Ctx::TokioLocalOnCurrent
-            | Ctx::TokioLocalOnMulti
-            | Ctx::BridgeLocalOnMulti => Some(Route::Handoff),
-            // Inside a future that run_blocking drives, a multi-thread runtime is entered
-            // where block_in_place is allowed, whichever route the outer call took.
+            | Ctx::TokioLocalOnCurrent => Some(Route::Handoff),
+            // Inside a future that run_blocking drives, a multi-thread runtime's handle is
+            // entered, whichever route the outer call took.
             Ctx::Nested => Some(Route::BlockInPlace),
             // Changes nothing about the tokio context.
             Ctx::BlockOn => None,
@@ -79,13 +151,14 @@ fn on_thread(f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// Enters `stack[0]`, then the rest inside it, then runs `leaf`.
-fn enter(stack: Vec<Ctx>, leaf: Leaf) {
+/// Enters `stack[0]`, then the rest inside it, then runs `leaf`; with `siblings`, every
+/// async body joins a ticking sibling.
+fn enter(stack: Vec<Ctx>, siblings: bool, leaf: Leaf) {
     let Some((&first, rest)) = stack.split_first() else {
         return leaf();
     };
     let rest = rest.to_vec();
-    let next: Leaf = Box::new(move || enter(rest, leaf));
+    let next: Leaf = Box::new(move || enter(rest, siblings, leaf));
     match first {
         Ctx::Thread => on_thread(next),
         Ctx::Rayon => {
@@ -95,18 +168,28 @@ fn enter(stack: Vec<Ctx>, leaf: Leaf) {
                 .unwrap();
             pool.install(next);
         }
-        Ctx::MultiBody => on_thread(move || multi_thread().block_on(async move { next() })),
+        Ctx::MultiBody => {
+            on_thread(move || multi_thread().block_on(joined(next, siblings, Tick::Timer)))
+        }
         Ctx::MultiTask => on_thread(move || {
-            multi_thread()
-                .block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
+            multi_thread().block_on(async move {
+                tokio::spawn(joined(next, siblings, Tick::Timer))
+                    .await
+                    .unwrap()
+            })
         }),
         Ctx::MultiBlocking => on_thread(move || {
             multi_thread().block_on(async move { tokio::task::spawn_blocking(next).await.unwrap() })
         }),
-        Ctx::CurrentBody => on_thread(move || current_thread().block_on(async move { next() })),
+        Ctx::CurrentBody => {
+            on_thread(move || current_thread().block_on(joined(next, siblings, Tick::Timer)))
+        }
         Ctx::CurrentTask => on_thread(move || {
-            current_thread()
-                .block_on(async move { tokio::spawn(async move { next() }).await.unwrap() })
+            current_thread().block_on(async move {
+                tokio::spawn(joined(next, siblings, Tick::Timer))
+                    .await
+                    .unwrap()
+            })
         }),
         Ctx::CurrentBlocking => on_thread(move || {
             current_thread()
@@ -115,68 +198,109 @@ fn enter(stack: Vec<Ctx>, leaf: Leaf) {
         Ctx::TokioLocalOnCurrent => on_thread(move || {
             let local = tokio::task::LocalSet::new();
             local.block_on(&current_thread(), async move {
-                tokio::task::spawn_local(async move { next() })
+                tokio::task::spawn_local(joined(next, siblings, Tick::Timer))
                     .await
                     .unwrap()
             });
         }),
         Ctx::TokioLocalOnMulti => on_thread(move || {
             let local = tokio::task::LocalSet::new();
-            local.block_on(&multi_thread(), async move { next() });
+            local.block_on(&multi_thread(), joined(next, siblings, Tick::Timer));
         }),
-        Ctx::BridgeLocalOnMulti => on_thread(move || {
-            let local = bridge_tokio::LocalSet::new();
+        Ctx::TokioLocalTaskOnMulti => on_thread(move || {
+            let local = tokio::task::LocalSet::new();
             local.block_on(&multi_thread(), async move {
-                tokio::task::spawn_local(async move { next() })
+                tokio::task::spawn_local(joined(next, siblings, Tick::Timer))
                     .await
                     .unwrap()
             });
         }),
-        Ctx::BlockOn => bridge_core::block_on(async move { next() }),
-        Ctx::Nested => run_blocking(async move { next() }),
+        Ctx::BlockOn => bridge_core::block_on(joined(next, siblings, Tick::Thread)),
+        Ctx::Nested => run_blocking(joined(next, siblings, Tick::Timer)),
     }
 }
 
-fn check(stack: Vec<Ctx>, panics: bool, tag: u64) -> Result<(), String> {
+/// The calls a leaf makes: the route (unless `want` is `None`), a panicking future if
+/// `panics`, then real work.
+fn calls(want: Option<Route>, panics: bool, tag: u64) -> Result<(), String> {
+    let got = route();
+    if want.is_some_and(|want| got != want) {
+        return Err(format!("route {got:?}, expected {want:?}"));
+    }
+    if panics {
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_blocking(async move {
+                work(tag).await;
+                panic::panic_any(tag)
+            })
+        }));
+        match caught {
+            Err(payload) if payload.downcast_ref::<u64>() == Some(&tag) => {}
+            Err(_) => return Err("a different panic came back".into()),
+            Ok(()) => return Err("the panic was lost".into()),
+        }
+    }
+    let echoed = run_blocking(work(tag));
+    if echoed != tag {
+        return Err(format!("echoed {echoed}, expected {tag}"));
+    }
+    Ok(())
+}
+
+type Report = std::sync::mpsc::Sender<Result<(), String>>;
+
+/// Makes the calls when dropped.
+struct CallsOnDrop(Option<Route>, bool, u64, Report);
+
+impl Drop for CallsOnDrop {
+    fn drop(&mut self) {
+        let _ = self.3.send(calls(self.0, self.1, self.2));
+    }
+}
+
+thread_local! {
+    static AT_EXIT: std::cell::RefCell<Option<CallsOnDrop>> = const { std::cell::RefCell::new(None) };
+}
+
+fn check(stack: Vec<Ctx>, shape: Shape, panics: bool, tag: u64) -> Result<(), String> {
     let want = expected(&stack);
     let (tx, rx) = std::sync::mpsc::channel();
-    let leaf: Leaf = Box::new(move || {
-        let outcome = (|| {
-            let got = route();
-            if got != want {
-                return Err(format!("route {got:?}, expected {want:?}"));
-            }
-            if panics {
-                let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-                    run_blocking(async move {
-                        work(tag).await;
-                        panic::panic_any(tag)
-                    })
-                }));
-                match caught {
-                    Err(payload) if payload.downcast_ref::<u64>() == Some(&tag) => {}
-                    Err(_) => return Err("a different panic came back".into()),
-                    Ok(()) => return Err("the panic was lost".into()),
-                }
-            }
-            let echoed = run_blocking(work(tag));
-            if echoed != tag {
-                return Err(format!("echoed {echoed}, expected {tag}"));
-            }
-            Ok(())
-        })();
-        tx.send(outcome).unwrap();
+    let leaf: Leaf = Box::new(move || match shape {
+        Shape::Plain | Shape::Siblings => tx.send(calls(Some(want), panics, tag)).unwrap(),
+        Shape::InJoin => run_blocking(joined(
+            Box::new(move || {
+                tx.send(calls(Some(Route::BlockInPlace), panics, tag))
+                    .unwrap()
+            }),
+            true,
+            Tick::Timer,
+        )),
+        Shape::DropUnwinding => {
+            let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
+                let _calls = CallsOnDrop(Some(want), panics, tag, tx);
+                panic::panic_any(0u64);
+            }));
+            assert!(unwound.is_err());
+        }
+        // The route there depends on which thread-locals are gone already.
+        Shape::ThreadExit => {
+            AT_EXIT.with(|slot| *slot.borrow_mut() = Some(CallsOnDrop(None, panics, tag, tx)));
+        }
     });
-    watchdog(60, move || enter(stack, leaf));
-    rx.recv().map_err(|_| "the leaf never ran".to_string())?
+    watchdog(60, move || enter(stack, shape == Shape::Siblings, leaf));
+    // A thread-local destructor runs when its thread exits, which for a pool's thread can be
+    // after the pool's owner moved on.
+    rx.recv_timeout(Duration::from_secs(30))
+        .map_err(|_| "the leaf never reported".to_string())?
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn random_context_stacks(
+    fn random_context_stacks_and_shapes(
         stack in proptest::collection::vec(ctx(), 0..5),
+        shape in shape(),
         panics in any::<bool>(),
         tag in any::<u32>(),
     ) {
@@ -186,7 +310,7 @@ proptest! {
                 eprintln!("{info}");
             }
         }));
-        let result = check(stack, panics, u64::from(tag));
+        let result = check(stack, shape, panics, u64::from(tag));
         std::panic::set_hook(quiet);
         prop_assert_eq!(result, Ok(()));
     }

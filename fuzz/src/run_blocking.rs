@@ -9,7 +9,7 @@
 //! | 0, 1      | a fresh thread; a rayon worker                                    |
 //! | 2, 3, 4   | a multi-thread runtime: its `block_on` body, a task, `spawn_blocking` |
 //! | 5, 6, 7   | a current-thread runtime: its `block_on` body, a task, `spawn_blocking` |
-//! | 8, 9      | a tokio `LocalSet` on a current-thread runtime; bridge's `LocalSet` on a multi-thread runtime |
+//! | 8, 9      | a tokio `LocalSet`'s task on a current-thread runtime; on a multi-thread runtime |
 //! | 10, 11    | `bridge_core::block_on`; a nested `run_blocking`                  |
 //!
 //! The remaining bytes are calls made at the top of the stack, each checked against what
@@ -120,7 +120,7 @@ enum Ctx {
     CurrentTask,
     CurrentBlocking,
     TokioLocal,
-    BridgeLocal,
+    TokioLocalOnMulti,
     BlockOn,
     Nested,
 }
@@ -137,7 +137,7 @@ impl Ctx {
             Self::CurrentTask,
             Self::CurrentBlocking,
             Self::TokioLocal,
-            Self::BridgeLocal,
+            Self::TokioLocalOnMulti,
             Self::BlockOn,
             Self::Nested,
         ][usize::from(b)]
@@ -151,15 +151,15 @@ fn expected(stack: &[Ctx]) -> Route {
         .rev()
         .find_map(|ctx| match ctx {
             Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
-            Ctx::MultiBody | Ctx::MultiTask | Ctx::MultiBlocking => Some(Route::BlockInPlace),
-            Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal | Ctx::BridgeLocal => {
-                Some(Route::Handoff)
+            Ctx::MultiBody | Ctx::MultiTask | Ctx::MultiBlocking | Ctx::TokioLocalOnMulti => {
+                Some(Route::BlockInPlace)
             }
+            Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal => Some(Route::Handoff),
             // A spawn_blocking thread of a current-thread runtime is inside that runtime's
             // context, where block_in_place is not allowed.
             Ctx::CurrentBlocking => Some(Route::Handoff),
-            // The future of a run_blocking call runs where a multi-thread runtime is entered
-            // and block_in_place is allowed, whichever route the call took.
+            // The future of a run_blocking call runs with a multi-thread runtime's handle
+            // entered, whichever route the call took.
             Ctx::Nested => Some(Route::BlockInPlace),
             // Changes nothing about the tokio context.
             Ctx::BlockOn => None,
@@ -249,8 +249,8 @@ fn enter(stack: &[Ctx], leaf: Leaf) {
                 })
                 .expect("the local task")
         }),
-        Ctx::BridgeLocal => on_thread(move || {
-            let local = bridge_tokio::LocalSet::new();
+        Ctx::TokioLocalOnMulti => on_thread(move || {
+            let local = tokio::task::LocalSet::new();
             local
                 .block_on(&multi_thread(), async move {
                     tokio::task::spawn_local(async move { next() }).await
