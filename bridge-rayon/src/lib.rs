@@ -56,3 +56,32 @@ pub use job::CancelFlag;
 pub use spawn::{__loom_claimable_task, __loom_task};
 pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
 pub use task::{CatchUnwind, Task};
+
+/// Compile-time checks of the handles' auto traits, run as doctests.
+///
+/// A [`Task`] (and its [`CatchUnwind`] future) is `Send`, `Sync` and `Unpin` when its value
+/// is `Send`, and unwind-safe whatever the value, as tokio's `JoinHandle` is: it can be
+/// moved into, or shared with, a closure given to `std::panic::catch_unwind` without
+/// `AssertUnwindSafe`, since no panic can leave it half-updated.
+///
+/// ```
+/// use std::panic::{RefUnwindSafe, UnwindSafe};
+///
+/// fn check<X: Send + Sync + Unpin + UnwindSafe + RefUnwindSafe>() {}
+/// check::<bridge_rayon::Task<std::cell::RefCell<Vec<u8>>>>();
+/// check::<bridge_rayon::CatchUnwind<std::cell::Cell<u8>>>();
+///
+/// let task = bridge_rayon::spawn(|| -> u8 { panic!("bad block") });
+/// let shown = std::panic::catch_unwind(|| format!("{task:?}")).unwrap();
+/// assert!(shown.starts_with("Task"));
+/// assert!(std::panic::catch_unwind(move || task.wait()).is_err());
+/// ```
+///
+/// A task of a value that cannot cross threads cannot either:
+///
+/// ```compile_fail
+/// fn send<X: Send>() {}
+/// send::<bridge_rayon::Task<std::rc::Rc<u8>>>();
+/// ```
+#[cfg(doctest)]
+pub struct CompileFail;
