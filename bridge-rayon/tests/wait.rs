@@ -487,3 +487,40 @@ fn dropping_a_task_contains_a_panicking_destructor_of_its_result() {
         assert_eq!(drops.load(SeqCst), 4);
     });
 }
+
+/// On the spawning worker, the first poll claims the job and is ready at once; a poll after
+/// that finds its own claim, runs nothing, and panics with the "no value" message, as a
+/// re-poll of a completed task does anywhere.
+#[test]
+fn a_poll_after_an_inline_claim_runs_nothing_and_reports_no_value() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    watchdog(|| {
+        let pool = pool(1);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let (first, again) = pool
+            .spawn_task(move || {
+                let mut task = bridge_rayon::spawn(move || counter.fetch_add(1, SeqCst) + 40);
+                let mut cx = Context::from_waker(Waker::noop());
+                let first = std::pin::Pin::new(&mut task).poll(&mut cx);
+                let again = panic::catch_unwind(AssertUnwindSafe(|| {
+                    let _ = std::pin::Pin::new(&mut task).poll(&mut cx);
+                }));
+                (first, again.unwrap_err())
+            })
+            .wait();
+        assert_eq!(first, Poll::Ready(40));
+        let message = again
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| again.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("");
+        assert!(
+            message.contains("no value"),
+            "unexpected panic: {message:?}"
+        );
+        drain(&pool);
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
