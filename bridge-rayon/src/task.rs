@@ -51,9 +51,13 @@ use std::time::{Duration, Instant};
 ///   closure still runs on a thread of the pool it was spawned on.
 /// - **Otherwise it blocks.** If a pool thread already runs the job, or the waiter is any
 ///   other thread (another worker of the pool, a worker of another pool, a thread outside
-///   rayon), the waiter blocks until the result arrives: `spawn` promised that the closure
-///   runs on the pool, and a closure run inline elsewhere would see another thread's
-///   thread-locals and send its own nested rayon work to another pool.
+///   rayon), the waiter blocks until the result arrives. Off the pool, running the closure
+///   inline would break `spawn`'s promise that it runs on the pool (and put CPU work on,
+///   say, an async executor's thread); on a worker of another pool it would see that
+///   pool's thread-locals and send its own nested rayon work there. Another worker of the
+///   task's own pool would be a safe place, but rayon does not tell which pool a worker
+///   belongs to: the spawning worker is the one thread known to be in the task's pool
+///   (the job went onto its own deque).
 /// - **Time limits hold.** [`wait_timeout`](Self::wait_timeout) and
 ///   [`wait_deadline`](Self::wait_deadline) never run anything inline (a running closure
 ///   cannot be interrupted at the limit): they block until the result or the limit,
