@@ -1,4 +1,5 @@
-//! The job a task sends to the pool, and the cancellation flag it reads.
+//! Running a task's job (on the pool, or inline by the waiter that claimed it), and the
+//! cancellation flag the closure reads.
 
 use bridge_core::oneshot::{SendError, Sender};
 use std::any::Any;
@@ -73,9 +74,9 @@ impl<T> ReceiverGone for Sender<T> {
 }
 
 /// Runs the job: `f` unless its task was dropped before this point, with the outcome sent
-/// to the task. Never unwinds: a panic of `f` travels to the task, and dropping what nobody
-/// wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here on the
-/// pool thread.
+/// to the task. Called by whichever side claimed the job (see `claim.rs`): a pool thread, or
+/// the task's waiter. Never unwinds: a panic of `f` travels to the task, and dropping what
+/// nobody wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here.
 pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>)
 where
     F: FnOnce(CancelFlag<'_>) -> T,
@@ -95,7 +96,7 @@ where
 
 /// Drops `value`, containing a panic from its destructor so that it never reaches the pool's
 /// panic handler. A second panic (from dropping the first one's payload) is leaked instead.
-fn drop_quietly<V>(value: V) {
+pub(crate) fn drop_quietly<V>(value: V) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
         std::mem::forget(payload);
     }

@@ -22,19 +22,30 @@
 //!
 //! # Inside rayon
 //!
-//! Spawning from a rayon worker puts the job on that worker's pool. Waiting for a task on a
-//! rayon worker (with [`Task::wait`], or `bridge::block_on(task)`) first runs the pool's
-//! pending work on that thread until the result is there, so even a pool of one thread that
-//! blocks on its own tasks does not deadlock. A job that another worker already runs is
-//! waited for. Waiting across pools (a worker of pool A blocking on a task of pool B whose
-//! workers all wait for A) can still deadlock, as it would with rayon alone.
+//! Spawning from a rayon worker puts the job on that worker's pool. A wait on a rayon worker
+//! runs only the work it waits for, never unrelated jobs of the pool: on the worker that
+//! spawned the task, [`Task::wait`], [`Task::join`] and a poll (`.await`,
+//! `bridge::block_on(task)`) run the task's own job inline if no thread has started it yet;
+//! anywhere else, or once a pool thread has it, they block. So a job that spawns a task and
+//! waits for it finishes even on a pool of one thread, and a waiting job never runs another
+//! job on top of its stack while it holds its locks. [`Task::wait_timeout`] and
+//! [`Task::wait_deadline`] never run anything inline: their limit holds on every thread.
+//!
+//! What can still deadlock is what plain blocking waits would deadlock on, a cycle the
+//! program builds: jobs on different workers that wait for each other's tasks; a pool's
+//! workers all waiting for tasks they did not spawn themselves (on a pool of one thread, a
+//! task spawned from outside the pool and waited for by the pool's only worker); workers of
+//! two pools waiting for each other's tasks until both are exhausted. See [`Task`] for the
+//! rules.
 //!
 //! The result travels through `bridge_core::oneshot`, whose send happens-before the
 //! receive: what the closure wrote is visible to whoever takes its result.
 #![forbid(unsafe_code)]
 
+mod claim;
 mod error;
 mod job;
+mod loom;
 mod spawn;
 mod task;
 
@@ -42,6 +53,35 @@ pub use error::TaskError;
 pub use job::CancelFlag;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use spawn::__loom_task;
+pub use spawn::{__loom_claimable_task, __loom_task};
 pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
 pub use task::{CatchUnwind, Task};
+
+/// Compile-time checks of the handles' auto traits, run as doctests.
+///
+/// A [`Task`] (and its [`CatchUnwind`] future) is `Send`, `Sync` and `Unpin` when its value
+/// is `Send`, and unwind-safe whatever the value, as tokio's `JoinHandle` is: it can be
+/// moved into, or shared with, a closure given to `std::panic::catch_unwind` without
+/// `AssertUnwindSafe`, since no panic can leave it half-updated.
+///
+/// ```
+/// use std::panic::{RefUnwindSafe, UnwindSafe};
+///
+/// fn check<X: Send + Sync + Unpin + UnwindSafe + RefUnwindSafe>() {}
+/// check::<bridge_rayon::Task<std::cell::RefCell<Vec<u8>>>>();
+/// check::<bridge_rayon::CatchUnwind<std::cell::Cell<u8>>>();
+///
+/// let task = bridge_rayon::spawn(|| -> u8 { panic!("bad block") });
+/// let shown = std::panic::catch_unwind(|| format!("{task:?}")).unwrap();
+/// assert!(shown.starts_with("Task"));
+/// assert!(std::panic::catch_unwind(move || task.wait()).is_err());
+/// ```
+///
+/// A task of a value that cannot cross threads cannot either:
+///
+/// ```compile_fail
+/// fn send<X: Send>() {}
+/// send::<bridge_rayon::Task<std::rc::Rc<u8>>>();
+/// ```
+#[cfg(doctest)]
+pub struct CompileFail;

@@ -1,6 +1,19 @@
 //! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
 
 use crate::{CancelFlag, Task};
+use std::thread::{self, ThreadId};
+
+/// The worker a global `spawn` from this thread lands on, if this is a rayon worker:
+/// `rayon::spawn` from a worker queues the job on that worker's own pool.
+fn home_in_current_pool() -> Option<ThreadId> {
+    rayon::current_thread_index().map(|_| thread::current().id())
+}
+
+/// This thread, if it is a worker of `pool`: a task spawned here onto `pool` may be claimed
+/// by a waiter on this thread.
+fn home_in(pool: &rayon::ThreadPool) -> Option<ThreadId> {
+    pool.current_thread_index().map(|_| thread::current().id())
+}
 
 /// Runs `f` on rayon's global pool and returns the [`Task`] that yields its result.
 ///
@@ -8,6 +21,10 @@ use crate::{CancelFlag, Task};
 /// own deque (and runs in the pool that worker belongs to), from any other thread on the
 /// global pool's queue. A panic in `f` is caught on the pool thread and comes back through
 /// the task; rayon's panic handler never sees it.
+///
+/// `f` runs on a thread of that pool: a pool thread, or (if the task was spawned from a
+/// worker and that same worker waits for it before any thread started it) the spawning
+/// worker itself, inline in the wait; see [`Task`]'s section on waiting on a rayon worker.
 ///
 /// # Examples
 ///
@@ -22,13 +39,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
     rayon::spawn(job);
     task
 }
 
 /// Like [`spawn`], but the job takes rayon's FIFO path: jobs spawned from one worker start
-/// in the order they were spawned.
+/// in the order they were spawned (a job its spawning worker claims in a wait starts then,
+/// ahead of its turn).
 ///
 /// # Examples
 ///
@@ -41,7 +59,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
     rayon::spawn_fifo(job);
     task
 }
@@ -62,7 +80,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(f);
+    let (task, job) = Task::new(f, home_in_current_pool());
     rayon::spawn(job);
     task
 }
@@ -136,7 +154,7 @@ impl ThreadPoolExt for rayon::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in(self));
         self.spawn(job);
         task
     }
@@ -146,7 +164,7 @@ impl ThreadPoolExt for rayon::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in(self));
         self.spawn_fifo(job);
         task
     }
@@ -156,14 +174,15 @@ impl ThreadPoolExt for rayon::ThreadPool {
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(f);
+        let (task, job) = Task::new(f, home_in(self));
         self.spawn(job);
         task
     }
 }
 
 /// Test hook for the loom models: a task and the job that fulfils it, to be run on a loom
-/// thread standing in for the pool. Not part of the API.
+/// thread standing in for the pool. Its waiters never claim the job: they block, as a thread
+/// outside the pool does. Not part of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
@@ -171,5 +190,19 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    Task::new(f)
+    Task::new(f, None)
+}
+
+/// Test hook for the loom models: like [`__loom_task`], but a waiter on any loom thread of
+/// the model claims the job if it has not started, as the spawning worker does on a real
+/// pool. (loom runs every model thread on the one OS thread that calls this, so that thread
+/// stands for the spawning worker.) Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_claimable_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Task::new(f, Some(thread::current().id()))
 }

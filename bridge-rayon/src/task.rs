@@ -1,13 +1,16 @@
 //! `Task<T>`: the handle on CPU work running on a rayon pool.
 
 use crate::TaskError;
+use crate::claim::{Claim, Job, PoolJob};
 use crate::job::{self, CancelFlag, Outcome};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use std::fmt;
 use std::future::Future;
-use std::panic::resume_unwind;
+use std::panic::{RefUnwindSafe, UnwindSafe, resume_unwind};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// A closure running (or queued) on a rayon pool, and the way to its result.
@@ -27,12 +30,48 @@ use std::time::{Duration, Instant};
 /// **Dropping a `Task` cancels it:** if the job has not started, the closure never runs
 /// (its captures are dropped on the pool thread); if it is running, it finishes (a
 /// cancellable closure can see the [`CancelFlag`] and stop early) and its result is dropped
-/// on the pool thread. [`detach`](Self::detach) lets the job run without anybody waiting.
+/// on the pool thread. A result that had already arrived is dropped with the `Task`, on the
+/// dropping thread, inside `catch_unwind`: a panic from its destructor (or from the
+/// destructor of the closure's panic payload) is contained there and never escapes the
+/// drop, not even while the thread unwinds. [`detach`](Self::detach) lets the job run
+/// without anybody waiting.
 ///
-/// **On a rayon worker**, waiting for a task (or polling it, as `bridge::block_on` does)
-/// first runs the pool's pending work on this thread until the result is there, so a
-/// worker that blocks on a task it spawned (or a pool whose every thread does) still makes
-/// progress instead of deadlocking.
+/// # Waiting on a rayon worker
+///
+/// A waiter only ever runs the work it waits for, never unrelated jobs of the pool: it
+/// builds no wait cycle that a plain blocking wait would not, and it never runs another job
+/// on top of its own stack while it holds its locks.
+///
+/// - **Its own job, inline.** On the rayon worker that spawned the task (into that worker's
+///   own pool, as [`spawn`](crate::spawn) from a worker does), [`wait`](Self::wait),
+///   [`join`](Self::join) and a poll (`.await`, `bridge::block_on`) run the closure right
+///   there if no pool thread has started it yet. The pool's copy of the job then finds it
+///   claimed and does nothing. So a job that spawns a task and waits for it finishes even
+///   when every thread of the pool does the same (a pool of one thread included), and the
+///   closure still runs on a thread of the pool it was spawned on.
+/// - **Otherwise it blocks.** If a pool thread already runs the job, or the waiter is any
+///   other thread (another worker of the pool, a worker of another pool, a thread outside
+///   rayon), the waiter blocks until the result arrives. Off the pool, running the closure
+///   inline would break `spawn`'s promise that it runs on the pool (and put CPU work on,
+///   say, an async executor's thread); on a worker of another pool it would see that
+///   pool's thread-locals and send its own nested rayon work there. Another worker of the
+///   task's own pool would be a safe place, but rayon does not tell which pool a worker
+///   belongs to: the spawning worker is the one thread known to be in the task's pool
+///   (the job went onto its own deque).
+/// - **Time limits hold.** [`wait_timeout`](Self::wait_timeout) and
+///   [`wait_deadline`](Self::wait_deadline) never run anything inline (a running closure
+///   cannot be interrupted at the limit): they block until the result or the limit,
+///   whichever comes first, on every thread. [`try_get`](Self::try_get) never runs
+///   anything.
+///
+/// What can still deadlock is what would deadlock with plain blocking waits: a cycle the
+/// program builds. A job waiting for a task whose job already runs on another worker that
+/// waits, directly or not, for the first; a worker waiting for a task spawned from outside
+/// its pool (or from another of its workers) while every thread that could run the job
+/// waits too (on a pool of one thread: a task spawned from the main thread and waited for
+/// by the pool's only worker before it started); workers of two pools waiting for each
+/// other's tasks until both pools are exhausted; a loop of `wait_timeout` on the only
+/// worker, for a task that worker spawned and never waits for without a limit.
 ///
 /// # Examples
 ///
@@ -45,25 +84,43 @@ use std::time::{Duration, Instant};
 /// ```
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
-    rx: Receiver<Outcome<T>>,
+    /// Taken only by the methods that consume the task (and by its drop).
+    rx: Option<Receiver<Outcome<T>>>,
+    /// The job, shared with the pool's copy: the waiter's claim goes through it.
+    job: Arc<dyn Claim>,
 }
 
+// A `Task` is unwind-safe whatever `T` is, as tokio's `JoinHandle` is: nothing a panic can
+// interrupt leaves it half-updated. Its state lives in the oneshot and the claim state, both
+// changed by single atomic steps; a panic of the closure is caught where it runs and only
+// resumed after the outcome was taken out of the channel, and a later use of the task then
+// reports the value gone (`TaskError::Lost`, or a panic saying so) instead of seeing broken
+// state. Through `&Task` only `Debug` can be called.
+impl<T> UnwindSafe for Task<T> {}
+impl<T> RefUnwindSafe for Task<T> {}
+
 impl<T: Send + 'static> Task<T> {
-    /// Makes a task and the job that fulfils it; the caller hands the job to a pool.
-    pub(crate) fn new<F>(f: F) -> (Self, impl FnOnce() + Send + 'static)
+    /// Makes a task and the job that fulfils it; the caller hands the job to a pool. `home`
+    /// is the rayon worker that spawns it into its own pool, if one does: the only thread
+    /// that may claim the job and run it inline.
+    pub(crate) fn new<F>(f: F, home: Option<ThreadId>) -> (Self, impl FnOnce() + Send + 'static)
     where
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        (Self { rx }, move || job::run(f, tx))
+        let job = Job::new(f, tx, home);
+        let pool_job = PoolJob::new(Arc::clone(&job));
+        let task = Self { rx: Some(rx), job };
+        (task, move || pool_job.run())
     }
 }
 
 impl<T> Task<T> {
     /// Blocks this thread until the closure finishes, and returns its value.
     ///
-    /// On a rayon worker it first runs the pool's pending work here until the result is there
-    /// (see [`Task`]).
+    /// On the rayon worker that spawned the task, a job that has not started runs here,
+    /// inline; nothing else of the pool does (see [Waiting on a rayon
+    /// worker](Self#waiting-on-a-rayon-worker)).
     ///
     /// # Panics
     ///
@@ -81,7 +138,7 @@ impl<T> Task<T> {
     }
 
     /// Blocks this thread until the closure finishes, and returns its value or why there is
-    /// none: the non-panicking [`wait`](Self::wait).
+    /// none: the non-panicking [`wait`](Self::wait). Runs the job inline where `wait` does.
     ///
     /// # Errors
     ///
@@ -95,19 +152,17 @@ impl<T> Task<T> {
     /// assert_eq!(err.to_string(), "the task panicked: corrupt block");
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
-        self.help();
-        loop {
-            // A timeout too large for the clock waits without a deadline.
-            match self.rx.recv_timeout(Duration::MAX) {
-                Ok(outcome) => return outcome.map_err(TaskError::Panicked),
-                Err(RecvTimeoutError::Closed) => return Err(closed()),
-                Err(RecvTimeoutError::Timeout) => continue,
-            }
-        }
+        self.job.run_if_mine();
+        outcome(self.receiver().recv_blocking())
     }
 
     /// Blocks this thread for at most `timeout`; `None` if the closure has not finished.
     /// The task stays usable after a timeout.
+    ///
+    /// The limit holds on every thread, a rayon worker included: this never runs the job (or
+    /// anything else) inline, it only blocks. On the worker that spawned the task, a job
+    /// that no other thread of the pool starts meanwhile stays queued until the limit; only
+    /// [`wait`](Self::wait), [`join`](Self::join) or a poll run it there.
     ///
     /// # Panics
     ///
@@ -124,12 +179,14 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<T> {
-        self.help();
-        timed(self.rx.recv_timeout(timeout))
+        timed(self.rx_mut().recv_timeout(timeout))
     }
 
     /// Blocks this thread until `deadline` at the latest; `None` if the closure has not
     /// finished. The task stays usable after a timeout.
+    ///
+    /// Like [`wait_timeout`](Self::wait_timeout), it never runs anything inline, so the
+    /// deadline holds on every thread.
     ///
     /// # Panics
     ///
@@ -149,11 +206,11 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_deadline(&mut self, deadline: Instant) -> Option<T> {
-        self.help();
-        timed(self.rx.recv_deadline(deadline))
+        timed(self.rx_mut().recv_deadline(deadline))
     }
 
-    /// The value if the closure has finished, without blocking; `None` otherwise.
+    /// The value if the closure has finished, without blocking; `None` otherwise. It never
+    /// runs the job.
     ///
     /// # Panics
     ///
@@ -174,7 +231,7 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn try_get(&mut self) -> Option<T> {
-        match self.rx.try_recv() {
+        match self.rx_mut().try_recv() {
             Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::Panicked))),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(unwrap(Err(closed()))),
@@ -206,28 +263,38 @@ impl<T> Task<T> {
     /// bridge_rayon::spawn(move || tx.send("flushed").unwrap()).detach();
     /// assert_eq!(rx.recv().unwrap(), "flushed");
     /// ```
-    pub fn detach(self) {
-        self.rx.abandon();
+    pub fn detach(mut self) {
+        self.receiver().abandon();
     }
 
-    /// Polls for the outcome, helping the pool first if this is a rayon worker.
+    /// Polls for the outcome; on the worker that spawned the task, runs the job inline
+    /// first if it has not started.
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
-        self.help();
-        Pin::new(&mut self.rx).poll(cx).map(outcome)
+        self.job.run_if_mine();
+        Pin::new(self.rx_mut()).poll(cx).map(outcome)
     }
 
-    /// On a rayon worker, runs pending rayon work until the outcome is here or the pool has
-    /// nothing this thread can run: a job queued behind this worker (spawned from it, or
-    /// waiting in its pool's queue) is then run here instead of deadlocking the pool. A job
-    /// that another thread already runs is left to it.
-    fn help(&self) {
-        if rayon::current_thread_index().is_none() {
-            return;
-        }
-        while !self.rx.is_ready() {
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                return;
-            }
+    /// The receiver, for the methods that keep the task.
+    fn rx_mut(&mut self) -> &mut Receiver<Outcome<T>> {
+        self.rx
+            .as_mut()
+            .expect("only the methods that consume a Task take its receiver")
+    }
+
+    /// The receiver, for the methods that consume the task.
+    fn receiver(&mut self) -> Receiver<Outcome<T>> {
+        self.rx
+            .take()
+            .expect("only the methods that consume a Task take its receiver")
+    }
+}
+
+impl<T> Drop for Task<T> {
+    /// Closes the channel, which cancels a job that has not started; a result that already
+    /// arrived is dropped here, inside `catch_unwind`.
+    fn drop(&mut self) {
+        if let Some(rx) = self.rx.take() {
+            job::drop_quietly(rx);
         }
     }
 }
@@ -247,7 +314,10 @@ impl<T> Future for Task<T> {
 impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
-            .field("is_finished", &self.rx.is_ready())
+            .field(
+                "is_finished",
+                &self.rx.as_ref().is_some_and(Receiver::is_ready),
+            )
             .finish()
     }
 }

@@ -5,13 +5,16 @@
 //!     cargo test -p bridge-rayon --release --test loom
 //! ```
 //!
-//! The task and its job share nothing but bridge-core's oneshot: the task's receiver (dropped:
-//! cancel; abandoned: detach) and the job's sender (checked before the closure starts, then
-//! used for the outcome). The oneshot's own loom build checks frees and leaks; values carry a
-//! `loom::alloc::Track` (leak check) and a drop counter (double drop check).
+//! The task and its job share bridge-core's oneshot: the task's receiver (dropped: cancel;
+//! abandoned: detach) and the job's sender (checked before the closure starts, then used for
+//! the outcome). They also share the job's claim state: the pool's copy and the task's waiter
+//! (on the worker that spawned it: `__loom_claimable_task`) race to move it away from
+//! `QUEUED`, and only the winner runs the job. The oneshot's own loom build checks frees and
+//! leaks; values carry a `loom::alloc::Track` (leak check) and a drop counter (double drop
+//! check).
 #![cfg(bridge_loom)]
 
-use bridge_rayon::{__loom_task, TaskError};
+use bridge_rayon::{__loom_claimable_task, __loom_task, TaskError};
 use loom::alloc::Track;
 use loom::thread;
 use std::sync::Arc;
@@ -171,5 +174,153 @@ fn job_dropped_unrun_vs_wait() {
         assert!(matches!(err, TaskError::Lost), "expected Lost, got {err:?}");
         assert!(!err.is_panic());
         pool.join().unwrap();
+    });
+}
+
+/// The waiter's claim (`join` on the spawning worker) against the pool's start: every order
+/// of the two compare-exchanges on the claim state, and the waiter's blocking receive when
+/// the pool wins (spin, register, park against the send). Exactly one side runs the closure,
+/// once; the value reaches the waiter once; the captures and the value are dropped once.
+/// 13 executions at bound 3.
+///
+/// Catches: `claim-twice` (a claim that loads the state and then stores it lets both sides
+/// win: the loser finds the job gone and panics); a claim that forgets the state (the
+/// closure would run twice: the `runs` count).
+#[test]
+fn claim_vs_start() {
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let capture = Track::new(Counted(drops.clone()));
+        let (counter, value_drops) = (runs.clone(), drops.clone());
+        let (task, job) = __loom_claimable_task(move |_| {
+            let _keep = &capture;
+            counter.fetch_add(1, SeqCst);
+            Track::new(Counted(value_drops))
+        });
+        let pool = thread::spawn(job);
+        let value = task.join().expect("the value");
+        drop(value);
+        pool.join().unwrap();
+        assert_eq!(
+            runs.load(SeqCst),
+            1,
+            "the closure ran {} times",
+            runs.load(SeqCst)
+        );
+        assert_eq!(
+            drops.load(SeqCst),
+            2,
+            "captures and value not dropped once each"
+        );
+    });
+}
+
+/// The same race through a poll (`bridge_core::block_on`) and with a closure that panics:
+/// the payload reaches the waiter once, whichever side ran the closure, and never escapes
+/// the pool thread.
+///
+/// Catches: a claimed job run outside `catch_unwind` (the poll unwinds with the payload
+/// instead of returning it); `claim-twice`, as above. 35 executions at bound 3.
+#[test]
+fn claim_by_poll_vs_start_with_a_panic() {
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let (task, job) = __loom_claimable_task(move |_| -> u8 {
+            counter.fetch_add(1, SeqCst);
+            std::panic::panic_any(Track::new(5u32))
+        });
+        let pool = thread::spawn(job);
+        match bridge_core::block_on(task.catch_unwind()) {
+            Err(TaskError::Panicked(payload)) => {
+                assert_eq!(
+                    payload.downcast_ref::<Track<u32>>().map(Track::get_ref),
+                    Some(&5)
+                );
+            }
+            other => panic!("expected the panic, got {other:?}"),
+        }
+        pool.join().unwrap();
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
+
+/// The waiter's claim against a pool that drops its copy of the job unrun (rayon never
+/// does; another pool might): either the waiter claims first and gets the value, or the
+/// pool's drop takes the job and the waiter gets `Lost`. The closure runs at most once,
+/// only on the waiter, and its captures are dropped once either way.
+///
+/// Catches: a pool copy that drops the job's parts without taking the claim (the waiter
+/// claims a job already gone, or waits forever for a sender still alive: loom's deadlock
+/// report); a claim after the pool's drop that runs anyway. 10 executions at bound 3.
+#[test]
+fn claim_vs_job_dropped_unrun() {
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let capture = Track::new(Counted(drops.clone()));
+        let counter = runs.clone();
+        let (task, job) = __loom_claimable_task(move |_| {
+            let _keep = &capture;
+            counter.fetch_add(1, SeqCst);
+            1u8
+        });
+        let pool = thread::spawn(move || drop(job));
+        match task.join() {
+            Ok(value) => {
+                assert_eq!(value, 1);
+                assert_eq!(runs.load(SeqCst), 1);
+            }
+            Err(TaskError::Lost) => assert_eq!(runs.load(SeqCst), 0),
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+        pool.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 1, "captures not dropped once");
+    });
+}
+
+/// A claimable task (spawned on the worker that waits) dropped while the pool starts its
+/// job, after a timed wait that must not claim: a cancel that happened-before the start keeps
+/// the closure from running; one racing the start lets it run at most once, on the pool.
+/// The timed wait never runs the closure.
+///
+/// Catches: `ignore-deadline-while-helping` (the timed wait claims and runs the job, so the
+/// closure runs on the waiter: the `on_waiter` count); a cancel that the claim state hides
+/// from the pool (the second part runs the closure). 110 executions at bound 3.
+#[test]
+fn timed_wait_then_cancel_vs_start() {
+    loom::model(|| {
+        let on_waiter = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (waiter_count, counter) = (on_waiter.clone(), runs.clone());
+        let waiter = thread::current().id();
+        let (mut task, job) = __loom_claimable_task(move |_| {
+            if thread::current().id() == waiter {
+                waiter_count.fetch_add(1, SeqCst);
+            }
+            counter.fetch_add(1, SeqCst);
+        });
+        let pool = thread::spawn(job);
+        let got = task.wait_timeout(std::time::Duration::ZERO);
+        drop(task);
+        pool.join().unwrap();
+        assert_eq!(on_waiter.load(SeqCst), 0, "a timed wait ran the job inline");
+        assert!(runs.load(SeqCst) <= 1);
+        assert!(got.is_none() || runs.load(SeqCst) == 1);
+
+        // Cancel first, start after: never runs.
+        let counter = runs.clone();
+        let before = runs.load(SeqCst);
+        let (task, job) = __loom_claimable_task(move |_| {
+            counter.fetch_add(1, SeqCst);
+        });
+        drop(task);
+        thread::spawn(job).join().unwrap();
+        assert_eq!(
+            runs.load(SeqCst),
+            before,
+            "ran after a cancel that happened-before"
+        );
     });
 }

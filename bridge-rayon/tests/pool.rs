@@ -158,10 +158,10 @@ fn wait_timeout_gives_none_then_the_value() {
 #[test]
 fn spawning_and_waiting_inside_a_one_thread_pool_does_not_deadlock() {
     let pool = pool(1);
-    // The pool's only thread waits for a task it spawned: it runs the job itself.
+    // The pool's only thread waits for a task it spawned: it claims the job and runs it.
     let nested = pool.spawn_task(|| bridge_rayon::spawn(|| 21).wait() * 2);
     assert_eq!(nested.wait(), 42);
-    // The same through the runtime-free block_on (the task's poll helps).
+    // The same through the runtime-free block_on (the task's poll claims the job).
     let nested = pool.spawn_task(|| bridge_core::block_on(bridge_rayon::spawn(|| 8)));
     assert_eq!(nested.wait(), 8);
     // Several levels deep, all on the one thread.
@@ -204,12 +204,12 @@ fn the_task_is_small_send_and_unpin() {
 }
 
 #[test]
-fn waiting_on_a_worker_runs_every_job_queued_ahead_of_the_task() {
+fn a_worker_claims_each_of_its_queued_tasks_in_the_order_it_waits() {
     let pool = pool(1);
     let (tx, rx) = mpsc::channel();
     pool.spawn(move || {
-        // Both jobs queue behind this one on the pool's only thread, in FIFO order: the
-        // wait must run the first to reach the second, not give up after one.
+        // Both jobs queue behind this one on the pool's only thread, in FIFO order: each
+        // wait claims its own job, the second before the first.
         let first = bridge_rayon::spawn_fifo(|| 1);
         let second = bridge_rayon::spawn_fifo(|| 2);
         tx.send(second.wait() + first.wait()).unwrap();

@@ -1,0 +1,175 @@
+//! Who runs a task's job: the pool, or the task's own waiter.
+//!
+//! A job is shared by its `Task` and by the closure the pool queues. Whoever moves the claim
+//! state away from [`QUEUED`](states::QUEUED) first takes the job out of its slot and is the
+//! only one ever to touch it:
+//!
+//! ```text
+//!            pool runs its copy, or drops it unrun
+//! QUEUED ──────────────────────────────────────────▶ POOL
+//!    │
+//!    │       the task's waiter, on the worker that spawned it, with no time limit
+//!    └─────────────────────────────────────────────▶ WAITER
+//! ```
+//!
+//! Both are final. The side that loses the race finds the other's state and leaves the job
+//! alone: the pool's copy then does nothing, and the waiter blocks on the task's channel like
+//! any other waiter.
+//!
+//! Cancellation is not a claim state. It stays where it always was, in the oneshot: a
+//! dropped `Task` closes its receiver, and the job (whoever claimed it) checks the channel
+//! before it starts the closure (`job::run`). A waiter cannot cancel: it holds the task.
+//! Keeping one source of truth for each decision keeps each one testable on its own.
+
+use crate::job::{self, CancelFlag, Outcome};
+use crate::loom::AtomicU8;
+use crate::loom::Ordering::Relaxed;
+use bridge_core::oneshot::Sender;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, ThreadId};
+
+/// The values of a job's claim state.
+pub(crate) mod states {
+    /// In the pool's queue; nobody has taken the job yet. The only state that moves.
+    pub(crate) const QUEUED: u8 = 0;
+    /// The pool took the job: its thread runs it, or the pool dropped its copy unrun and
+    /// with it the closure and the sender (the task then reports `Lost`).
+    pub(crate) const POOL: u8 = 1;
+    /// The task's waiter took the job and runs it inline, on its own thread.
+    pub(crate) const WAITER: u8 = 2;
+}
+
+use states::{POOL, QUEUED, WAITER};
+
+/// The closure and the sender of its outcome, until one side claims them.
+type Parts<F, T> = (F, Sender<Outcome<T>>);
+
+/// The job shared by a task and its pool.
+pub(crate) struct Job<F, T> {
+    /// [`states`]: who took the job.
+    state: AtomicU8,
+    /// The rayon worker that spawned the task into its own pool, if a worker did: the only
+    /// thread on which a waiter may claim the job.
+    home: Option<ThreadId>,
+    /// The job's parts until the claim's winner takes them. A safe cell, not a lock: only
+    /// the one winner of the claim ever locks it, so it is never contended, and no user code
+    /// runs while it is held (it cannot be poisoned).
+    parts: Mutex<Option<Parts<F, T>>>,
+}
+
+impl<F, T> Job<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    /// A queued job; `home` is the worker that spawned it into its own pool, if any.
+    pub(crate) fn new(f: F, tx: Sender<Outcome<T>>, home: Option<ThreadId>) -> Arc<Self> {
+        Arc::new(Self {
+            state: AtomicU8::new(QUEUED),
+            home,
+            parts: Mutex::new(Some((f, tx))),
+        })
+    }
+
+    /// Moves the state from `QUEUED` to `to`: the job's parts if this call won, the state
+    /// found otherwise.
+    fn claim(&self, to: u8) -> Result<Parts<F, T>, u8> {
+        // ORDERING: Relaxed is enough: the compare-exchange only elects the one side that
+        // takes the parts, and a read-modify-write on one location is atomic at any order
+        // (two sides can never both see QUEUED). Nothing is published through the state:
+        // the parts were put in the slot before the job was shared (the pool's queue, or the
+        // task's own thread, synchronizes that), the slot's lock carries them to the winner,
+        // and the outcome travels through the oneshot, whose send happens-before the receive.
+        self.state.compare_exchange(QUEUED, to, Relaxed, Relaxed)?;
+        let parts = self
+            .parts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        Ok(parts.expect("bridge_rayon: a task's job was claimed twice"))
+    }
+}
+
+/// The waiter's side of a job, without its closure type.
+pub(crate) trait Claim: Send + Sync {
+    /// Runs the job here, to the end, if this thread may claim it and nobody has taken it
+    /// yet; otherwise does nothing (the caller then blocks on the task's channel).
+    fn run_if_mine(&self);
+}
+
+impl<F, T> Claim for Job<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn run_if_mine(&self) {
+        // Only the worker that spawned the task claims: its job went on that worker's own
+        // deque, so running it there is what the pool would do next anyway. Anywhere else
+        // (another worker, another pool, a thread outside rayon) the closure would run where
+        // `spawn` did not promise it, so the waiter blocks instead.
+        match self.home {
+            Some(home) if home == thread::current().id() => {}
+            // Arm `waiter-not-home`: block on the channel.
+            _ => return,
+        }
+        match self.claim(WAITER) {
+            // Arm `waiter-claims`: not started; it runs here and sends its outcome to the
+            // channel this waiter is about to read.
+            Ok((f, tx)) => job::run(f, tx),
+            // Arm `waiter-finds-pool`: a worker has it (running, or finished): wait for it.
+            Err(POOL) => {}
+            // Arm `waiter-finds-waiter`: this handle claimed it before (the outcome is in
+            // the channel, or was taken).
+            Err(_) => {}
+        }
+    }
+}
+
+/// The pool's copy of a job: what `rayon::spawn` gets, boxed in a closure.
+pub(crate) struct PoolJob<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    job: Arc<Job<F, T>>,
+}
+
+impl<F, T> PoolJob<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    pub(crate) fn new(job: Arc<Job<F, T>>) -> Self {
+        Self { job }
+    }
+
+    /// Runs the job on this pool thread unless its waiter claimed it. Never unwinds.
+    pub(crate) fn run(self) {
+        match self.job.claim(POOL) {
+            // Arm `pool-starts`: the closure runs here, unless the task was dropped.
+            Ok((f, tx)) => job::run(f, tx),
+            // Arm `pool-finds-waiter`: the waiter runs (or ran) it; nothing to do. The pool
+            // runs its copy once, so it cannot find its own claim.
+            Err(found) => debug_assert_eq!(found, WAITER, "the pool ran a job twice"),
+        }
+    }
+}
+
+impl<F, T> Drop for PoolJob<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn drop(&mut self) {
+        match self.job.claim(POOL) {
+            // Arm `pool-drops-unrun`: the pool discarded the job without running it (rayon
+            // never does). The closure is dropped here, quietly, and the sender with it,
+            // which wakes the task with `Lost` instead of leaving it waiting.
+            Ok(parts) => job::drop_quietly(parts),
+            // Arm `pool-copy-ran`: dropped after `run` took the job.
+            Err(POOL) => {}
+            // Arm `pool-copy-after-waiter`: the waiter claimed the job; `run` did nothing.
+            Err(_) => {}
+        }
+    }
+}

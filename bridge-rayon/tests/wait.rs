@@ -1,0 +1,526 @@
+//! Waiting for a task on a rayon worker: the waiter runs only its own unstarted job (on the
+//! worker that spawned it) or blocks; it never runs unrelated jobs, and time limits hold.
+//!
+//! Each test runs its body under a watchdog: a wait that deadlocks fails the test after
+//! 20 s instead of hanging the suite.
+
+use bridge_rayon::{Task, TaskError, ThreadPoolExt};
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a body may take before the watchdog calls it hung.
+const WATCHDOG: Duration = Duration::from_secs(20);
+/// A time-limited wait of `LIMIT` must return within this (the rest is scheduling noise on a
+/// loaded machine).
+const LIMIT: Duration = Duration::from_millis(10);
+const LIMIT_WITH_NOISE: Duration = Duration::from_millis(500);
+/// What a slow job sleeps: well past `LIMIT_WITH_NOISE`.
+const SLOW: Duration = Duration::from_millis(1_000);
+
+/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
+/// [`WATCHDOG`] (the thread is left behind), and resumes its panic if it panics.
+fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done_tx, done) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        let result = body();
+        let _ = done_tx.send(());
+        result
+    });
+    match done.recv_timeout(WATCHDOG) {
+        // Finished, or panicked (the sender was dropped while unwinding).
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Ok(result) => result,
+            Err(payload) => panic::resume_unwind(payload),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
+    }
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+fn named_pool(threads: usize, name: &'static str) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .unwrap()
+}
+
+/// Occupies one thread of `pool` until the returned sender is dropped or sent to; returns
+/// once the job has started.
+fn occupy(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
+    let (open, gate) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel();
+    pool.spawn(move || {
+        started_tx.send(()).unwrap();
+        let _ = gate.recv();
+    });
+    started.recv().unwrap();
+    open
+}
+
+/// Waits until every job queued on `pool` so far has finished.
+fn drain(pool: &rayon::ThreadPool) {
+    pool.broadcast(|_| ());
+}
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Pool of two. Job X (on one worker) spawns A and waits for it; the other worker has
+/// started A, which sleeps 300 ms; job B, which waits for X, sits in the pool's queue. A
+/// wait that ran queued jobs would run B on top of X's frame: B waits for X, X cannot
+/// resume until B returns. A plain blocking wait (what X must do) finishes once A does.
+#[test]
+fn a_wait_never_runs_a_queued_job_that_waits_for_the_waiter() {
+    watchdog(|| {
+        let pool = pool(2);
+        let (a_started_tx, a_started) = mpsc::channel();
+        let (b_queued_tx, b_queued) = mpsc::channel::<()>();
+        let x = pool.spawn_task(move || {
+            let a = bridge_rayon::spawn(move || {
+                a_started_tx.send(()).unwrap();
+                thread::sleep(Duration::from_millis(300));
+                1
+            });
+            // This worker blocks outside rayon here, so the other worker takes A.
+            b_queued.recv().unwrap();
+            a.wait() + 1
+        });
+        a_started.recv().unwrap();
+        // Both workers are busy: B goes into the pool's queue.
+        let b = pool.spawn_task(move || x.wait() * 10);
+        b_queued_tx.send(()).unwrap();
+        assert_eq!(b.wait(), 20);
+    });
+}
+
+/// Nested waits 32 deep on a pool of one thread: each level is a job that spawns the next
+/// and waits for it, so each wait claims its own unstarted job and runs it inline. Through
+/// `wait`, and through a poll (`bridge_core::block_on`).
+#[test]
+fn nested_waits_32_deep_on_a_one_thread_pool_finish() {
+    watchdog(|| {
+        fn by_wait(n: u32) -> u32 {
+            if n == 0 {
+                return 0;
+            }
+            bridge_rayon::spawn(move || by_wait(n - 1)).wait() + 1
+        }
+        fn by_poll(n: u32) -> u32 {
+            if n == 0 {
+                return 0;
+            }
+            bridge_core::block_on(bridge_rayon::spawn(move || by_poll(n - 1))) + 1
+        }
+        let pool = pool(1);
+        assert_eq!(pool.spawn_task(|| by_wait(32)).wait(), 32);
+        assert_eq!(pool.spawn_task(|| by_poll(32)).wait(), 32);
+    });
+}
+
+thread_local! {
+    /// Set while a job of the lock test holds the lock and waits.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Pool of two, one thread held at a gate. Job J locks a mutex and waits (with `wait`) for
+/// a task queued behind an unrelated job U that takes the same lock. A wait that ran queued
+/// jobs would run U on J's thread, on top of J's frame, while J holds the lock (a blocking
+/// `lock` there deadlocks; U's `try_lock` records it instead). J must block until the
+/// other thread, once released, has run U and then the task.
+#[test]
+fn a_job_holding_a_lock_never_runs_an_unrelated_job_while_it_waits() {
+    waits_while_holding_a_lock(Task::wait);
+}
+
+/// The same through a poll on the worker (`bridge_core::block_on`).
+#[test]
+fn a_job_holding_a_lock_never_runs_an_unrelated_job_while_it_polls() {
+    waits_while_holding_a_lock(bridge_core::block_on);
+}
+
+fn waits_while_holding_a_lock(wait: fn(Task<u32>) -> u32) {
+    watchdog(move || {
+        let pool = pool(2);
+        let lock = Arc::new(Mutex::new(0u32));
+        // (U ran on a thread whose job held the lock and waited, U's try_lock succeeded)
+        let unrelated = Arc::new(Mutex::new(None::<(bool, bool)>));
+        let (task_tx, task_rx) = mpsc::channel::<Task<u32>>();
+        let (locked_tx, locked) = mpsc::channel();
+        let j_lock = Arc::clone(&lock);
+        let j = pool.spawn_task(move || {
+            let mut guard = j_lock.lock().unwrap();
+            locked_tx.send(()).unwrap();
+            let task = task_rx.recv().unwrap();
+            HOLDING.with(|h| h.set(true));
+            *guard += wait(task);
+            HOLDING.with(|h| h.set(false));
+            *guard
+        });
+        locked.recv().unwrap();
+        let open = occupy(&pool);
+        let (u_lock, u_seen) = (Arc::clone(&lock), Arc::clone(&unrelated));
+        pool.spawn(move || {
+            let nested = HOLDING.with(Cell::get);
+            let took = u_lock.try_lock().is_ok();
+            *u_seen.lock().unwrap() = Some((nested, took));
+        });
+        let task = pool.spawn_task(|| 5);
+        task_tx.send(task).unwrap();
+        // Let J reach its wait while U and the task are queued, then release the other thread.
+        thread::sleep(Duration::from_millis(50));
+        drop(open);
+        assert_eq!(j.wait(), 5);
+        drain(&pool);
+        let seen = unrelated
+            .lock()
+            .unwrap()
+            .expect("the unrelated job never ran");
+        assert!(
+            !seen.0,
+            "the unrelated job ran on the waiting job's thread while it held the lock"
+        );
+    });
+}
+
+/// Pool of one. Its only worker waits with a 10 ms limit for a task queued (from outside)
+/// behind an unrelated job that sleeps a second. The wait must give up at its limit, not
+/// after running the slow job.
+#[test]
+fn wait_timeout_on_a_worker_holds_its_limit_past_a_queued_slow_job() {
+    watchdog(|| {
+        let pool = pool(1);
+        let (task_tx, task_rx) = mpsc::channel::<Task<u32>>();
+        let (started_tx, started) = mpsc::channel();
+        let waiter = pool.spawn_task(move || {
+            started_tx.send(()).unwrap();
+            let mut task = task_rx.recv().unwrap();
+            let start = Instant::now();
+            let got = task.wait_timeout(LIMIT);
+            (got, start.elapsed(), task)
+        });
+        started.recv().unwrap();
+        pool.spawn(|| thread::sleep(SLOW));
+        task_tx.send(pool.spawn_task(|| 7)).unwrap();
+        let (got, took, task) = waiter.wait();
+        assert_eq!(got, None, "the wait ran queued work to get the value");
+        assert!(took < LIMIT_WITH_NOISE, "a 10 ms wait took {took:?}");
+        assert_eq!(task.wait(), 7);
+    });
+}
+
+/// Pool of one. Its only worker spawns a slow task and waits for it with a 10 ms limit, then
+/// with a deadline 10 ms away: the job has not started and only this worker could run it,
+/// but a closure run inline cannot stop at the limit, so both waits must only block and
+/// give up. A wait without a limit then runs it inline.
+#[test]
+fn timed_waits_on_the_spawning_worker_never_run_the_job_inline() {
+    watchdog(|| {
+        let pool = pool(1);
+        let timed = pool.spawn_task(|| {
+            let mut task = bridge_rayon::spawn(|| {
+                thread::sleep(SLOW);
+                7
+            });
+            let start = Instant::now();
+            let by_timeout = task.wait_timeout(LIMIT);
+            let after_timeout = start.elapsed();
+            let start = Instant::now();
+            let by_deadline = task.wait_deadline(Instant::now() + LIMIT);
+            let after_deadline = start.elapsed();
+            let value = task.wait();
+            (
+                by_timeout,
+                after_timeout,
+                by_deadline,
+                after_deadline,
+                value,
+            )
+        });
+        let (by_timeout, after_timeout, by_deadline, after_deadline, value) = timed.wait();
+        assert_eq!(by_timeout, None);
+        assert!(
+            after_timeout < LIMIT_WITH_NOISE,
+            "wait_timeout(10 ms) took {after_timeout:?}"
+        );
+        assert_eq!(by_deadline, None);
+        assert!(
+            after_deadline < LIMIT_WITH_NOISE,
+            "wait_deadline(now + 10 ms) took {after_deadline:?}"
+        );
+        assert_eq!(value, 7);
+    });
+}
+
+/// Off the pool, a timed wait for a queued task gives up at its limit too.
+#[test]
+fn timed_waits_off_a_worker_hold_their_limit() {
+    watchdog(|| {
+        let pool = pool(1);
+        let open = occupy(&pool);
+        let mut task = pool.spawn_task(|| 3);
+        let start = Instant::now();
+        assert_eq!(task.wait_timeout(LIMIT), None);
+        assert_eq!(task.wait_deadline(Instant::now() + LIMIT), None);
+        let took = start.elapsed();
+        assert!(took < 2 * LIMIT_WITH_NOISE, "two 10 ms waits took {took:?}");
+        drop(open);
+        assert_eq!(task.wait(), 3);
+    });
+}
+
+/// A task dropped on the worker that spawned it, before its job started (after a timed wait,
+/// or straight away), never runs, and its captures are dropped once.
+#[test]
+fn a_task_dropped_on_its_spawning_worker_never_runs() {
+    watchdog(|| {
+        let pool = pool(1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let captures = Arc::new(AtomicUsize::new(0));
+        let (job_ran, job_captures) = (Arc::clone(&ran), Arc::clone(&captures));
+        pool.spawn_task(move || {
+            for i in 0..1_000 {
+                let ran = Arc::clone(&job_ran);
+                let capture = Counted(Arc::clone(&job_captures));
+                let mut task = bridge_rayon::spawn(move || {
+                    let _keep = &capture;
+                    ran.fetch_add(1, SeqCst);
+                });
+                if i % 100 == 0 {
+                    assert_eq!(task.wait_timeout(Duration::from_micros(100)), None);
+                }
+                drop(task);
+            }
+        })
+        .wait();
+        drain(&pool);
+        assert_eq!(ran.load(SeqCst), 0, "a dropped task's job ran");
+        assert_eq!(captures.load(SeqCst), 1_000, "captures dropped != spawned");
+    });
+}
+
+/// Pool of two, the other thread held: a job's wait for a task it spawned runs the closure
+/// inline, on the job's own thread, and the pool's copy of the job does nothing afterwards.
+/// The value comes back; a panic comes back as the payload (`join`, `catch_unwind` on a
+/// poll) or resumed (`wait`).
+#[test]
+fn a_claimed_job_runs_once_inline_and_gives_its_value_or_panic() {
+    watchdog(|| {
+        let pool = pool(2);
+        let open = occupy(&pool);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let outcome = pool.spawn_task(move || {
+            let here = thread::current().id();
+            let count = || {
+                let counter = Arc::clone(&counter);
+                move || counter.fetch_add(1, SeqCst)
+            };
+            let ran_on = bridge_rayon::spawn({
+                let count = count();
+                move || {
+                    count();
+                    thread::current().id()
+                }
+            })
+            .wait();
+            let joined = bridge_rayon::spawn({
+                let count = count();
+                move || -> u8 {
+                    count();
+                    panic::panic_any(9u32)
+                }
+            })
+            .join();
+            let polled = bridge_core::block_on(
+                bridge_rayon::spawn({
+                    let count = count();
+                    move || -> u8 {
+                        count();
+                        panic::panic_any(10u32)
+                    }
+                })
+                .catch_unwind(),
+            );
+            let task = bridge_rayon::spawn({
+                let count = count();
+                move || -> u8 {
+                    count();
+                    panic::panic_any(11u32)
+                }
+            });
+            let resumed = panic::catch_unwind(AssertUnwindSafe(|| task.wait()));
+            (ran_on == here, joined, polled, resumed)
+        });
+        let (inline, joined, polled, resumed) = outcome.wait();
+        assert!(inline, "the closure did not run on the waiting worker");
+        let payload = |result: Result<u8, TaskError>| {
+            *result
+                .unwrap_err()
+                .try_into_panic()
+                .unwrap()
+                .downcast::<u32>()
+                .unwrap()
+        };
+        assert_eq!(payload(joined), 9);
+        assert_eq!(payload(polled), 10);
+        assert_eq!(*resumed.unwrap_err().downcast::<u32>().unwrap(), 11);
+        drop(open);
+        drain(&pool);
+        assert_eq!(runs.load(SeqCst), 4, "a closure ran twice, or not at all");
+    });
+}
+
+/// A task spawned on a worker and waited for anywhere else (another worker of its pool, a
+/// worker of another pool) is not run by that waiter: the waiter blocks, and the closure
+/// runs on the pool it was spawned on, on the thread the pool gives it.
+#[test]
+fn a_waiter_other_than_the_spawning_worker_blocks_instead_of_running_the_job() {
+    watchdog(|| {
+        let home = named_pool(2, "home");
+        let other = named_pool(1, "other");
+        for (waiter_pool, same_pool) in [(&home, true), (&other, false)] {
+            // The waiter starts first and blocks outside rayon until it gets the task; the
+            // spawning worker then holds its own deque until released, so the task stays
+            // queued while the waiter waits (no idle worker is left to steal it).
+            let (task_tx, task_rx) = mpsc::channel::<Task<Option<String>>>();
+            let (started_tx, started) = mpsc::channel();
+            let waiter = waiter_pool.spawn_task(move || {
+                started_tx.send(()).unwrap();
+                let task = task_rx.recv().unwrap();
+                (task.wait(), thread::current().name().map(String::from))
+            });
+            started.recv().unwrap();
+            // With the waiter in another pool, hold the home pool's other thread, which
+            // would steal the task otherwise.
+            let hold = (!same_pool).then(|| occupy(&home));
+            let (release_tx, release) = mpsc::channel::<()>();
+            let (spawner_tx, spawner) = mpsc::channel();
+            home.spawn(move || {
+                let task = bridge_rayon::spawn(|| thread::current().name().map(String::from));
+                spawner_tx
+                    .send(thread::current().name().map(String::from))
+                    .unwrap();
+                task_tx.send(task).unwrap();
+                let _ = release.recv();
+            });
+            let spawner = spawner.recv().unwrap();
+            thread::sleep(Duration::from_millis(50));
+            drop(release_tx);
+            let (ran_on, waited_on) = waiter.wait();
+            assert_ne!(
+                ran_on, waited_on,
+                "the waiter ran the job of another worker"
+            );
+            // Only the spawning worker was free to run it, once released.
+            assert_eq!(ran_on, spawner);
+            drop(hold);
+        }
+        drop(other);
+    });
+}
+
+/// A result that arrived but was never taken is dropped with its `Task`, inside
+/// `catch_unwind`: a destructor that panics (the value's, or the closure's panic
+/// payload's) does not escape the drop, on a thread going about its business or on one
+/// that is unwinding (where an escaping panic would abort the process).
+#[test]
+fn dropping_a_task_contains_a_panicking_destructor_of_its_result() {
+    struct PanicOnDrop(Arc<AtomicUsize>);
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+            panic!("a result's destructor panicked");
+        }
+    }
+    fn finished<T>(task: &Task<T>) -> bool {
+        format!("{task:?}").contains("true")
+    }
+    fn arrived<T>(task: Task<T>) -> Task<T> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !finished(&task) {
+            assert!(Instant::now() < deadline, "the task never finished");
+            thread::sleep(Duration::from_millis(1));
+        }
+        task
+    }
+    watchdog(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let value = |drops: &Arc<AtomicUsize>| {
+            let drops = Arc::clone(drops);
+            arrived(bridge_rayon::spawn(move || PanicOnDrop(drops)))
+        };
+        let payload = |drops: &Arc<AtomicUsize>| {
+            let drops = Arc::clone(drops);
+            arrived(bridge_rayon::spawn(move || -> u8 {
+                panic::panic_any(PanicOnDrop(drops))
+            }))
+        };
+        drop(value(&drops));
+        drop(payload(&drops));
+        assert_eq!(drops.load(SeqCst), 2);
+
+        let (value, payload) = (value(&drops), payload(&drops));
+        let unwound = thread::spawn(move || {
+            let _held = (value, payload);
+            panic::panic_any("the holder panicked");
+        })
+        .join()
+        .unwrap_err();
+        assert_eq!(unwound.downcast_ref::<&str>(), Some(&"the holder panicked"));
+        assert_eq!(drops.load(SeqCst), 4);
+    });
+}
+
+/// On the spawning worker, the first poll claims the job and is ready at once; a poll after
+/// that finds its own claim, runs nothing, and panics with the "no value" message, as a
+/// re-poll of a completed task does anywhere.
+#[test]
+fn a_poll_after_an_inline_claim_runs_nothing_and_reports_no_value() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    watchdog(|| {
+        let pool = pool(1);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let (first, again) = pool
+            .spawn_task(move || {
+                let mut task = bridge_rayon::spawn(move || counter.fetch_add(1, SeqCst) + 40);
+                let mut cx = Context::from_waker(Waker::noop());
+                let first = std::pin::Pin::new(&mut task).poll(&mut cx);
+                let again = panic::catch_unwind(AssertUnwindSafe(|| {
+                    let _ = std::pin::Pin::new(&mut task).poll(&mut cx);
+                }));
+                (first, again.unwrap_err())
+            })
+            .wait();
+        assert_eq!(first, Poll::Ready(40));
+        let message = again
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| again.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("");
+        assert!(
+            message.contains("no value"),
+            "unexpected panic: {message:?}"
+        );
+        drain(&pool);
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
