@@ -13,6 +13,8 @@ use crate::BridgeError;
 use crate::shutdown;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 use tokio::runtime::Handle;
 
 /// Polls `future` to completion on this thread with `handle` entered. The thread must not be
@@ -23,4 +25,34 @@ pub(crate) fn poll_here<F: Future>(handle: &Handle, future: F) -> Result<F::Outp
     let _context = handle.enter();
     panic::catch_unwind(AssertUnwindSafe(|| bridge_core::block_on(future)))
         .map_err(shutdown::classify)
+}
+
+/// Runs `future` to completion on a multi-thread runtime's worker that holds its core: one
+/// poll right here, and only if the future is not ready, `block_in_place` and the rest of
+/// the polls with `handle` entered.
+///
+/// Most futures that synchronous code hands over from a task are ready at once or nearly:
+/// polled before leaving the scheduler they cost no core hand-off at all, and the worker keeps
+/// its core for the next call (a worker that gave it away would have to ask whether its
+/// runtime is shutting down at every later call in the same poll). The first poll gets a
+/// waker that does nothing: the polls inside `block_in_place` pass their own, and a future
+/// must direct its wake-ups to the waker of its latest poll.
+pub(crate) fn poll_on_worker<F: Future>(
+    handle: &Handle,
+    future: F,
+) -> Result<F::Output, BridgeError> {
+    let mut future = pin!(future);
+    let first = {
+        let _context = handle.enter();
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            future
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+        }))
+    };
+    match first {
+        Ok(Poll::Ready(output)) => Ok(output),
+        Ok(Poll::Pending) => tokio::task::block_in_place(|| poll_here(handle, future)),
+        Err(payload) => Err(shutdown::classify(payload)),
+    }
 }

@@ -187,7 +187,9 @@ impl IoRuntime {
     }
 
     /// [`try_run_blocking`](Self::try_run_blocking) with a time limit; the future is
-    /// cancelled when it passes.
+    /// cancelled when it passes. A limit so long that the deadline cannot be represented
+    /// (`Duration::MAX`, say) means no limit, as for
+    /// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout).
     ///
     /// # Errors
     ///

@@ -14,15 +14,24 @@ use tokio::runtime::Handle;
 ///
 /// The route (see [`Route`](crate::Route) and [`route`](crate::route)):
 ///
-/// - on a **multi-thread runtime** the thread leaves the scheduler (`block_in_place`) and
-///   polls the future here with that runtime's handle, so its I/O stays where it lives;
-/// - on a **current-thread runtime** or in a **`LocalSet`**, which must not be blocked in
-///   place, the future runs as a task of a multi-thread runtime (the ambient one under a
-///   `LocalSet` on a multi-thread runtime, else [`IoRuntime::global`]) while this thread
-///   blocks on a oneshot;
+/// - on a **multi-thread runtime** (a task, the `block_on` body, a `spawn_blocking` thread, a
+///   `LocalSet` there) the future is polled here with that runtime's handle, so its I/O
+///   stays where it lives; a worker polls it once first and leaves the scheduler
+///   (`block_in_place`) only if it is not ready;
+/// - on a **current-thread runtime** (its body, a task, a `LocalSet`, a `spawn_blocking`
+///   thread), which must not be blocked while the future needs it, the future runs on a
+///   handoff worker with [`IoRuntime::global`]'s handle while this thread blocks on a
+///   oneshot;
 /// - with **no runtime**, the future is polled on this thread and [`IoRuntime::global`]'s
 ///   workers drive its I/O and timers, so that background tasks that clients spawn (pooled
-///   connections) live on a runtime that is always driven.
+///   connections) live on a runtime that is always driven; a multi-thread runtime that is
+///   shutting down (a value dropped by its shutdown calls from its worker) is treated the
+///   same way.
+///
+/// Every route polls with a wake flag of its own, so the call may sit in one branch of a
+/// `join!` or `select!` whose other branches wait on timers, nested to any depth; it works
+/// in a `Drop` while a panic unwinds and in a thread-local destructor at thread exit, and it
+/// installs no panic hook and raises no panic of its own on the way.
 ///
 /// A future that needs resources bound to the calling current-thread runtime (a socket
 /// created on it) cannot finish while that runtime is blocked by this call: use
@@ -36,9 +45,10 @@ use tokio::runtime::Handle;
 ///
 /// # Panics
 ///
-/// Resumes the future's panic in the caller. Panics if the runtime running the future shuts
-/// down before it finishes (see [`BridgeError::RuntimeGone`]); [`try_run_blocking`] returns
-/// both as errors instead.
+/// Resumes the future's panic in the caller. Panics with the error's message if the runtime
+/// running the future shuts down before it finishes ([`BridgeError::RuntimeGone`]) or a
+/// handoff worker cannot be started ([`BridgeError::Unavailable`]); [`try_run_blocking`]
+/// returns all of them as errors instead.
 ///
 /// # Examples
 ///
@@ -70,7 +80,8 @@ where
 /// # Errors
 ///
 /// [`BridgeError::Panicked`] with the payload if the future panicked;
-/// [`BridgeError::RuntimeGone`] if the runtime running it shut down first.
+/// [`BridgeError::RuntimeGone`] if the runtime running it shut down first;
+/// [`BridgeError::Unavailable`] if a handoff worker could not be started.
 ///
 /// # Examples
 ///
@@ -90,7 +101,10 @@ where
 /// call returns [`BridgeError::TimedOut`].
 ///
 /// With a limit the future always runs as a task (of the ambient multi-thread runtime, or of
-/// [`IoRuntime::global`]), so that it can be cancelled while this thread waits.
+/// [`IoRuntime::global`]), so that it can be cancelled while this thread waits. A limit so
+/// long that the deadline cannot be represented (`Duration::MAX`, say) means no limit: the
+/// call is then a plain [`try_run_blocking`], as with [`RunBlocking::timeout`](crate::RunBlocking::timeout) and
+/// [`IoRuntime::try_run_blocking_timeout`].
 ///
 /// # Errors
 ///
@@ -140,9 +154,7 @@ where
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
     match Plan::of(ambient(), IoRuntime::global) {
-        Plan::Here(handle, Leave::Scheduler) => {
-            tokio::task::block_in_place(|| here::poll_here(&handle, future))
-        }
+        Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
     }
@@ -215,9 +227,7 @@ impl<'a> Plan<'a> {
         F::Output: Send + 'static,
     {
         match (self, deadline) {
-            (Plan::Here(handle, Leave::Scheduler), None) => {
-                tokio::task::block_in_place(|| here::poll_here(&handle, future))
-            }
+            (Plan::Here(handle, Leave::Scheduler), None) => here::poll_on_worker(&handle, future),
             (Plan::Here(handle, Leave::Nothing), None) => here::poll_here(&handle, future),
             (Plan::Here(handle, Leave::Scheduler), Some(_)) => {
                 tokio::task::block_in_place(|| handoff::run(&handle, future, deadline))

@@ -290,3 +290,36 @@ fn an_io_runtime_dropped_inside_an_async_context() {
         current_thread().block_on(async move { drop(io) });
     });
 }
+
+/// A limit too long for an `Instant` means no limit, the same way for the free function,
+/// `RunBlocking` and `IoRuntime`, on every route.
+#[test]
+fn limits_too_long_to_represent_mean_no_limit() {
+    use std::time::Duration;
+    let calls = |tag: u64| {
+        let io = bridge_tokio::IoRuntime::global();
+        assert_eq!(
+            bridge_tokio::try_run_blocking_timeout(work(tag), Duration::MAX).unwrap(),
+            tag
+        );
+        assert_eq!(
+            bridge_tokio::RunBlocking::new()
+                .timeout(Duration::MAX)
+                .try_run(work(tag))
+                .unwrap(),
+            tag
+        );
+        assert_eq!(
+            io.try_run_blocking_timeout(work(tag), Duration::MAX)
+                .unwrap(),
+            tag
+        );
+    };
+    watchdog(30, move || {
+        calls(40);
+        multi_thread().block_on(async move {
+            tokio::spawn(async move { calls(41) }).await.unwrap();
+        });
+        current_thread().block_on(async move { calls(42) });
+    });
+}
