@@ -12,7 +12,7 @@
 mod common;
 
 use bridge_tokio::{Route, route, run_blocking};
-use common::{current_thread, multi_thread, watchdog, work};
+use common::{current_thread, in_child, multi_thread, watchdog, work};
 use proptest::prelude::*;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -292,6 +292,54 @@ fn check(stack: Vec<Ctx>, shape: Shape, panics: bool, tag: u64) -> Result<(), St
     // after the pool's owner moved on.
     rx.recv_timeout(Duration::from_secs(30))
         .map_err(|_| "the leaf never reported".to_string())?
+}
+
+/// Every context, alone and under a plain thread, in every shape: the deterministic matrix
+/// beside the random stacks. In a child process, since a shape that aborts (a panic escaping
+/// a thread-local destructor or a `Drop` during unwinding) would take the test binary down.
+#[test]
+fn every_context_in_every_shape() {
+    in_child("every_context_in_every_shape", || {
+        let contexts = [
+            Ctx::Thread,
+            Ctx::Rayon,
+            Ctx::MultiBody,
+            Ctx::MultiTask,
+            Ctx::MultiBlocking,
+            Ctx::CurrentBody,
+            Ctx::CurrentTask,
+            Ctx::CurrentBlocking,
+            Ctx::TokioLocalOnCurrent,
+            Ctx::TokioLocalOnMulti,
+            Ctx::TokioLocalTaskOnMulti,
+            Ctx::BlockOn,
+            Ctx::Nested,
+        ];
+        let shapes = [
+            Shape::Plain,
+            Shape::Siblings,
+            Shape::InJoin,
+            Shape::DropUnwinding,
+            Shape::ThreadExit,
+        ];
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|info| {
+            if !info.payload().is::<u64>() {
+                eprintln!("{info}");
+            }
+        }));
+        let mut tag = 0;
+        for ctx in contexts {
+            for shape in shapes {
+                for panics in [false, true] {
+                    tag += 1;
+                    let result = check(vec![ctx], shape, panics, tag);
+                    assert_eq!(result, Ok(()), "{ctx:?} {shape:?} panics {panics}");
+                }
+            }
+        }
+        std::panic::set_hook(quiet);
+    });
 }
 
 proptest! {

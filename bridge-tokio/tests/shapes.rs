@@ -6,13 +6,13 @@
 //!
 //! What could abort the process (a panic escaping a thread-local destructor or a `Drop`
 //! during unwinding) runs in a child process: the test re-runs this binary for one test with
-//! `BRIDGE_SHAPES_CHILD` set, and checks that the child exits cleanly and printed its
+//! `BRIDGE_TEST_CHILD` set, and checks that the child exits cleanly and printed its
 //! marker. Everything runs under a watchdog, so a lost wake-up fails instead of hanging.
 
 mod common;
 
 use bridge_tokio::{BridgeError, Route, route, run_blocking, try_run_blocking};
-use common::{current_thread, multi_thread, watchdog, work};
+use common::{current_thread, in_child, multi_thread, watchdog, work};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -167,33 +167,6 @@ fn nested_in_a_future_that_joins_a_ticking_sibling() {
 
 // ---------------------------------------------------------------------------------------
 // Child processes, for the shapes that could abort.
-
-/// Runs `body` in a child process (this binary, this test only) and checks that it exited
-/// cleanly after printing its marker. In the child itself, runs `body` and prints the marker.
-fn in_child(test: &str, body: impl FnOnce()) {
-    const VAR: &str = "BRIDGE_SHAPES_CHILD";
-    if std::env::var(VAR).as_deref() == Ok(test) {
-        body();
-        println!("child {test}: done");
-        return;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let child = std::process::Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(VAR, test)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = watchdog(60, move || child.wait_with_output().unwrap());
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains(&format!("child {test}: done")),
-        "child {test} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-}
 
 /// Makes a real call when dropped and reports what it got.
 struct CallsOnDrop {

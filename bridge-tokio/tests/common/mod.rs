@@ -94,3 +94,30 @@ pub fn current_thread() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// Runs `body` in a child process (this binary, this test only) and checks that it exited
+/// cleanly after printing its marker. In the child itself, runs `body` and prints the marker.
+pub fn in_child(test: &str, body: impl FnOnce()) {
+    const VAR: &str = "BRIDGE_TEST_CHILD";
+    if std::env::var(VAR).as_deref() == Ok(test) {
+        body();
+        println!("child {test}: done");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let child = std::process::Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(VAR, test)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = watchdog(60, move || child.wait_with_output().unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains(&format!("child {test}: done")),
+        "child {test} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}
