@@ -86,6 +86,7 @@ pub const ARMS: &[Decl] = &[
     // block_on
     Decl::loom("block_on.ready"),
     Decl::loom("block_on.parks"),
+    Decl::loom("block_on.yields"),
 ];
 
 /// Marks an arm of this crate: `arm!("oneshot.wait.spurious")`.

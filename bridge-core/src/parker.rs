@@ -95,6 +95,13 @@ impl Parker {
         }
     }
 
+    /// Takes a wake-up that is already there, without blocking: whether there was one.
+    pub(crate) fn take(&self) -> bool {
+        // ORDERING: Acquire, as in `park`: a wake-up taken here is consumed the same way, so
+        // what the waker's thread wrote before waking is visible to the poll that follows.
+        self.notified.value.swap(false, Acquire)
+    }
+
     /// Forgets a wake-up left over from an earlier use (a waker that outlived its future).
     pub(crate) fn reset(&self) {
         // ORDERING: Acquire, as in `park`: a consumed wake-up is consumed the same way.

@@ -505,3 +505,34 @@ fn nested_block_on_keeps_outer_wakeup() {
         b.join().unwrap().unwrap();
     });
 }
+
+/// An earlier poll registered a task's waker; then the thread drives the same receiver with
+/// `block_on` while the send races it. Covers the hand-over in every phase: the sender takes
+/// the task's waker before, during or after `block_on`'s poll reclaims it, and in particular
+/// `block_on`'s poll finds `UNPARKING` (the sender holds the old waker, not `block_on`'s), so
+/// the poll wakes `block_on` itself and `block_on` must wait the sender's last step out.
+///
+/// Catches: `block_on` re-polling at once after a poll that woke it (`spin-on-unparking`):
+/// with the sender stalled between its two steps that is an endless busy loop, which loom
+/// reports by exceeding its branch limit.
+#[test]
+fn task_waker_then_block_on_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(9).map_err(|_| "receiver gone"));
+        let (wakes, waker) = CountingWaker::new();
+        let got = match poll_once(&mut rx, &waker) {
+            Poll::Ready(v) => v,
+            Poll::Pending => bridge_core::block_on(&mut rx),
+        };
+        assert_eq!(got, Ok(9));
+        sender.join().unwrap().unwrap();
+        // The task's waker was either reclaimed by block_on's poll (never woken) or taken by
+        // the sender (woken once).
+        assert!(wakes.wakes() <= 1);
+        assert!(matches!(
+            poll_once(&mut rx, &waker),
+            Poll::Ready(Err(RecvError))
+        ));
+    });
+}
