@@ -12,6 +12,7 @@ use crate::loom::thread;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -50,6 +51,12 @@ unsafe impl<T: Send> Send for Receiver<T> {}
 unsafe impl<T: Send> Sync for Receiver<T> {}
 
 impl<T> Unpin for Receiver<T> {}
+
+// Unwind safe whatever `T`, for the reasons given at `Sender`'s impls: the state moves in
+// single atomic steps and foreign code (a waker's `clone`, `wake` or drop, a value's drop)
+// only runs while it is settled.
+impl<T> UnwindSafe for Receiver<T> {}
+impl<T> RefUnwindSafe for Receiver<T> {}
 
 impl<T> Receiver<T> {
     pub(super) fn new(channel: ChannelPtr<T>) -> Self {

@@ -8,6 +8,7 @@ use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 /// Sends one value to the paired [`Receiver`](super::Receiver).
 ///
@@ -33,6 +34,14 @@ pub struct Sender<T> {
 unsafe impl<T: Send> Send for Sender<T> {}
 // SAFETY: the only `&self` method (`is_closed`) is a single atomic load.
 unsafe impl<T: Send> Sync for Sender<T> {}
+
+// Unwind safe whatever `T`, as tokio's `JoinHandle` is: a panic cannot leave the channel
+// half-updated where a handle caught by `catch_unwind` could see it. Every operation moves the
+// state in single atomic steps, and the only foreign code it runs (a waker's `clone`, `wake`
+// or drop, a value's drop) runs while the state is settled, before or after those steps.
+// The value only moves through the channel; no `&T` is ever shared across the boundary.
+impl<T> UnwindSafe for Sender<T> {}
+impl<T> RefUnwindSafe for Sender<T> {}
 
 /// How the sender's last step ended.
 enum Finish {
