@@ -1,5 +1,7 @@
 //! A runtime-free executor for one future.
 
+use crate::arms::arm;
+use crate::loom::thread;
 use crate::parker::Parker;
 use std::future::Future;
 use std::pin::pin;
@@ -14,6 +16,10 @@ use std::task::{Context, Poll, Wake, Waker};
 /// futures that need a runtime's I/O driver or timers (a tokio socket or `sleep` needs a
 /// tokio runtime to make progress and would wait forever here; use `bridge::run_blocking`
 /// for those).
+///
+/// A future that wakes itself while it is polled (to ask for another poll) is polled again
+/// after the thread yields, not at once: whatever it waits for (a oneshot sender between its
+/// two steps, say) gets a chance to run, and `block_on` never spins.
 ///
 /// Calls nest: a future polled by `block_on` may itself call `block_on`, and each call waits
 /// on its own wake flag, so a wake-up is never lost to another wait on the same thread. In
@@ -37,9 +43,21 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut cx = Context::from_waker(&signal.waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            arm!("block_on.ready");
             return output;
         }
-        signal.park();
+        if signal.take() {
+            // Woken already, most likely by the poll itself: a oneshot receiver whose sender
+            // is between taking the old waker and its final store wakes the poll's waker
+            // and asks to be polled again. Polling again at once would spin for as long as
+            // that sender is descheduled; yield first, as a blocking receive waits the same
+            // hand-over out, so the sender's thread can finish.
+            arm!("block_on.yields");
+            thread::yield_now();
+        } else {
+            arm!("block_on.parks");
+            signal.park();
+        }
     }
 }
 

@@ -21,6 +21,10 @@
 //! why its ordering is enough (`// ORDERING:`). The loom models in `tests/loom.rs` run the
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
+#[doc(hidden)]
+#[path = "coverage.rs"]
+pub mod __coverage;
+mod arms;
 mod block_on;
 mod loom;
 pub mod oneshot;
@@ -36,6 +40,21 @@ pub use block_on::block_on;
 /// let (tx, rx) = bridge_core::oneshot::channel::<Vec<u8>>();
 /// std::thread::spawn(move || tx.send(vec![1]).unwrap());
 /// std::thread::spawn(move || rx.recv_blocking().unwrap()).join().unwrap();
+/// ```
+///
+/// Both handles are unwind safe whatever the value, as tokio's `JoinHandle` is, so a
+/// closure that holds one can go through `catch_unwind` without `AssertUnwindSafe`:
+///
+/// ```
+/// use std::panic::{RefUnwindSafe, UnwindSafe, catch_unwind};
+///
+/// fn unwind_safe<H: UnwindSafe + RefUnwindSafe>(_: &H) {}
+/// // `Cell` is neither `RefUnwindSafe` nor, behind a reference, `UnwindSafe`.
+/// let (tx, mut rx) = bridge_core::oneshot::channel::<std::cell::Cell<u8>>();
+/// unwind_safe(&tx);
+/// unwind_safe(&rx);
+/// tx.send(std::cell::Cell::new(1)).unwrap();
+/// assert_eq!(catch_unwind(move || rx.try_recv().unwrap().get()).unwrap(), 1);
 /// ```
 ///
 /// A sender of a `!Send` value cannot:

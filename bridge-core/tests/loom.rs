@@ -26,13 +26,13 @@
 mod helpers;
 
 use bridge_core::oneshot::{self, RecvError, RecvTimeoutError, TryRecvError};
-use helpers::{CountingWaker, DropCounter};
+use helpers::{CountingWaker, DropCounter, counted_waker};
 use loom::alloc::Track;
 use loom::thread;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A value with loom's leak tracking and a drop counter.
 type Value = Track<helpers::Counted>;
@@ -503,5 +503,234 @@ fn nested_block_on_keeps_outer_wakeup() {
         assert_eq!(got, (1, 2));
         a.join().unwrap().unwrap();
         b.join().unwrap().unwrap();
+    });
+}
+
+/// An earlier poll registered a task's waker; then the thread drives the same receiver with
+/// `block_on` while the send races it. Covers the hand-over in every phase: the sender takes
+/// the task's waker before, during or after `block_on`'s poll reclaims it, and in particular
+/// `block_on`'s poll finds `UNPARKING` (the sender holds the old waker, not `block_on`'s), so
+/// the poll wakes `block_on` itself and `block_on` must wait the sender's last step out.
+///
+/// Catches: `block_on` re-polling at once after a poll that woke it (`spin-on-unparking`):
+/// with the sender stalled between its two steps that is an endless busy loop, which loom
+/// reports by exceeding its branch limit.
+#[test]
+fn task_waker_then_block_on_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(9).map_err(|_| "receiver gone"));
+        let (wakes, waker) = CountingWaker::new();
+        let got = match poll_once(&mut rx, &waker) {
+            Poll::Ready(v) => v,
+            Poll::Pending => bridge_core::block_on(&mut rx),
+        };
+        assert_eq!(got, Ok(9));
+        sender.join().unwrap().unwrap();
+        // The task's waker was either reclaimed by block_on's poll (never woken) or taken by
+        // the sender (woken once).
+        assert!(wakes.wakes() <= 1);
+        assert!(matches!(
+            poll_once(&mut rx, &waker),
+            Poll::Ready(Err(RecvError))
+        ));
+    });
+}
+
+/// The sender's thread unparks the receiver's thread (a stray unpark, as another wait on
+/// that thread could leave behind) and then sends, against a blocking receive. Covers a
+/// registered receiver that wakes with the state still `RECEIVING` and parks again (or takes
+/// the stray unpark before it even parks), in every order against the send's two steps.
+///
+/// Catches: a receiver that takes any wake-up as the value or the close (it reads an empty
+/// slot: loom reports the uninitialized read or the value is wrong) or that stops waiting
+/// (the `recv_blocking` returns an error).
+#[test]
+fn stray_unpark_then_send_vs_recv_blocking() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 10);
+        let receiver = thread::current();
+        let sender = thread::spawn(move || {
+            receiver.unpark();
+            tx.send(sent).map_err(|_| "receiver gone")
+        });
+        let got = rx.recv_blocking().expect("the value");
+        assert_eq!(got.get_ref().id, 10);
+        sender.join().unwrap().unwrap();
+        drop(got);
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// `block_on` of a future that waits on two channels with the same waker, against one
+/// thread that sends on both: the two wake-ups reach one wake flag, in every order against
+/// `block_on`'s polls and parks. Covers the parker's `unpark` finding the flag already set
+/// (both wake-ups land before `block_on` consumes the first) and `park` finding it set.
+///
+/// Catches: a second wake-up that clears or toggles the flag instead of leaving it set
+/// (`block_on` sleeps forever: loom reports the deadlock), and a wake-up that `block_on`
+/// consumes without polling again (the same).
+#[test]
+fn two_wakes_before_block_on_parks() {
+    struct Both {
+        a: oneshot::Receiver<u32>,
+        b: oneshot::Receiver<u32>,
+        got: (Option<u32>, Option<u32>),
+        polls: usize,
+    }
+    impl Future for Both {
+        type Output = (u32, u32, usize);
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let this = &mut *self;
+            this.polls += 1;
+            if this.got.0.is_none() {
+                if let Poll::Ready(v) = Pin::new(&mut this.a).poll(cx) {
+                    this.got.0 = Some(v.unwrap());
+                }
+            }
+            if this.got.1.is_none() {
+                if let Poll::Ready(v) = Pin::new(&mut this.b).poll(cx) {
+                    this.got.1 = Some(v.unwrap());
+                }
+            }
+            match this.got {
+                (Some(a), Some(b)) => Poll::Ready((a, b, this.polls)),
+                _ => Poll::Pending,
+            }
+        }
+    }
+
+    loom::model(|| {
+        let (tx_a, a) = oneshot::channel::<u32>();
+        let (tx_b, b) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || {
+            tx_a.send(1).map_err(|_| "receiver gone")?;
+            tx_b.send(2).map_err(|_| "receiver gone")
+        });
+        let (a, b, polls) = bridge_core::block_on(Both {
+            a,
+            b,
+            got: (None, None),
+            polls: 0,
+        });
+        assert_eq!((a, b), (1, 2));
+        // One poll per wake-up at most, plus the first: two wake-ups that met in the flag
+        // make one poll, never an extra spin.
+        assert!(polls <= 3, "{polls} polls");
+        // Not joined: the sender's last unpark may still be on its way, and loom (0.7) takes
+        // an unpark that lands while this thread waits in `join` for the joined thread's
+        // exit, and fails its own assertion. Both values arrived, so both sends succeeded.
+        drop(sender);
+    });
+}
+
+/// A task polls twice with the same waker (say it was woken by something else), while the
+/// send races both polls. Covers the re-poll that finds its own registration and keeps the
+/// stored waker rather than cloning the new one, and the send landing between the polls.
+///
+/// Catches: a re-poll that drops the registration (the send after it wakes nobody: the
+/// wake count stays 0), or that clones the waker again (the clone count goes to 2).
+#[test]
+fn repoll_same_waker_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(3).map_err(|_| "receiver gone"));
+        let (counts, waker) = counted_waker();
+        let mut got = None;
+        for _ in 0..2 {
+            if let Poll::Ready(v) = poll_once(&mut rx, &waker) {
+                got = Some(v.unwrap());
+                break;
+            }
+        }
+        sender.join().unwrap().unwrap();
+        assert!(counts.clones() <= 1, "{} clones", counts.clones());
+        if got.is_none() {
+            // The send's wake-up, and one more if the second poll found the sender between
+            // its two steps (that poll wakes its own waker to be polled again).
+            assert!(
+                (1..=2).contains(&counts.wakes()),
+                "the registered waker must be woken, got {} wakes",
+                counts.wakes()
+            );
+            got = match poll_once(&mut rx, &waker) {
+                Poll::Ready(v) => Some(v.unwrap()),
+                Poll::Pending => panic!("pending after the send was woken"),
+            };
+        }
+        assert_eq!(got, Some(3));
+    });
+}
+
+/// A task registered by a poll, then `try_recv` in a loop against a send: `try_recv` sees
+/// `RECEIVING` (registered, nothing sent), `UNPARKING` (the sender between taking the waker
+/// and its final store) and then the value.
+///
+/// Catches: `try_recv` reading the value slot before the final store (it reads an
+/// unwritten slot: loom reports the race) or mistaking `UNPARKING` for a close.
+#[test]
+fn poll_then_try_recv_vs_send() {
+    loom::model(|| {
+        let drops = DropCounter::default();
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sent = value(&drops, 12);
+        let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
+        let (wakes, waker) = CountingWaker::new();
+        let got = match poll_once(&mut rx, &waker) {
+            Poll::Ready(v) => v.expect("value"),
+            Poll::Pending => loop {
+                match rx.try_recv() {
+                    Ok(v) => break v,
+                    Err(TryRecvError::Empty) => thread::yield_now(),
+                    Err(TryRecvError::Closed) => panic!("closed although the sender sends"),
+                }
+            },
+        };
+        assert_eq!(got.get_ref().id, 12);
+        sender.join().unwrap().unwrap();
+        assert!(wakes.wakes() <= 1);
+        drop((got, rx));
+        assert_eq!(drops.drops(), 1);
+    });
+}
+
+/// A receiver abandoned (after a poll, or not) against a sender that is dropped without
+/// sending: whichever comes second frees the channel, and the sender's drop on an
+/// abandoned channel is the last handle.
+///
+/// Catches: a sender drop that reads `ABANDONED` as a live receiver (nobody frees: loom's
+/// allocation tracking reports the leak), or an abandon after the sender's drop that does
+/// not free (the same), or both freeing (poisoned state).
+#[test]
+fn abandon_vs_sender_drop() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<Value>();
+        let sender = thread::spawn(move || drop(tx));
+        let (_wakes, waker) = CountingWaker::new();
+        let _ = poll_once(&mut rx, &waker);
+        rx.abandon();
+        sender.join().unwrap();
+    });
+}
+
+/// A deadline that has already passed against a send: one look, no spin, no park; the
+/// value if it is there, else a timeout, and the receiver still works after.
+///
+/// Catches: a passed deadline that parks anyway and loses the race with the send's wake
+/// (loom reports the deadlock) or a timeout that leaves its registration behind.
+#[test]
+fn passed_deadline_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = oneshot::channel::<u32>();
+        let sender = thread::spawn(move || tx.send(5).map_err(|_| "receiver gone"));
+        let got = match rx.recv_deadline(Instant::now()) {
+            Ok(v) => v,
+            Err(RecvTimeoutError::Timeout) => rx.recv_blocking().unwrap(),
+            Err(RecvTimeoutError::Closed) => panic!("closed although the sender sends"),
+        };
+        assert_eq!(got, 5);
+        sender.join().unwrap().unwrap();
     });
 }

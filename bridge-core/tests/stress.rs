@@ -181,3 +181,60 @@ fn receiver_drop_races_send() {
     );
     assert_eq!(received, 0);
 }
+
+/// The arms of the blocking receive and the parker that loom cannot reach (its timed park
+/// never returns before the deadline, it spins one round only, and its `block_on` caches no
+/// wake flag), each driven on purpose with real threads. In debug builds the arm counters
+/// must show each one; `.ci/loom-coverage` relies on these tests for them.
+#[test]
+fn the_arms_loom_cannot_reach() {
+    const ARMS: [&str; 3] = [
+        "oneshot.wait.spin_yield",
+        "oneshot.wait.deadline_early",
+        "parker.reset.stale",
+    ];
+    let reached = |arm: &str| {
+        bridge_core::__coverage::report()
+            .iter()
+            .any(|&(name, n)| name == arm && n > 0)
+    };
+    // The delays only order the two threads; a thread descheduled for longer than a delay
+    // makes the round miss its arm, so the round is retried with a longer one.
+    for attempt in 1..=10u64 {
+        let delay = Duration::from_millis(10 * attempt);
+
+        // A value that comes long after the spin: every spin round, then the yields, then
+        // a park with a deadline that an unpark ends early.
+        let (tx, mut rx) = oneshot::channel();
+        let sender = thread::spawn(move || {
+            thread::sleep(delay);
+            tx.send(1u8).unwrap();
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(600)), Ok(1));
+        sender.join().unwrap();
+
+        // A waker that outlives its `block_on` call and wakes later: the thread's cached
+        // wake flag is stale when the next call takes it, and that call must not be fooled
+        // by it (it still waits for its own value).
+        let mut kept = None;
+        bridge_core::block_on(std::future::poll_fn(|cx| {
+            kept = Some(cx.waker().clone());
+            std::task::Poll::Ready(())
+        }));
+        kept.unwrap().wake();
+        let (tx, rx) = oneshot::channel();
+        let sender = thread::spawn(move || {
+            thread::sleep(delay);
+            tx.send(2u8).unwrap();
+        });
+        assert_eq!(bridge_core::block_on(rx), Ok(2));
+        sender.join().unwrap();
+
+        if !bridge_core::__coverage::ENABLED || ARMS.iter().all(|arm| reached(arm)) {
+            return;
+        }
+    }
+    for arm in ARMS {
+        assert!(reached(arm), "{arm} not reached in 10 rounds");
+    }
+}

@@ -67,3 +67,50 @@ impl Drop for Counted {
         self.drops.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// What a [`counted_waker`] has seen.
+#[derive(Debug, Default)]
+pub struct WakerCounts {
+    clones: AtomicUsize,
+    wakes: AtomicUsize,
+}
+
+impl WakerCounts {
+    /// How often the waker (or a clone) was cloned so far.
+    pub fn clones(&self) -> usize {
+        self.clones.load(Ordering::SeqCst)
+    }
+
+    /// How often the waker (or a clone) was woken so far.
+    pub fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::SeqCst)
+    }
+}
+
+/// A waker that counts its clones and its wake-ups. The counts are leaked (a few bytes per
+/// call), so the waker and its clones need no reference counting of their own.
+pub fn counted_waker() -> (&'static WakerCounts, Waker) {
+    use std::task::{RawWaker, RawWakerVTable};
+
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake, drop);
+    fn counts(data: *const ()) -> &'static WakerCounts {
+        // SAFETY: every RawWaker with this vtable points at a leaked `WakerCounts`.
+        unsafe { &*data.cast::<WakerCounts>() }
+    }
+    fn clone(data: *const ()) -> RawWaker {
+        counts(data).clones.fetch_add(1, Ordering::SeqCst);
+        RawWaker::new(data, &VTABLE)
+    }
+    fn wake(data: *const ()) {
+        counts(data).wakes.fetch_add(1, Ordering::SeqCst);
+    }
+    fn drop(_: *const ()) {}
+
+    let counts: &'static WakerCounts = Box::leak(Box::default());
+    let data = std::ptr::from_ref(counts).cast::<()>();
+    // SAFETY: the vtable keeps RawWaker's contract: `clone` makes a waker of the same
+    // 'static data, wake and wake_by_ref only count, and drop owns nothing.
+    (counts, unsafe {
+        Waker::from_raw(RawWaker::new(data, &VTABLE))
+    })
+}
