@@ -24,6 +24,9 @@
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
+#[doc(hidden)]
+#[path = "spin.rs"]
+pub mod __spin;
 mod arms;
 mod block_on;
 mod loom;

@@ -198,6 +198,8 @@ fn the_arms_loom_cannot_reach() {
             .iter()
             .any(|&(name, n)| name == arm && n > 0)
     };
+    // The spin policy would skip the spin on a busy machine, or where spins stopped paying.
+    bridge_core::__spin::set_mode(bridge_core::__spin::Mode::Always);
     // The delays only order the two threads; a thread descheduled for longer than a delay
     // makes the round miss its arm, so the round is retried with a longer one.
     for attempt in 1..=10u64 {

@@ -67,11 +67,17 @@ impl<T> Waiting<T> {
         // to sleep and waking it costs tens of microseconds where the wake-up crosses CPUs:
         // watch the channel for a while first. It only reads the state, so the loom models
         // (where every read is a branch point) skip it.
+        // The watch is worth it only where it has been catching outcomes, on a machine with a
+        // CPU to spare (bridge-core's spin policy).
         #[cfg(not(bridge_loom))]
         {
-            let watch_until = Instant::now() + std::time::Duration::from_micros(20);
-            while !self.rx.is_ready() && Instant::now() < watch_until {
-                std::hint::spin_loop();
+            static WATCH: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
+            if WATCH.should_spin() {
+                let watch_until = Instant::now() + std::time::Duration::from_micros(20);
+                while !self.rx.is_ready() && Instant::now() < watch_until {
+                    std::hint::spin_loop();
+                }
+                WATCH.record(self.rx.is_ready());
             }
         }
         let received = match deadline {

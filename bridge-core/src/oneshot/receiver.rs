@@ -3,6 +3,7 @@
 use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
+use crate::__spin::Site;
 use crate::arms::{arm, release_arm};
 use crate::loom::Parked;
 use crate::loom::SPIN_ROUNDS;
@@ -228,11 +229,15 @@ impl<T> Receiver<T> {
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
         // A deadline that has already passed gets one look, not a spin.
+        // Spins are worth it only where they have been catching, on a machine with a CPU to
+        // spare (see `__spin`).
+        static WAIT: Site = Site::new();
         let rounds = match deadline {
             Some(deadline) if deadline <= Instant::now() => {
                 arm!("oneshot.wait.no_spin");
                 0
             }
+            _ if !WAIT.should_spin() => 0,
             _ => SPIN_ROUNDS,
         };
         for round in 0..rounds {
@@ -250,6 +255,9 @@ impl<T> Receiver<T> {
                 thread::yield_now();
             }
             state = channel.state.load(Acquire);
+        }
+        if rounds > 0 {
+            WAIT.record(state == MESSAGE || state == DISCONNECTED);
         }
 
         // Register this thread as the waker, unless the channel is already done.
