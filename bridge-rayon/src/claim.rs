@@ -21,6 +21,7 @@
 //! before it starts the closure (`job::run`). A waiter cannot cancel: it holds the task.
 //! Keeping one source of truth for each decision keeps each one testable on its own.
 
+use crate::arms::arm;
 use crate::job::{self, CancelFlag, Outcome};
 use crate::loom::AtomicU8;
 use crate::loom::Ordering::Relaxed;
@@ -109,18 +110,23 @@ where
         // `spawn` did not promise it, so the waiter blocks instead.
         match self.home {
             Some(home) if home == thread::current().id() => {}
-            // Arm `waiter-not-home`: block on the channel.
-            _ => return,
+            // Not the spawning worker: block on the channel.
+            _ => {
+                arm!("claim.waiter.not_home");
+                return;
+            }
         }
         match self.claim(WAITER) {
-            // Arm `waiter-claims`: not started; it runs here and sends its outcome to the
-            // channel this waiter is about to read.
-            Ok((f, tx)) => job::run(f, tx),
-            // Arm `waiter-finds-pool`: a worker has it (running, or finished): wait for it.
-            Err(POOL) => {}
-            // Arm `waiter-finds-waiter`: this handle claimed it before (the outcome is in
-            // the channel, or was taken).
-            Err(_) => {}
+            // Not started: it runs here and sends its outcome to the channel this waiter is
+            // about to read.
+            Ok((f, tx)) => {
+                arm!("claim.waiter.claims");
+                job::run(f, tx);
+            }
+            // A worker has it (running, or finished): wait for it.
+            Err(POOL) => arm!("claim.waiter.finds_pool"),
+            // This handle claimed it before (the outcome is in the channel, or was taken).
+            Err(_) => arm!("claim.waiter.finds_waiter"),
         }
     }
 }
@@ -146,11 +152,17 @@ where
     /// Runs the job on this pool thread unless its waiter claimed it. Never unwinds.
     pub(crate) fn run(self) {
         match self.job.claim(POOL) {
-            // Arm `pool-starts`: the closure runs here, unless the task was dropped.
-            Ok((f, tx)) => job::run(f, tx),
-            // Arm `pool-finds-waiter`: the waiter runs (or ran) it; nothing to do. The pool
-            // runs its copy once, so it cannot find its own claim.
-            Err(found) => debug_assert_eq!(found, WAITER, "the pool ran a job twice"),
+            // The closure runs here, unless the task was dropped.
+            Ok((f, tx)) => {
+                arm!("claim.pool.starts");
+                job::run(f, tx);
+            }
+            // The waiter runs (or ran) it; nothing to do. The pool runs its copy once, so it
+            // cannot find its own claim.
+            Err(found) => {
+                arm!("claim.pool.finds_waiter");
+                debug_assert_eq!(found, WAITER, "the pool ran a job twice");
+            }
         }
     }
 }
@@ -162,14 +174,17 @@ where
 {
     fn drop(&mut self) {
         match self.job.claim(POOL) {
-            // Arm `pool-drops-unrun`: the pool discarded the job without running it (rayon
-            // never does). The closure is dropped here, quietly, and the sender with it,
-            // which wakes the task with `Lost` instead of leaving it waiting.
-            Ok(parts) => job::drop_quietly(parts),
-            // Arm `pool-copy-ran`: dropped after `run` took the job.
-            Err(POOL) => {}
-            // Arm `pool-copy-after-waiter`: the waiter claimed the job; `run` did nothing.
-            Err(_) => {}
+            // The pool discarded the job without running it (rayon never does). The closure
+            // is dropped here, quietly, and the sender with it, which wakes the task with
+            // `Lost` instead of leaving it waiting.
+            Ok(parts) => {
+                arm!("claim.pool.drops_unrun");
+                job::drop_quietly(parts);
+            }
+            // Dropped after `run` took the job.
+            Err(POOL) => arm!("claim.pool.copy_ran"),
+            // The waiter claimed the job; `run` did nothing.
+            Err(_) => arm!("claim.pool.copy_after_waiter"),
         }
     }
 }

@@ -42,6 +42,7 @@
 //! receive: what the closure wrote is visible to whoever takes its result.
 #![forbid(unsafe_code)]
 
+mod arms;
 mod claim;
 mod error;
 mod job;
@@ -85,3 +86,7 @@ pub use task::{CatchUnwind, Task};
 /// ```
 #[cfg(doctest)]
 pub struct CompileFail;
+
+/// The arms of the claim state machine, for `.ci/loom-coverage`. Not part of the API.
+#[doc(hidden)]
+pub use arms::ARMS as __ARMS;

@@ -324,3 +324,36 @@ fn timed_wait_then_cancel_vs_start() {
         );
     });
 }
+
+/// A second poll after the waiter's own claim (the value already taken) against the pool's
+/// copy starting: the second poll finds the waiter's claim and runs nothing, whichever side
+/// won the first race; the closure runs once.
+///
+/// Reaches the claim's `finds_waiter` arm (and `finds_pool`, when the pool won).
+#[test]
+fn repoll_after_the_claim_vs_start() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    loom::model(|| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let (mut task, job) = __loom_claimable_task(move |_| counter.fetch_add(1, SeqCst));
+        let pool = thread::spawn(job);
+        assert_eq!(bridge_core::block_on(&mut task), 0);
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut cx = Context::from_waker(Waker::noop());
+            std::pin::Pin::new(&mut task).poll(&mut cx)
+        }));
+        // Polled after its value: a panic, as any future may, never a second run.
+        assert!(!matches!(again, Ok(Poll::Ready(_))));
+        pool.join().unwrap();
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
+
+/// Records the claim's arms as declared for `.ci/loom-coverage`, even in a run where no model
+/// reached any of them (the script then lists them all as unreached).
+#[test]
+fn declare_the_claim_arms() {
+    bridge_core::__coverage::declare(bridge_rayon::__ARMS);
+}
