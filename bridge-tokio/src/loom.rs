@@ -42,8 +42,19 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{Builder, Thread, current};
 
     /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
-    /// the deadline has passed. Under loom: no spin, a yield, and the deadline counts as
-    /// passed, so the models explore both "the job came in time" and "the worker retires".
+    /// the deadline has passed: `false` means "look in the mailbox again".
+    ///
+    /// The std version has three exits: `ready` seen during the spin (`false`), the deadline
+    /// already passed after the spin (`true`), a park that ends early or on time (`false`).
+    /// The loom stand-in takes the same exits, branch for branch as far as a model can:
+    /// - it checks `ready` once, and returns `false` when it is set: the spin's exit (the
+    ///   spin's many checks with no progress in between are one check at its last moment);
+    /// - otherwise it yields and returns `true`: the deadline-passed exit. The park's exit
+    ///   (`false`) only leads back to the mailbox and this wait; the deadline exit is the one
+    ///   with a decision in it (retire, or take the job a caller delivered meanwhile).
+    ///
+    /// A stand-in that skipped the `ready` check would hide a flag left set with an empty
+    /// mailbox, which makes the std worker spin without end instead of sleeping or retiring.
     pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
         #[cfg(not(bridge_loom))]
         {
@@ -65,7 +76,12 @@ pub(crate) mod thread {
         }
         #[cfg(bridge_loom)]
         {
-            let _ = (ready, deadline);
+            // The std spin's exit: `ready` seen.
+            if ready() {
+                return false;
+            }
+            // The std exit after the spin: the deadline has passed.
+            let _ = deadline;
             loom::thread::yield_now();
             true
         }
