@@ -27,8 +27,10 @@ pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 /// Where a caller leaves a job for one worker.
 struct Mailbox {
     job: Mutex<Option<Job>>,
-    /// Set (Release) after the job is in place, cleared when the worker takes it: a hint for
-    /// the worker's spin, which then takes the job under the mutex.
+    /// Whether `job` holds a job: set and cleared only under `job`'s mutex, together with the
+    /// slot, so it is never left set with an empty mailbox (a worker would spin on it instead
+    /// of sleeping or retiring). A hint for the worker's spin, which spares it the lock; the
+    /// job itself is taken under the mutex.
     ready: AtomicBool,
     thread: thread::Thread,
 }
@@ -67,10 +69,13 @@ impl Pool {
         // fails to retire (it locks the list after us) is sure to see it.
         let delivered = pool.idle.with(|idle| {
             let worker = idle.pop()?;
-            worker.job.with(|slot| *slot = job.take());
-            // ORDERING: Release publishes the job (also under its mutex) to the worker's
-            // Acquire swap.
-            worker.ready.store(true, Ordering::Release);
+            worker.job.with(|slot| {
+                *slot = job.take();
+                // ORDERING: Relaxed: a hint, written under the mailbox's mutex. The worker
+                // that sees it takes that mutex, which orders it after this critical section
+                // (it read a value written in it), so it finds the job there.
+                worker.ready.store(true, Ordering::Relaxed);
+            });
             Some(worker)
         });
         match delivered {
@@ -115,9 +120,9 @@ impl Pool {
     /// Waits for a job; `None` once the worker has retired.
     fn wait_for_job(&self, me: &Arc<Mailbox>) -> Option<Job> {
         let deadline = Instant::now() + IDLE;
-        // ORDERING: Acquire pairs with `submit`'s Release; the flag is only a hint that
-        // spares the spin a lock, the job itself is read under the mailbox's mutex.
-        let ready = || me.ready.load(Ordering::Acquire);
+        // ORDERING: Relaxed: only a hint that spares the spin a lock; the job itself is read
+        // under the mailbox's mutex, which orders that read after the delivery.
+        let ready = || me.ready.load(Ordering::Relaxed);
         loop {
             if let Some(job) = me.take() {
                 return Some(job);
@@ -144,10 +149,12 @@ impl Pool {
 impl Mailbox {
     /// Takes the job out of the mailbox, if one is there.
     fn take(&self) -> Option<Job> {
-        let job = self.job.with(Option::take)?;
-        // ORDERING: Relaxed: the next job is delivered only after this worker is back in the
-        // idle list (a mutex hand-over), which orders this reset before that delivery's set.
-        self.ready.store(false, Ordering::Relaxed);
-        Some(job)
+        self.job.with(|slot| {
+            let job = slot.take()?;
+            // ORDERING: Relaxed: cleared under the mailbox's mutex, with the slot; the next
+            // delivery sets it under the same mutex, after this critical section.
+            self.ready.store(false, Ordering::Relaxed);
+            Some(job)
+        })
     }
 }
