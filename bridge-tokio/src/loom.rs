@@ -8,6 +8,24 @@ pub(crate) use loom::sync::{Arc, atomic::AtomicBool};
 #[cfg(not(bridge_loom))]
 pub(crate) use std::sync::{Arc, atomic::AtomicBool};
 
+/// Declares a thread-local `Cell<bool>`, `false` on every new thread: std's, or loom's under
+/// loom (where the model's threads share one OS thread).
+macro_rules! thread_flag {
+    ($(#[$attr:meta])* static $name:ident;) => {
+        #[cfg(not(bridge_loom))]
+        std::thread_local! {
+            $(#[$attr])*
+            static $name: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        #[cfg(bridge_loom)]
+        loom::thread_local! {
+            $(#[$attr])*
+            static $name: std::cell::Cell<bool> = std::cell::Cell::new(false);
+        }
+    };
+}
+pub(crate) use thread_flag;
+
 /// A mutex whose `lock` ignores poisoning: nothing panics while holding one of ours.
 #[derive(Debug)]
 pub(crate) struct Mutex<T>(
