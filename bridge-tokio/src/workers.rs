@@ -375,7 +375,9 @@ impl Mailbox {
 /// A call made from a handoff thread itself (a handed-off future that builds a current-thread
 /// runtime and hands off again) never waits for the pool: it runs at once, on a thread
 /// beyond the cap if need be, since queued it could wait for the very thread that waits for
-/// it.
+/// it. Only the handoff thread itself is recognized: a call made on another thread that a
+/// handed-off future blocks on queues like any other, so at the cap such a future can wait
+/// forever (as with any bounded pool).
 ///
 /// # Examples
 ///
