@@ -1,5 +1,6 @@
 //! A runtime-free executor for one future.
 
+use crate::arms::arm;
 use crate::parker::Parker;
 use std::future::Future;
 use std::pin::pin;
@@ -37,8 +38,10 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut cx = Context::from_waker(&signal.waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            arm!("block_on.ready");
             return output;
         }
+        arm!("block_on.parks");
         signal.park();
     }
 }

@@ -21,6 +21,10 @@
 //! why its ordering is enough (`// ORDERING:`). The loom models in `tests/loom.rs` run the
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
+#[doc(hidden)]
+#[path = "coverage.rs"]
+pub mod __coverage;
+mod arms;
 mod block_on;
 mod loom;
 pub mod oneshot;

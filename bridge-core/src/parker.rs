@@ -1,7 +1,8 @@
 //! A one-waiter wake flag: the part of `block_on` that can race.
 
+use crate::arms::arm;
 use crate::loom::sync::atomic::AtomicBool;
-use crate::loom::sync::atomic::Ordering::{Acquire, Release};
+use crate::loom::sync::atomic::Ordering::{self, Acquire, Release};
 use crate::loom::thread::{self, Thread};
 
 /// One blocking wait's own wake flag, bound to the thread that waits on it.
@@ -12,15 +13,64 @@ use crate::loom::thread::{self, Thread};
 /// shortens the sleep, and a stray one costs a spurious check.
 #[derive(Debug)]
 pub(crate) struct Parker {
-    notified: AtomicBool,
+    notified: Flag,
     thread: Thread,
+}
+
+/// The wake flag. Its `swap` is the atomic's, and in counting builds it also counts the
+/// parker's arms: the swap's outcome is what picks each arm of `park` and `unpark`.
+#[derive(Debug)]
+struct Flag {
+    value: AtomicBool,
+    /// Whether the owner's last swap in `park` found the flag clear, so that it parked:
+    /// another such swap means it woke without a wake-up. A plain std atomic touched only
+    /// by the owner thread, and only in counting builds: not a loom branch point.
+    #[cfg(any(bridge_loom, debug_assertions))]
+    parked: std::sync::atomic::AtomicBool,
+}
+
+impl Flag {
+    fn new() -> Self {
+        Self {
+            value: AtomicBool::new(false),
+            #[cfg(any(bridge_loom, debug_assertions))]
+            parked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// `swap(true, _)` is `unpark`'s, `swap(false, _)` `park`'s (and only theirs).
+    fn swap(&self, new: bool, order: Ordering) -> bool {
+        // ORDERING: the caller's (`park`, `unpark`), which says why.
+        let old = self.value.swap(new, order);
+        #[cfg(any(bridge_loom, debug_assertions))]
+        match (new, old) {
+            (true, false) => arm!("parker.unpark.first"),
+            (true, true) => arm!("parker.unpark.already_set"),
+            (false, true) => {
+                arm!("parker.park.woken");
+                // ORDERING: Relaxed: owner-thread bookkeeping for the count; orders nothing.
+                self.parked
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+            }
+            (false, false) => {
+                // ORDERING: Relaxed, as above.
+                if self.parked.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    // Woken by an unpark meant for another wait on this thread, or spuriously.
+                    arm!("parker.park.spurious");
+                } else {
+                    arm!("parker.park.parks");
+                }
+            }
+        }
+        old
+    }
 }
 
 impl Parker {
     /// A parker for the calling thread.
     pub(crate) fn new() -> Self {
         Self {
-            notified: AtomicBool::new(false),
+            notified: Flag::new(),
             thread: thread::current(),
         }
     }
@@ -48,6 +98,11 @@ impl Parker {
     /// Forgets a wake-up left over from an earlier use (a waker that outlived its future).
     pub(crate) fn reset(&self) {
         // ORDERING: Acquire, as in `park`: a consumed wake-up is consumed the same way.
-        self.notified.swap(false, Acquire);
+        if self.notified.value.swap(false, Acquire) {
+            // Not in loom builds: they make a fresh flag per call instead of caching one.
+            arm!("parker.reset.stale");
+        } else {
+            arm!("parker.reset.clean");
+        }
     }
 }

@@ -3,6 +3,7 @@
 use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
+use crate::arms::{arm, release_arm};
 use crate::loom::Parked;
 use crate::loom::SPIN_ROUNDS;
 use crate::loom::hint::spin_loop;
@@ -82,11 +83,28 @@ impl<T> Receiver<T> {
         // ORDERING: Acquire pairs with the sender's Release of MESSAGE, so the value it wrote
         // is visible before we read it.
         match channel.state.load(Acquire) {
-            // SAFETY: MESSAGE observed with Acquire.
-            MESSAGE => Ok(unsafe { take_message(channel) }),
-            DISCONNECTED => Err(TryRecvError::Closed),
-            // UNPARKING: the sender is mid hand-over; nothing is there to take yet.
-            EMPTY | RECEIVING | UNPARKING => Err(TryRecvError::Empty),
+            MESSAGE => {
+                arm!("oneshot.try_recv.message");
+                // SAFETY: MESSAGE observed with Acquire.
+                Ok(unsafe { take_message(channel) })
+            }
+            DISCONNECTED => {
+                arm!("oneshot.try_recv.closed");
+                Err(TryRecvError::Closed)
+            }
+            EMPTY => {
+                arm!("oneshot.try_recv.empty");
+                Err(TryRecvError::Empty)
+            }
+            RECEIVING => {
+                arm!("oneshot.try_recv.receiving");
+                Err(TryRecvError::Empty)
+            }
+            // The sender is mid hand-over; nothing is there to take yet.
+            UNPARKING => {
+                arm!("oneshot.try_recv.unparking");
+                Err(TryRecvError::Empty)
+            }
             other => invalid_state(other),
         }
     }
@@ -184,6 +202,7 @@ impl<T> Receiver<T> {
         let mut displaced = None;
         let result = self.wait(deadline, &mut displaced);
         if let Some(waker) = displaced {
+            arm!("oneshot.wait.wake_displaced");
             waker.wake();
         }
         result
@@ -203,7 +222,10 @@ impl<T> Receiver<T> {
         let mut state = channel.state.load(Acquire);
         // A deadline that has already passed gets one look, not a spin.
         let rounds = match deadline {
-            Some(deadline) if deadline <= Instant::now() => 0,
+            Some(deadline) if deadline <= Instant::now() => {
+                arm!("oneshot.wait.no_spin");
+                0
+            }
             _ => SPIN_ROUNDS,
         };
         for round in 0..rounds {
@@ -211,10 +233,13 @@ impl<T> Receiver<T> {
                 break;
             }
             if round < 6 {
+                arm!("oneshot.wait.spin");
                 for _ in 0..1u32 << round {
                     spin_loop();
                 }
             } else {
+                // Not in loom builds: they spin one round only.
+                arm!("oneshot.wait.spin_yield");
                 thread::yield_now();
             }
             state = channel.state.load(Acquire);
@@ -223,24 +248,43 @@ impl<T> Receiver<T> {
         // Register this thread as the waker, unless the channel is already done.
         loop {
             match state {
-                // SAFETY: MESSAGE observed with Acquire.
-                MESSAGE => return Ok(unsafe { take_message(channel) }),
-                DISCONNECTED => return Err(RecvTimeoutError::Closed),
+                MESSAGE => {
+                    arm!("oneshot.wait.message_early");
+                    // SAFETY: MESSAGE observed with Acquire.
+                    return Ok(unsafe { take_message(channel) });
+                }
+                DISCONNECTED => {
+                    arm!("oneshot.wait.closed_early");
+                    return Err(RecvTimeoutError::Closed);
+                }
                 EMPTY => match register(channel, ReceiverWaker::Thread(thread::current())) {
-                    Ok(()) => break,
-                    Err(actual) => state = actual,
+                    Ok(()) => {
+                        arm!("oneshot.wait.register");
+                        break;
+                    }
+                    Err(actual) => {
+                        arm!("oneshot.wait.register_lost");
+                        state = actual;
+                    }
                 },
                 // A task waker left by an earlier poll: this thread replaces it.
                 RECEIVING => match reclaim(channel) {
                     Ok(stale) => {
+                        arm!("oneshot.wait.reclaim");
                         if let ReceiverWaker::Task(waker) = stale {
                             *displaced = Some(waker);
                         }
                         state = EMPTY;
                     }
-                    Err(actual) => state = actual,
+                    Err(actual) => {
+                        arm!("oneshot.wait.reclaim_lost");
+                        state = actual;
+                    }
                 },
-                UNPARKING => state = wait_out_unparking(channel),
+                UNPARKING => {
+                    arm!("oneshot.wait.unparking_early");
+                    state = wait_out_unparking(channel);
+                }
                 other => invalid_state(other),
             }
         }
@@ -250,6 +294,7 @@ impl<T> Receiver<T> {
             let parked = match deadline {
                 None => {
                     thread::park();
+                    arm!("oneshot.wait.unparked");
                     Parked::Early
                 }
                 Some(deadline) => thread::park_deadline(deadline),
@@ -258,23 +303,38 @@ impl<T> Receiver<T> {
                 match reclaim(channel) {
                     Ok(ours) => {
                         drop(ours);
+                        arm!("oneshot.wait.expired");
                         return Err(RecvTimeoutError::Timeout);
                     }
                     // The sender won the race: its value (or close) is here or on its way.
-                    Err(actual) => actual,
+                    Err(actual) => {
+                        arm!("oneshot.wait.expired_lost");
+                        actual
+                    }
                 }
             } else {
+                if deadline.is_some() {
+                    // Not in loom builds: their timed park always expires.
+                    arm!("oneshot.wait.deadline_early");
+                }
                 channel.state.load(Acquire)
             };
             if state == UNPARKING {
+                arm!("oneshot.wait.unparking_late");
                 state = wait_out_unparking(channel);
             }
             match state {
-                // SAFETY: MESSAGE observed with Acquire.
-                MESSAGE => return Ok(unsafe { take_message(channel) }),
-                DISCONNECTED => return Err(RecvTimeoutError::Closed),
+                MESSAGE => {
+                    arm!("oneshot.wait.message");
+                    // SAFETY: MESSAGE observed with Acquire.
+                    return Ok(unsafe { take_message(channel) });
+                }
+                DISCONNECTED => {
+                    arm!("oneshot.wait.closed");
+                    return Err(RecvTimeoutError::Closed);
+                }
                 // A spurious wake-up (or an unpark meant for an earlier wait): park again.
-                RECEIVING => {}
+                RECEIVING => arm!("oneshot.wait.spurious"),
                 other => invalid_state(other),
             }
         }
@@ -293,12 +353,24 @@ impl<T> Future for Receiver<T> {
         let mut state = channel.state.load(Acquire);
         loop {
             match state {
-                // SAFETY: MESSAGE observed with Acquire.
-                MESSAGE => return Poll::Ready(Ok(unsafe { take_message(channel) })),
-                DISCONNECTED => return Poll::Ready(Err(RecvError)),
+                MESSAGE => {
+                    arm!("oneshot.poll.message");
+                    // SAFETY: MESSAGE observed with Acquire.
+                    return Poll::Ready(Ok(unsafe { take_message(channel) }));
+                }
+                DISCONNECTED => {
+                    arm!("oneshot.poll.closed");
+                    return Poll::Ready(Err(RecvError));
+                }
                 EMPTY => match register(channel, ReceiverWaker::Task(cx.waker().clone())) {
-                    Ok(()) => return Poll::Pending,
-                    Err(actual) => state = actual,
+                    Ok(()) => {
+                        arm!("oneshot.poll.register");
+                        return Poll::Pending;
+                    }
+                    Err(actual) => {
+                        arm!("oneshot.poll.register_lost");
+                        state = actual;
+                    }
                 },
                 // Polled again while registered: the task may have moved, so store this
                 // poll's waker (reusing the old one when it wakes the same task).
@@ -309,15 +381,25 @@ impl<T> Future for Receiver<T> {
                             _ => cx.waker().clone(),
                         };
                         match register(channel, ReceiverWaker::Task(waker)) {
-                            Ok(()) => return Poll::Pending,
-                            Err(actual) => state = actual,
+                            Ok(()) => {
+                                arm!("oneshot.poll.reregister");
+                                return Poll::Pending;
+                            }
+                            Err(actual) => {
+                                arm!("oneshot.poll.reregister_lost");
+                                state = actual;
+                            }
                         }
                     }
-                    Err(actual) => state = actual,
+                    Err(actual) => {
+                        arm!("oneshot.poll.reclaim_lost");
+                        state = actual;
+                    }
                 },
                 // The sender is a few instructions from its final store and will wake the
                 // waker it took; ask to be polled again rather than spin here.
                 UNPARKING => {
+                    arm!("oneshot.poll.unparking");
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
@@ -380,7 +462,15 @@ impl<T> Receiver<T> {
         // ORDERING: Acquire: on MESSAGE or DISCONNECTED the sender's accesses must
         // happen-before our free (and the value's drop).
         let mut state = channel.state.load(Acquire);
+        // The state whose compare-exchange the last round tried (coverage count only).
+        let mut tried = None;
         let value = loop {
+            match (tried, state) {
+                (Some(RECEIVING), _) => arm!("oneshot.release.reclaim_lost"),
+                (_, UNPARKING) => arm!("oneshot.release.unparking"),
+                _ => {}
+            }
+            tried = Some(state);
             match state {
                 // ORDERING: success Release: our accesses happen-before the sender's free;
                 // failure Acquire as for the load above.
@@ -389,13 +479,19 @@ impl<T> Receiver<T> {
                     .compare_exchange(EMPTY, gone, Release, Acquire)
                 {
                     Ok(_) => {
+                        release_arm!(gone, "empty");
                         drop(stale_waker);
                         return;
                     }
-                    Err(actual) => state = actual,
+                    Err(actual) => {
+                        arm!("oneshot.release.empty_lost");
+                        state = actual;
+                    }
                 },
                 RECEIVING => match reclaim(channel) {
                     Ok(waker) => {
+                        arm!("oneshot.release.reclaim");
+                        tried = None;
                         stale_waker = Some(waker);
                         state = EMPTY;
                     }
@@ -409,6 +505,11 @@ impl<T> Receiver<T> {
                 other => invalid_state(other),
             }
         };
+        if value.is_some() {
+            release_arm!(gone, "message");
+        } else {
+            release_arm!(gone, "closed");
+        }
         // SAFETY: the sender is gone (MESSAGE or DISCONNECTED acquired); we are last and do
         // not touch the channel again.
         unsafe { Channel::free(self.channel) };
@@ -485,6 +586,7 @@ fn wait_out_unparking<T>(channel: &Channel<T>) -> u8 {
         if state != UNPARKING {
             return state;
         }
+        arm!("oneshot.wait_out_unparking.yield");
         thread::yield_now();
     }
 }

@@ -3,6 +3,7 @@
 use super::SendError;
 use super::channel::{Channel, ChannelPtr, invalid_state};
 use super::states::*;
+use crate::arms::{arm, sender_arm};
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::fmt;
 use std::marker::PhantomData;
@@ -73,7 +74,10 @@ impl<T> Sender<T> {
         // finishes, the value slot is the sender's alone.
         unsafe { this.channel().write_value(value) };
         match this.finish(MESSAGE) {
-            Finish::Delivered => Ok(()),
+            Finish::Delivered => {
+                arm!("oneshot.send.delivered");
+                Ok(())
+            }
             Finish::ReceiverGone => {
                 // SAFETY: the receiver is gone (we acquired DISCONNECTED), so everything is
                 // ours; the slot holds the value written above.
@@ -119,7 +123,17 @@ impl<T> Sender<T> {
         // state, and it takes the cache line exclusively at once (a load would fetch it shared
         // from the receiver's core, and the compare-exchange then fetch it again).
         let mut state = EMPTY;
+        // The state whose compare-exchange the last round tried: a round after one that
+        // tried EMPTY or RECEIVING means that compare-exchange failed (coverage count only;
+        // release builds drop it).
+        let mut tried = None;
         loop {
+            match tried {
+                Some(EMPTY) => arm!("oneshot.finish.empty_lost"),
+                Some(RECEIVING) => arm!("oneshot.finish.receiving_lost"),
+                _ => {}
+            }
+            tried = Some(state);
             match state {
                 EMPTY => {
                     // ORDERING: success Release publishes the value (or our last accesses,
@@ -142,6 +156,7 @@ impl<T> Sender<T> {
                         .compare_exchange(RECEIVING, UNPARKING, Acquire, Acquire)
                     {
                         Ok(_) => {
+                            sender_arm!(done, "wakes");
                             // SAFETY: moving the state away from RECEIVING made the waker slot
                             // ours, and it holds the receiver's waker.
                             let waker = unsafe { channel.take_waker() };
@@ -154,7 +169,14 @@ impl<T> Sender<T> {
                         Err(actual) => state = actual,
                     }
                 }
-                DISCONNECTED | ABANDONED => return Finish::ReceiverGone,
+                DISCONNECTED => {
+                    sender_arm!(done, "receiver_gone");
+                    return Finish::ReceiverGone;
+                }
+                ABANDONED => {
+                    sender_arm!(done, "abandoned");
+                    return Finish::ReceiverGone;
+                }
                 other => invalid_state(other),
             }
         }
@@ -167,6 +189,8 @@ impl<T> Drop for Sender<T> {
             // SAFETY: the receiver is gone and never wrote a value, so the slots are empty
             // and we are the last handle.
             unsafe { Channel::free(self.channel) };
+        } else {
+            arm!("oneshot.sender_drop.delivered");
         }
     }
 }
