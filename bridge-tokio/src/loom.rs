@@ -59,6 +59,33 @@ pub(crate) mod thread {
     #[cfg(not(bridge_loom))]
     pub(crate) use std::thread::{Builder, Thread, current};
 
+    #[cfg(bridge_loom)]
+    loom::thread_local! {
+        /// How many of this model thread's next spawns fail (see `fail_spawns`).
+        static FAIL_SPAWNS: std::cell::Cell<usize> = std::cell::Cell::new(0);
+    }
+
+    /// Under loom: the next `n` spawns made from this model thread fail, as std's do when
+    /// the OS refuses a thread (which a model cannot make it do).
+    #[cfg(bridge_loom)]
+    pub(crate) fn fail_spawns(n: usize) {
+        FAIL_SPAWNS.with(|left| left.set(n));
+    }
+
+    /// Starts a thread named `name` that runs `f`. If no thread can be started, `f` is
+    /// dropped unrun (as std's `Builder::spawn` drops it) and the error returned. Under loom
+    /// the same, with the failure injected by `fail_spawns`.
+    pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        #[cfg(bridge_loom)]
+        if FAIL_SPAWNS.with(|left| left.replace(left.get().saturating_sub(1)) > 0) {
+            drop(f);
+            return Err(std::io::Error::other(
+                "a spawn failure injected by the model",
+            ));
+        }
+        Builder::new().name(name.into()).spawn(f).map(drop)
+    }
+
     /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
     /// the deadline has passed: `false` means "look in the mailbox again".
     ///

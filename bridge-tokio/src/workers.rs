@@ -18,7 +18,8 @@
 //! starts a thread beyond the cap. Queued behind the pool's busy workers, it could wait for
 //! the very worker that waits for it.
 //!
-//! The pool's state machine, one arm per decision (each under the pool's lock):
+//! The pool's state machine, one arm per decision (each under the pool's lock), each counted
+//! as `pool.<where>.<arm>` for the coverage count:
 //!
 //! | where | arm | what happens |
 //! | --- | --- | --- |
@@ -29,13 +30,14 @@
 //! | submit | `queue` | at the cap, none idle: the job queues |
 //! | start | `spawn_failed` | no thread: the job is dropped (its caller gets `RuntimeGone`) |
 //! | start | `spawn_failed_drain` | no thread and no worker alive: the queued jobs are dropped too |
-//! | after a job | `take_queued` | the worker moves the queue's oldest job to its mailbox |
-//! | after a job | `go_idle` | nothing queued: the worker joins the idle list |
+//! | after_job | `take_queued` | the worker moves the queue's oldest job to its mailbox |
+//! | after_job | `go_idle` | nothing queued: the worker joins the idle list |
 //! | idle | `take_mailbox` | a job was delivered: the worker runs it |
 //! | idle | `retire` | the idle time passed and no caller took the worker: it ends |
 //! | idle | `retire_refused` | the idle time passed, but a caller took the worker: it runs the job |
 
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
+use bridge_core::__coverage::Decl;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -103,11 +105,29 @@ enum Placement {
     Queued,
 }
 
-/// Counts a pass through an arm of the pool's state machine (see the module docs); names
-/// the arm where it is taken.
+/// Every arm of the pool's state machine (see the module docs), for the coverage count of
+/// bridge-core's `__coverage`: `.ci/loom-coverage` fails on every arm no loom model reached.
+const ARMS: &[Decl] = &[
+    Decl::loom("pool.submit.deliver_idle"),
+    Decl::loom("pool.submit.start"),
+    Decl::loom("pool.submit.start_oldest"),
+    Decl::loom("pool.submit.start_nested"),
+    Decl::loom("pool.submit.queue"),
+    // The OS refuses threads only when resources run out; the loom shim injects the failure
+    // (`__loom_fail_spawns`).
+    Decl::loom("pool.start.spawn_failed"),
+    Decl::loom("pool.start.spawn_failed_drain"),
+    Decl::loom("pool.after_job.take_queued"),
+    Decl::loom("pool.after_job.go_idle"),
+    Decl::loom("pool.idle.take_mailbox"),
+    Decl::loom("pool.idle.retire"),
+    Decl::loom("pool.idle.retire_refused"),
+];
+
+/// Counts a pass through an arm of the pool's state machine.
 macro_rules! arm {
-    ($name:ident) => {
-        let _ = stringify!($name);
+    ($machine:literal, $name:ident) => {
+        bridge_core::__arm!(ARMS, concat!("pool.", $machine, ".", stringify!($name)))
     };
 }
 
@@ -188,13 +208,13 @@ impl Pool {
         // to retire (it locks the pool after us) is sure to see it.
         let placement = pool.state.with(|state| {
             if let Some(worker) = state.idle.pop() {
-                arm!(deliver_idle);
+                arm!("submit", deliver_idle);
                 worker.put(job);
                 return Placement::Delivered(worker);
             }
             if nested {
                 // Queued, this job could wait for the worker that waits for it.
-                arm!(start_nested);
+                arm!("submit", start_nested);
                 state.threads += 1;
                 return Placement::Start(job);
             }
@@ -202,18 +222,18 @@ impl Pool {
                 state.threads += 1;
                 return match state.queue.pop_front() {
                     None => {
-                        arm!(start);
+                        arm!("submit", start);
                         Placement::Start(job)
                     }
                     // The cap was raised while jobs were queued: the oldest goes first.
                     Some(oldest) => {
-                        arm!(start_oldest);
+                        arm!("submit", start_oldest);
                         state.queue.push_back(job);
                         Placement::Start(oldest)
                     }
                 };
             }
-            arm!(queue);
+            arm!("submit", queue);
             state.queue.push_back(job);
             Placement::Queued
         });
@@ -228,10 +248,7 @@ impl Pool {
     /// Starts a worker with `job` (already counted in `threads`).
     fn start(pool: &Arc<Self>, job: Job) {
         let worker_pool = Arc::clone(pool);
-        let spawned = thread::Builder::new()
-            .name(THREAD_NAME.into())
-            .spawn(move || Pool::work(&worker_pool, job));
-        if spawned.is_ok() {
+        if thread::spawn(THREAD_NAME, move || Pool::work(&worker_pool, job)).is_ok() {
             return;
         }
         // Without a thread the job has been dropped with the thread's closure, which closes
@@ -239,10 +256,10 @@ impl Pool {
         // forever. If no worker is alive, none would ever take the queued jobs either: they
         // are dropped too, outside the lock (a drop may run a caller's destructors).
         let stranded = pool.state.with(|state| {
-            arm!(spawn_failed);
+            arm!("start", spawn_failed);
             state.threads -= 1;
             if state.threads == 0 && !state.queue.is_empty() {
-                arm!(spawn_failed_drain);
+                arm!("start", spawn_failed_drain);
                 std::mem::take(&mut state.queue)
             } else {
                 VecDeque::new()
@@ -284,11 +301,11 @@ impl Pool {
         self.state.with(|state| {
             match state.queue.pop_front() {
                 Some(job) => {
-                    arm!(take_queued);
+                    arm!("after_job", take_queued);
                     me.put(job);
                 }
                 None => {
-                    arm!(go_idle);
+                    arm!("after_job", go_idle);
                     state.idle.push(Arc::clone(me));
                 }
             }
@@ -304,7 +321,7 @@ impl Pool {
         let ready = || me.ready.load(Ordering::Relaxed);
         loop {
             if let Some(job) = me.take() {
-                arm!(take_mailbox);
+                arm!("idle", take_mailbox);
                 return Some(job);
             }
             if thread::wait(ready, deadline) {
@@ -320,12 +337,12 @@ impl Pool {
                     retired.is_some()
                 });
                 if retired {
-                    arm!(retire);
+                    arm!("idle", retire);
                     return None;
                 }
                 // A caller took this worker from the idle list, and put its job in the mailbox
                 // before it let go of the lock: the job is there.
-                arm!(retire_refused);
+                arm!("idle", retire_refused);
                 return Some(
                     me.take()
                         .expect("a caller delivers before letting go of the lock"),
@@ -426,4 +443,12 @@ pub fn __handoff_pool_stats() -> (usize, usize, usize) {
 #[doc(hidden)]
 pub fn __set_handoff_idle_time(idle_time: Duration) -> Duration {
     Pool::global().set_idle_time(idle_time)
+}
+
+/// Test hook for the loom models: the next `n` spawns of handoff workers made from this model
+/// thread fail. Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_fail_spawns(n: usize) {
+    thread::fail_spawns(n);
 }

@@ -13,7 +13,7 @@
 //! counter.
 #![cfg(bridge_loom)]
 
-use bridge_tokio::{__LoomPool, __loom_handoff, BridgeError};
+use bridge_tokio::{__LoomPool, __loom_fail_spawns, __loom_handoff, BridgeError};
 use loom::alloc::Track;
 use loom::thread;
 use std::future::Future;
@@ -273,5 +273,49 @@ fn raised_cap_starts_the_oldest() {
         assert_eq!(*order.lock().unwrap(), [1, 2]);
         drop(open.send(()));
         assert_eq!(first_rx.recv_blocking(), Ok(0));
+    });
+}
+
+/// The pool capped at 1 thread, empty. Two callers submit at once, and the first one's spawn
+/// fails (injected: the OS refusing a thread). The second caller either comes first (it
+/// starts the worker; the first then queues, so its job runs after all), or comes after the
+/// failure (it starts the worker), or comes between the first one's decision to start a
+/// worker and the failure: then it queues behind a worker that never comes, with no worker
+/// alive, and its job is dropped too. A dropped job closes its caller's channel: no caller
+/// waits forever, no job runs twice, every thread ends.
+///
+/// Catches: a spawn failure that strands the queued jobs when no worker is alive (their
+/// caller blocks forever: loom reports the deadlock); one that forgets to give back its
+/// thread count (the second caller's job queues for ever).
+#[test]
+fn spawn_failure_strands_no_job() {
+    use bridge_core::oneshot::RecvError;
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let other = pool.clone();
+        let second = thread::spawn(move || {
+            let (done_tx, done_rx) = bridge_core::oneshot::channel();
+            __LoomPool::submit(
+                &other,
+                Box::new(move |_: &dyn Fn()| {
+                    let _ = done_tx.send(2u8);
+                }),
+            );
+            done_rx.recv_blocking()
+        });
+        __loom_fail_spawns(1);
+        let (done_tx, done_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |_: &dyn Fn()| {
+                let _ = done_tx.send(1u8);
+            }),
+        );
+        let first = done_rx.recv_blocking();
+        let second = second.join().unwrap();
+        assert!(matches!(first, Ok(1) | Err(RecvError)), "{first:?}");
+        assert!(matches!(second, Ok(2) | Err(RecvError)), "{second:?}");
+        // The failed spawn gave back its count: nothing is left queued or counted.
+        assert_eq!(pool.stats().2, 0, "a job left in the queue");
     });
 }
