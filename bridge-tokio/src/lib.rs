@@ -51,6 +51,11 @@ pub use io_runtime::IoRuntime;
 pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};
+#[cfg(not(bridge_loom))]
+#[doc(hidden)]
+pub use workers::{__handoff_pool_stats, __set_handoff_idle_time};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use workers::Pool as __LoomPool;
+pub use workers::{__loom_fail_spawns, Pool as __LoomPool};
+#[cfg(not(bridge_loom))]
+pub use workers::{max_handoff_threads, set_max_handoff_threads};

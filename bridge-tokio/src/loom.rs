@@ -8,6 +8,24 @@ pub(crate) use loom::sync::{Arc, atomic::AtomicBool};
 #[cfg(not(bridge_loom))]
 pub(crate) use std::sync::{Arc, atomic::AtomicBool};
 
+/// Declares a thread-local `Cell<bool>`, `false` on every new thread: std's, or loom's under
+/// loom (where the model's threads share one OS thread).
+macro_rules! thread_flag {
+    ($(#[$attr:meta])* static $name:ident;) => {
+        #[cfg(not(bridge_loom))]
+        std::thread_local! {
+            $(#[$attr])*
+            static $name: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        #[cfg(bridge_loom)]
+        loom::thread_local! {
+            $(#[$attr])*
+            static $name: std::cell::Cell<bool> = std::cell::Cell::new(false);
+        }
+    };
+}
+pub(crate) use thread_flag;
+
 /// A mutex whose `lock` ignores poisoning: nothing panics while holding one of ours.
 #[derive(Debug)]
 pub(crate) struct Mutex<T>(
@@ -41,9 +59,47 @@ pub(crate) mod thread {
     #[cfg(not(bridge_loom))]
     pub(crate) use std::thread::{Builder, Thread, current};
 
+    #[cfg(bridge_loom)]
+    loom::thread_local! {
+        /// How many of this model thread's next spawns fail (see `fail_spawns`).
+        static FAIL_SPAWNS: std::cell::Cell<usize> = std::cell::Cell::new(0);
+    }
+
+    /// Under loom: the next `n` spawns made from this model thread fail, as std's do when
+    /// the OS refuses a thread (which a model cannot make it do).
+    #[cfg(bridge_loom)]
+    pub(crate) fn fail_spawns(n: usize) {
+        FAIL_SPAWNS.with(|left| left.set(n));
+    }
+
+    /// Starts a thread named `name` that runs `f`. If no thread can be started, `f` is
+    /// dropped unrun (as std's `Builder::spawn` drops it) and the error returned. Under loom
+    /// the same, with the failure injected by `fail_spawns`.
+    pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        #[cfg(bridge_loom)]
+        if FAIL_SPAWNS.with(|left| left.replace(left.get().saturating_sub(1)) > 0) {
+            drop(f);
+            return Err(std::io::Error::other(
+                "a spawn failure injected by the model",
+            ));
+        }
+        Builder::new().name(name.into()).spawn(f).map(drop)
+    }
+
     /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
-    /// the deadline has passed. Under loom: no spin, a yield, and the deadline counts as
-    /// passed, so the models explore both "the job came in time" and "the worker retires".
+    /// the deadline has passed: `false` means "look in the mailbox again".
+    ///
+    /// The std version has three exits: `ready` seen during the spin (`false`), the deadline
+    /// already passed after the spin (`true`), a park that ends early or on time (`false`).
+    /// The loom stand-in takes the same exits, branch for branch as far as a model can:
+    /// - it checks `ready` once, and returns `false` when it is set: the spin's exit (the
+    ///   spin's many checks with no progress in between are one check at its last moment);
+    /// - otherwise it yields and returns `true`: the deadline-passed exit. The park's exit
+    ///   (`false`) only leads back to the mailbox and this wait; the deadline exit is the one
+    ///   with a decision in it (retire, or take the job a caller delivered meanwhile).
+    ///
+    /// A stand-in that skipped the `ready` check would hide a flag left set with an empty
+    /// mailbox, which makes the std worker spin without end instead of sleeping or retiring.
     pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
         #[cfg(not(bridge_loom))]
         {
@@ -65,7 +121,12 @@ pub(crate) mod thread {
         }
         #[cfg(bridge_loom)]
         {
-            let _ = (ready, deadline);
+            // The std spin's exit: `ready` seen.
+            if ready() {
+                return false;
+            }
+            // The std exit after the spin: the deadline has passed.
+            let _ = deadline;
             loom::thread::yield_now();
             true
         }

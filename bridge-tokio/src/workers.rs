@@ -2,57 +2,174 @@
 //!
 //! A caller that cannot be blocked in place (a current-thread runtime, a `LocalSet`) gives
 //! its future to an idle worker and blocks on a oneshot for the outcome. A worker polls the
-//! future with `Handle::block_on` of the I/O runtime, so the future's I/O, timers and the
-//! tasks it spawns live on that runtime, which its own workers always drive: nothing is
-//! stranded between jobs. After a job a worker spins for a moment (a caller in a loop hands
+//! future with the I/O runtime's handle, so the future's I/O, timers and the tasks it spawns
+//! live on that runtime, which its own workers always drive: nothing is stranded between jobs.
+//!
+//! The pool is bounded. A job goes to an idle worker if there is one, else to a new worker
+//! while fewer than the cap are alive ([`set_max_handoff_threads`], 512 by default), else to
+//! the back of a FIFO queue. A worker that finishes a job takes the queue's oldest job before
+//! it goes idle, so a queued job waits only for the first worker to free up, and no worker is
+//! idle while a job is queued. An idle worker spins for a moment (a caller in a loop hands
 //! over the next job within microseconds, and catching it awake saves two cross-thread
-//! wake-ups), then sleeps; after [`IDLE`] without a job it retires. The pool grows when no
-//! worker is idle, so a nested call on a worker (which takes another route anyway) can never
-//! wait for a worker that waits for it.
+//! wake-ups), then sleeps; after [`IDLE`] without a job it retires.
+//!
+//! A job submitted from a worker itself (a handed-off future that hands off again, from a
+//! current-thread runtime it built) never waits for the pool: it takes an idle worker or
+//! starts a thread beyond the cap. Queued behind the pool's busy workers, it could wait for
+//! the very worker that waits for it.
+//!
+//! The pool's state machine, one arm per decision (each under the pool's lock), each counted
+//! as `pool.<where>.<arm>` for the coverage count:
+//!
+//! | where | arm | what happens |
+//! | --- | --- | --- |
+//! | submit | `deliver_idle` | an idle worker takes the job in its mailbox |
+//! | submit | `start` | below the cap, nothing queued: a new worker starts with the job |
+//! | submit | `start_oldest` | below the cap (it was raised), jobs queued: a new worker starts with the oldest, the job queues |
+//! | submit | `start_nested` | on a worker, none idle: a new worker starts with the job, cap or not |
+//! | submit | `queue` | at the cap, none idle: the job queues |
+//! | start | `spawn_failed` | no thread: the job is dropped (its caller gets `RuntimeGone`) |
+//! | start | `spawn_failed_drain` | no thread and no worker alive: the queued jobs are dropped too |
+//! | after_job | `take_queued` | the worker moves the queue's oldest job to its mailbox |
+//! | after_job | `go_idle` | nothing queued: the worker joins the idle list |
+//! | idle | `take_mailbox` | a job was delivered: the worker runs it |
+//! | idle | `retire` | the idle time passed and no caller took the worker: it ends |
+//! | idle | `retire_refused` | the idle time passed, but a caller took the worker: it runs the job |
 
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
+use bridge_core::__coverage::Decl;
+use std::cell::Cell;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// How long a worker waits for a job before it retires.
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
+/// The default cap on handoff threads: tokio's default for its blocking pool.
+pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
+
+/// The name of every handoff thread.
+pub(crate) const THREAD_NAME: &str = "bridge-handoff";
+
 /// A unit of work for a worker. It gets a callback that puts the worker back in the idle
-/// list, to call once its result is ready but before it delivers it: a caller that hands
-/// off in a loop then finds this worker idle for its next call instead of starting a new
-/// thread. (A job that does not call it is put back when it returns.) It must not unwind
+/// list (or, if a job is queued, hands it the oldest one to run next), to call once its
+/// result is ready but before it delivers it: a caller that hands off in a loop then finds
+/// this worker idle for its next call instead of starting a new thread. (A job that does not
+/// call it gets the same when it returns.) It must not unwind
 /// (the handoff job catches the future's panics); if it does, the worker survives and the
 /// job's caller sees its channel close.
 pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 
+crate::loom::thread_flag! {
+    /// Whether this thread is a handoff worker: its submits bypass the cap.
+    static ON_WORKER;
+}
+
 /// Where a caller leaves a job for one worker.
 struct Mailbox {
     job: Mutex<Option<Job>>,
-    /// Set (Release) after the job is in place, cleared when the worker takes it: a hint for
-    /// the worker's spin, which then takes the job under the mutex.
+    /// Whether `job` holds a job: set and cleared only under `job`'s mutex, together with the
+    /// slot, so it is never left set with an empty mailbox (a worker would spin on it instead
+    /// of sleeping or retiring). A hint for the worker's spin, which spares it the lock; the
+    /// job itself is taken under the mutex.
     ready: AtomicBool,
     thread: thread::Thread,
 }
 
-/// The idle workers.
-#[derive(Default)]
+/// The pool's bookkeeping, all under one lock.
+struct State {
+    /// The idle workers, the most recent last (it is the one still spinning, if any).
+    idle: Vec<Arc<Mailbox>>,
+    /// Jobs that wait for a worker, oldest first. Non-empty only while `idle` is empty.
+    queue: VecDeque<Job>,
+    /// Workers alive: counted from the decision to start one until it retires.
+    threads: usize,
+    /// The cap on `threads` for submits from outside the pool (at least 1).
+    max: usize,
+    /// How long an idle worker waits before it retires.
+    idle_time: Duration,
+}
+
+/// The handoff workers and the jobs queued for them.
 pub struct Pool {
-    idle: Mutex<Vec<Arc<Mailbox>>>,
+    state: Mutex<State>,
+}
+
+/// What `submit` decided under the lock, carried out after it.
+enum Placement {
+    /// An idle worker has the job in its mailbox; it may be asleep.
+    Delivered(Arc<Mailbox>),
+    /// A new worker is to start with this job (counted in `threads` already).
+    Start(Job),
+    /// The job is queued.
+    Queued,
+}
+
+/// Every arm of the pool's state machine (see the module docs), for the coverage count of
+/// bridge-core's `__coverage`: `.ci/loom-coverage` fails on every arm no loom model reached.
+const ARMS: &[Decl] = &[
+    Decl::loom("pool.submit.deliver_idle"),
+    Decl::loom("pool.submit.start"),
+    Decl::loom("pool.submit.start_oldest"),
+    Decl::loom("pool.submit.start_nested"),
+    Decl::loom("pool.submit.queue"),
+    // The OS refuses threads only when resources run out; the loom shim injects the failure
+    // (`__loom_fail_spawns`).
+    Decl::loom("pool.start.spawn_failed"),
+    Decl::loom("pool.start.spawn_failed_drain"),
+    Decl::loom("pool.after_job.take_queued"),
+    Decl::loom("pool.after_job.go_idle"),
+    Decl::loom("pool.idle.take_mailbox"),
+    Decl::loom("pool.idle.retire"),
+    Decl::loom("pool.idle.retire_refused"),
+];
+
+/// Counts a pass through an arm of the pool's state machine.
+macro_rules! arm {
+    ($machine:literal, $name:ident) => {
+        bridge_core::__arm!(ARMS, concat!("pool.", $machine, ".", stringify!($name)))
+    };
 }
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let idle = self.idle.with(|idle| idle.len());
-        f.debug_struct("Pool").field("idle", &idle).finish()
+        let (threads, idle, queued, max) = self.state.with(|state| {
+            (
+                state.threads,
+                state.idle.len(),
+                state.queue.len(),
+                state.max,
+            )
+        });
+        f.debug_struct("Pool")
+            .field("threads", &threads)
+            .field("idle", &idle)
+            .field("queued", &queued)
+            .field("max", &max)
+            .finish()
     }
 }
 
-impl Default for Mutex<Vec<Arc<Mailbox>>> {
+impl Default for Pool {
     fn default() -> Self {
-        Mutex::new(Vec::new())
+        Self::new(DEFAULT_MAX_THREADS)
     }
 }
 
 impl Pool {
+    /// A pool of at most `max` threads (0 counts as 1) for submits from outside it.
+    pub fn new(max: usize) -> Self {
+        Self {
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                queue: VecDeque::new(),
+                threads: 0,
+                max: max.max(1),
+                idle_time: IDLE,
+            }),
+        }
+    }
+
     /// The process's pool.
     #[cfg(not(bridge_loom))]
     pub(crate) fn global() -> &'static Arc<Pool> {
@@ -60,37 +177,101 @@ impl Pool {
         POOL.get_or_init(|| Arc::new(Pool::default()))
     }
 
-    /// Runs `job` on an idle worker of `pool`, or on a new one if none is idle.
+    /// Sets the cap (0 counts as 1); returns the previous one.
+    pub fn set_max(&self, max: usize) -> usize {
+        self.state
+            .with(|state| std::mem::replace(&mut state.max, max.max(1)))
+    }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.state.with(|state| state.max)
+    }
+
+    /// Sets how long an idle worker waits before it retires (from its next wait on); returns
+    /// the previous time.
+    pub fn set_idle_time(&self, idle_time: Duration) -> Duration {
+        self.state
+            .with(|state| std::mem::replace(&mut state.idle_time, idle_time))
+    }
+
+    /// Workers alive, idle workers, queued jobs.
+    pub fn stats(&self) -> (usize, usize, usize) {
+        self.state
+            .with(|state| (state.threads, state.idle.len(), state.queue.len()))
+    }
+
+    /// Runs `job` on an idle worker of `pool`, on a new one below the cap, or queues it.
     pub fn submit(pool: &Arc<Self>, job: Job) {
-        let mut job = Some(job);
-        // The job is delivered inside the idle list's critical section: a worker that then
-        // fails to retire (it locks the list after us) is sure to see it.
-        let delivered = pool.idle.with(|idle| {
-            let worker = idle.pop()?;
-            worker.job.with(|slot| *slot = job.take());
-            // ORDERING: Release publishes the job (also under its mutex) to the worker's
-            // Acquire swap.
-            worker.ready.store(true, Ordering::Release);
-            Some(worker)
-        });
-        match delivered {
-            // The unpark only shortens the worker's sleep.
-            Some(worker) => worker.thread.unpark(),
-            None => {
-                let job = job.take().expect("not delivered");
-                let pool = Arc::clone(pool);
-                let spawned = thread::Builder::new()
-                    .name("bridge-handoff".into())
-                    .spawn(move || Pool::work(&pool, job));
-                // Without a thread the job is dropped, which closes its caller's channel: the
-                // caller learns it as RuntimeGone instead of waiting forever.
-                drop(spawned);
+        let nested = ON_WORKER.with(Cell::get);
+        // The job is delivered inside the pool's critical section: a worker that then fails
+        // to retire (it locks the pool after us) is sure to see it.
+        let placement = pool.state.with(|state| {
+            if let Some(worker) = state.idle.pop() {
+                arm!("submit", deliver_idle);
+                worker.put(job);
+                return Placement::Delivered(worker);
             }
+            if nested {
+                // Queued, this job could wait for the worker that waits for it.
+                arm!("submit", start_nested);
+                state.threads += 1;
+                return Placement::Start(job);
+            }
+            if state.threads < state.max {
+                state.threads += 1;
+                return match state.queue.pop_front() {
+                    None => {
+                        arm!("submit", start);
+                        Placement::Start(job)
+                    }
+                    // The cap was raised while jobs were queued: the oldest goes first.
+                    Some(oldest) => {
+                        arm!("submit", start_oldest);
+                        state.queue.push_back(job);
+                        Placement::Start(oldest)
+                    }
+                };
+            }
+            arm!("submit", queue);
+            state.queue.push_back(job);
+            Placement::Queued
+        });
+        match placement {
+            // The unpark only shortens the worker's sleep.
+            Placement::Delivered(worker) => worker.thread.unpark(),
+            Placement::Start(job) => Pool::start(pool, job),
+            Placement::Queued => {}
         }
     }
 
-    /// A worker's life: run the first job, then every job handed to it, until it retires.
+    /// Starts a worker with `job` (already counted in `threads`).
+    fn start(pool: &Arc<Self>, job: Job) {
+        let worker_pool = Arc::clone(pool);
+        if thread::spawn(THREAD_NAME, move || Pool::work(&worker_pool, job)).is_ok() {
+            return;
+        }
+        // Without a thread the job has been dropped with the thread's closure, which closes
+        // its caller's channel: the caller learns it as RuntimeGone instead of waiting
+        // forever. If no worker is alive, none would ever take the queued jobs either: they
+        // are dropped too, outside the lock (a drop may run a caller's destructors).
+        let stranded = pool.state.with(|state| {
+            arm!("start", spawn_failed);
+            state.threads -= 1;
+            if state.threads == 0 && !state.queue.is_empty() {
+                arm!("start", spawn_failed_drain);
+                std::mem::take(&mut state.queue)
+            } else {
+                VecDeque::new()
+            }
+        });
+        drop(stranded);
+    }
+
+    /// A worker's life: run the first job, then every job handed to it or queued, until it
+    /// retires.
     fn work(pool: &Arc<Self>, first: Job) {
+        ON_WORKER.with(|on_worker| on_worker.set(true));
         let me = Arc::new(Mailbox {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
@@ -98,43 +279,73 @@ impl Pool {
         });
         let mut next = Some(first);
         while let Some(job) = next.take() {
-            let idle = std::cell::Cell::new(false);
+            // Set once the worker has its next job in hand or is in the idle list: how long
+            // it then waits for a job.
+            let after = Cell::new(None);
             let back_to_idle = || {
-                if !idle.replace(true) {
-                    pool.idle.with(|list| list.push(Arc::clone(&me)));
+                if after.get().is_none() {
+                    after.set(Some(pool.after_job(&me)));
                 }
             };
             // The job catches the future's panics; anything else is contained here so that
             // the worker lives on (the job's caller sees its channel close).
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&back_to_idle)));
             back_to_idle();
-            next = pool.wait_for_job(&me);
+            next = pool.wait_for_job(&me, after.get().expect("set by back_to_idle"));
         }
     }
 
-    /// Waits for a job; `None` once the worker has retired.
-    fn wait_for_job(&self, me: &Arc<Mailbox>) -> Option<Job> {
-        let deadline = Instant::now() + IDLE;
-        // ORDERING: Acquire pairs with `submit`'s Release; the flag is only a hint that
-        // spares the spin a lock, the job itself is read under the mailbox's mutex.
-        let ready = || me.ready.load(Ordering::Acquire);
+    /// What a worker does once its job's result is ready: it moves the queue's oldest job to
+    /// its own mailbox, or joins the idle list if none is queued. Returns the idle time.
+    fn after_job(&self, me: &Arc<Mailbox>) -> Duration {
+        self.state.with(|state| {
+            match state.queue.pop_front() {
+                Some(job) => {
+                    arm!("after_job", take_queued);
+                    me.put(job);
+                }
+                None => {
+                    arm!("after_job", go_idle);
+                    state.idle.push(Arc::clone(me));
+                }
+            }
+            state.idle_time
+        })
+    }
+
+    /// Waits in the idle list for a job; `None` once the worker has retired.
+    fn wait_for_job(&self, me: &Arc<Mailbox>, idle_time: Duration) -> Option<Job> {
+        let deadline = Instant::now() + idle_time;
+        // ORDERING: Relaxed: only a hint that spares the spin a lock; the job itself is read
+        // under the mailbox's mutex, which orders that read after the delivery.
+        let ready = || me.ready.load(Ordering::Relaxed);
         loop {
             if let Some(job) = me.take() {
+                arm!("idle", take_mailbox);
                 return Some(job);
             }
             if thread::wait(ready, deadline) {
-                let retired = self.idle.with(|idle| {
-                    let position = idle.iter().position(|worker| Arc::ptr_eq(worker, me));
-                    position.map(|position| idle.remove(position)).is_some()
+                // An idle worker means an empty queue (a job queues only while no worker is
+                // idle, and a worker joins the list only while none is queued): retiring
+                // strands nothing.
+                let retired = self.state.with(|state| {
+                    let position = state.idle.iter().position(|worker| Arc::ptr_eq(worker, me));
+                    let retired = position.map(|position| state.idle.remove(position));
+                    if retired.is_some() {
+                        state.threads -= 1;
+                    }
+                    retired.is_some()
                 });
                 if retired {
+                    arm!("idle", retire);
                     return None;
                 }
                 // A caller took this worker from the idle list, and put its job in the mailbox
-                // before it let go of the list: the job is there.
+                // before it let go of the lock: the job is there.
+                arm!("idle", retire_refused);
                 return Some(
                     me.take()
-                        .expect("a caller delivers before letting go of the list"),
+                        .expect("a caller delivers before letting go of the lock"),
                 );
             }
         }
@@ -142,12 +353,102 @@ impl Pool {
 }
 
 impl Mailbox {
+    /// Puts a job in the (empty) mailbox.
+    fn put(&self, job: Job) {
+        self.job.with(|slot| {
+            debug_assert!(slot.is_none(), "one job at a time");
+            *slot = Some(job);
+            // ORDERING: Relaxed: a hint, written under the mailbox's mutex with the slot. The
+            // worker that sees it then takes that mutex, which orders it after this critical
+            // section (it read a value written in it), so it finds the job there.
+            self.ready.store(true, Ordering::Relaxed);
+        });
+    }
+
     /// Takes the job out of the mailbox, if one is there.
     fn take(&self) -> Option<Job> {
-        let job = self.job.with(Option::take)?;
-        // ORDERING: Relaxed: the next job is delivered only after this worker is back in the
-        // idle list (a mutex hand-over), which orders this reset before that delivery's set.
-        self.ready.store(false, Ordering::Relaxed);
-        Some(job)
+        self.job.with(|slot| {
+            let job = slot.take()?;
+            // ORDERING: Relaxed: cleared under the mailbox's mutex, with the slot; the next
+            // delivery sets it under the same mutex, after this critical section.
+            self.ready.store(false, Ordering::Relaxed);
+            Some(job)
+        })
     }
+}
+
+/// Sets the cap on the threads of the handoff pool, and returns the previous cap.
+///
+/// A call to [`run_blocking`](crate::run_blocking) from a current-thread runtime or a
+/// `LocalSet` hands its future to a pooled thread and blocks until it is done. At most `max`
+/// such threads run at once (512 by default, as tokio's blocking pool); calls beyond the cap
+/// wait in a FIFO queue for the first thread to free up. Idle threads end after 10 s.
+///
+/// `0` counts as `1`: the pool always has room for one thread, or no handoff could ever run.
+/// A new cap applies to the calls made after it: threads already running are not stopped
+/// (they end when idle), and queued calls start as threads free up or as later calls find
+/// room under a raised cap.
+///
+/// A call made from a handoff thread itself (a handed-off future that builds a current-thread
+/// runtime and hands off again) never waits for the pool: it runs at once, on a thread
+/// beyond the cap if need be, since queued it could wait for the very thread that waits for
+/// it. Only the handoff thread itself is recognized: a call made on another thread that a
+/// handed-off future blocks on queues like any other, so at the cap such a future can wait
+/// forever (as with any bounded pool).
+///
+/// # Examples
+///
+/// ```
+/// // Few handoff threads: calls beyond 4 at once queue instead of starting threads.
+/// let default = bridge_tokio::set_max_handoff_threads(4);
+/// assert_eq!(default, 512);
+/// assert_eq!(bridge_tokio::max_handoff_threads(), 4);
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// assert_eq!(rt.block_on(async { bridge_tokio::run_blocking(async { 7 }) }), 7);
+///
+/// // 0 counts as 1.
+/// bridge_tokio::set_max_handoff_threads(0);
+/// assert_eq!(bridge_tokio::max_handoff_threads(), 1);
+/// ```
+#[cfg(not(bridge_loom))]
+pub fn set_max_handoff_threads(max: usize) -> usize {
+    Pool::global().set_max(max)
+}
+
+/// The cap on the threads of the handoff pool: 512 unless [`set_max_handoff_threads`] changed
+/// it.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(bridge_tokio::max_handoff_threads(), 512);
+/// ```
+#[cfg(not(bridge_loom))]
+pub fn max_handoff_threads() -> usize {
+    Pool::global().max()
+}
+
+/// Test hook: the handoff pool's workers alive, idle workers and queued jobs, in that order.
+/// Not part of the API.
+#[cfg(not(bridge_loom))]
+#[doc(hidden)]
+pub fn __handoff_pool_stats() -> (usize, usize, usize) {
+    Pool::global().stats()
+}
+
+/// Test hook: sets how long an idle handoff worker waits before it retires (from its next
+/// wait on); returns the previous time. Not part of the API.
+#[cfg(not(bridge_loom))]
+#[doc(hidden)]
+pub fn __set_handoff_idle_time(idle_time: Duration) -> Duration {
+    Pool::global().set_idle_time(idle_time)
+}
+
+/// Test hook for the loom models: the next `n` spawns of handoff workers made from this model
+/// thread fail. Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_fail_spawns(n: usize) {
+    thread::fail_spawns(n);
 }

@@ -1,5 +1,6 @@
 //! loom models of the handoff protocol: the caller blocks on a oneshot while a loom thread,
-//! standing in for the runtime's worker, runs (or drops) the job.
+//! standing in for the runtime's worker, runs (or drops) the job; and of the handoff pool,
+//! whose workers are loom threads: submit vs. retire, the cap, the FIFO queue, nested submits.
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
@@ -12,7 +13,7 @@
 //! counter.
 #![cfg(bridge_loom)]
 
-use bridge_tokio::{__LoomPool, __loom_handoff, BridgeError};
+use bridge_tokio::{__LoomPool, __loom_fail_spawns, __loom_handoff, BridgeError};
 use loom::alloc::Track;
 use loom::thread;
 use std::future::Future;
@@ -143,5 +144,178 @@ fn submit_vs_worker_retire() {
             assert_eq!(done_rx.recv_blocking(), Ok(round), "job {round} was lost");
         }
         assert_eq!(runs.load(SeqCst), 2);
+    });
+}
+
+/// The pool capped at 1 thread: a first job starts the worker, and two more are submitted
+/// while it runs that job, goes idle and retires (the stand-in for its wait treats the idle
+/// time as passed). Each later submit finds the worker busy (the job queues), idle (the job
+/// goes to its mailbox), retiring (it takes the job after all) or gone (a new worker starts).
+/// Every job runs exactly once, in submission order, never two at once, the pool never counts
+/// more than 1 thread, and every worker thread ends (no job stranded in the queue).
+///
+/// Catches: a cap that is not enforced (a second thread counted while the first is alive);
+/// a worker that retires or goes idle with a job queued (the job is never run: the caller
+/// blocks forever, loom reports the deadlock); a queue taken newest first.
+#[test]
+fn cap_one_fifo_vs_retire() {
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let running = Arc::new(AtomicUsize::new(0));
+        let waits: Vec<_> = (0..3)
+            .map(|index| {
+                let (done_tx, done_rx) = bridge_core::oneshot::channel();
+                let (order, running) = (order.clone(), running.clone());
+                let counted = pool.clone();
+                __LoomPool::submit(
+                    &pool,
+                    Box::new(move |back_to_idle: &dyn Fn()| {
+                        assert_eq!(running.fetch_add(1, SeqCst), 0, "two jobs at once");
+                        assert!(counted.stats().0 <= 1, "more threads than the cap");
+                        order.lock().unwrap().push(index);
+                        running.fetch_sub(1, SeqCst);
+                        back_to_idle();
+                        let _ = done_tx.send(index);
+                    }),
+                );
+                assert!(pool.stats().0 <= 1, "more threads than the cap");
+                done_rx
+            })
+            .collect();
+        for (index, done) in waits.into_iter().enumerate() {
+            assert_eq!(done.recv_blocking(), Ok(index), "job {index} was lost");
+        }
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+    });
+}
+
+/// The pool capped at 1 thread: its worker's job submits a second job and waits for it (a
+/// handed-off future that hands off again). The nested submit comes from a worker, so it
+/// starts a thread beyond the cap; the inner job runs and the outer one completes.
+///
+/// Catches: a nested submit that queues like any other (it waits for the only worker, which
+/// waits for it: loom reports the deadlock).
+#[test]
+fn nested_submit_bypasses_the_cap() {
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let (done_tx, done_rx) = bridge_core::oneshot::channel();
+        let inner_pool = pool.clone();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |back_to_idle: &dyn Fn()| {
+                let (inner_tx, inner_rx) = bridge_core::oneshot::channel();
+                __LoomPool::submit(
+                    &inner_pool,
+                    Box::new(move |back_to_idle: &dyn Fn()| {
+                        back_to_idle();
+                        let _ = inner_tx.send(5u8);
+                    }),
+                );
+                let inner = inner_rx.recv_blocking();
+                back_to_idle();
+                let _ = done_tx.send(inner);
+            }),
+        );
+        assert_eq!(done_rx.recv_blocking(), Ok(Ok(5)));
+    });
+}
+
+/// The pool at its cap of 1 thread, busy with a first job held by a gate, with a second job
+/// queued; the cap is raised to 2 and a third job is submitted. The new worker starts with
+/// the queue's oldest job (the second) and the third queues; the new worker takes it after
+/// the second, while the first worker is still held. Then the gate opens: the first worker
+/// finishes, goes idle or finds nothing queued, and retires, racing the second worker's
+/// retirement. Every job runs exactly once, the second before the third, and every worker
+/// thread ends.
+///
+/// Catches: a raised cap that starts the newest job first (the third runs before the
+/// second); one that starts the newest and forgets the queued one, or that queues the new
+/// job without starting a worker (a job never runs while the gate is held: its caller blocks
+/// forever, loom reports the deadlock).
+#[test]
+fn raised_cap_starts_the_oldest() {
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (open, gate) = bridge_core::oneshot::channel::<()>();
+        let (first_tx, first_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |_: &dyn Fn()| {
+                let _ = gate.recv_blocking();
+                let _ = first_tx.send(0);
+            }),
+        );
+        let waits: Vec<_> = (1..3)
+            .map(|index| {
+                let (done_tx, done_rx) = bridge_core::oneshot::channel();
+                let order = order.clone();
+                __LoomPool::submit(
+                    &pool,
+                    Box::new(move |_: &dyn Fn()| {
+                        order.lock().unwrap().push(index);
+                        let _ = done_tx.send(index);
+                    }),
+                );
+                if index == 1 {
+                    assert_eq!(pool.stats(), (1, 0, 1), "the second job queues");
+                    assert_eq!(pool.set_max(2), 1);
+                }
+                done_rx
+            })
+            .collect();
+        // Both run while the first worker is held.
+        for (done, index) in waits.into_iter().zip(1..) {
+            assert_eq!(done.recv_blocking(), Ok(index));
+        }
+        assert_eq!(*order.lock().unwrap(), [1, 2]);
+        drop(open.send(()));
+        assert_eq!(first_rx.recv_blocking(), Ok(0));
+    });
+}
+
+/// The pool capped at 1 thread, empty. Two callers submit at once, and the first one's spawn
+/// fails (injected: the OS refusing a thread). The second caller either comes first (it
+/// starts the worker; the first then queues, so its job runs after all), or comes after the
+/// failure (it starts the worker), or comes between the first one's decision to start a
+/// worker and the failure: then it queues behind a worker that never comes, with no worker
+/// alive, and its job is dropped too. A dropped job closes its caller's channel: no caller
+/// waits forever, no job runs twice, every thread ends.
+///
+/// Catches: a spawn failure that strands the queued jobs when no worker is alive (their
+/// caller blocks forever: loom reports the deadlock); one that forgets to give back its
+/// thread count (the second caller's job queues for ever).
+#[test]
+fn spawn_failure_strands_no_job() {
+    use bridge_core::oneshot::RecvError;
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let other = pool.clone();
+        let second = thread::spawn(move || {
+            let (done_tx, done_rx) = bridge_core::oneshot::channel();
+            __LoomPool::submit(
+                &other,
+                Box::new(move |_: &dyn Fn()| {
+                    let _ = done_tx.send(2u8);
+                }),
+            );
+            done_rx.recv_blocking()
+        });
+        __loom_fail_spawns(1);
+        let (done_tx, done_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |_: &dyn Fn()| {
+                let _ = done_tx.send(1u8);
+            }),
+        );
+        let first = done_rx.recv_blocking();
+        let second = second.join().unwrap();
+        assert!(matches!(first, Ok(1) | Err(RecvError)), "{first:?}");
+        assert!(matches!(second, Ok(2) | Err(RecvError)), "{second:?}");
+        // The failed spawn gave back its count: nothing is left queued or counted.
+        assert_eq!(pool.stats().2, 0, "a job left in the queue");
     });
 }
