@@ -98,19 +98,30 @@ pub(crate) mod thread {
     ///   (`false`) only leads back to the mailbox and this wait; the deadline exit is the one
     ///   with a decision in it (retire, or take the job a caller delivered meanwhile).
     ///
+    /// The spin policy (bridge-core's `__spin`) always spins under loom, so the stand-in
+    /// mirrors the std branch that spins; the std branch that skips the spin takes the same
+    /// exits as a spin that never saw `ready`.
+    ///
     /// A stand-in that skipped the `ready` check would hide a flag left set with an empty
     /// mailbox, which makes the std worker spin without end instead of sleeping or retiring.
     pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
         #[cfg(not(bridge_loom))]
         {
             // A caller that hands off in a loop sends the next job within microseconds:
-            // catching it awake saves two cross-thread wake-ups per call.
-            let spin_until = Instant::now() + std::time::Duration::from_micros(30);
-            while Instant::now() < spin_until {
-                if ready() {
-                    return false;
+            // catching it awake saves two cross-thread wake-ups per call. Worth it only
+            // where such spins have been catching, on a machine with a CPU to spare
+            // (bridge-core's spin policy); a skipped spin is a spin that saw nothing.
+            static NEXT_JOB: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
+            if NEXT_JOB.should_spin() {
+                let spin_until = Instant::now() + std::time::Duration::from_micros(30);
+                while Instant::now() < spin_until {
+                    if ready() {
+                        NEXT_JOB.record(true);
+                        return false;
+                    }
+                    std::hint::spin_loop();
                 }
-                std::hint::spin_loop();
+                NEXT_JOB.record(false);
             }
             let now = Instant::now();
             if now >= deadline {
