@@ -135,12 +135,22 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     let (tx, rx) = oneshot::channel();
     let handle = handle.clone();
     let job = catch_unwind(future);
+    // Whether a worker took the job: a job the pool dropped unrun (no worker thread could be
+    // started) closes the channel without it.
+    let started = Arc::new(AtomicBool::new(false));
+    let taken = Arc::clone(&started);
     crate::workers::Pool::submit(
         crate::workers::Pool::global(),
         Box::new(move |back_to_idle: &dyn Fn()| {
+            // ORDERING: Relaxed: the caller reads it only after the channel closed, and the
+            // close (the drop of `tx`, below, on this thread) happens-before that read.
+            taken.store(true, Ordering::Relaxed);
             let outcome = {
                 let _context = handle.enter();
                 bridge_core::block_on(job)
@@ -150,7 +160,16 @@ where
             drop(tx.send(outcome));
         }),
     );
-    Waiting { rx }.wait(None, || ())
+    let waiting = Waiting { rx };
+    match waiting.wait(None, || ()) {
+        // ORDERING: Relaxed: see the store above.
+        Err(BridgeError::RuntimeGone) if !started.load(Ordering::Relaxed) => {
+            Err(BridgeError::Unavailable(std::io::Error::other(
+                "no handoff worker thread could be started",
+            )))
+        }
+        result => result,
+    }
 }
 
 /// Test hook for the loom models: the two sides of a handoff, without a runtime. Not part of

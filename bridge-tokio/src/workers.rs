@@ -28,7 +28,7 @@
 //! | submit | `start_oldest` | below the cap (it was raised), jobs queued: a new worker starts with the oldest, the job queues |
 //! | submit | `start_nested` | on a worker, none idle: a new worker starts with the job, cap or not |
 //! | submit | `queue` | at the cap, none idle: the job queues |
-//! | start | `spawn_failed` | no thread: the job is dropped (its caller gets `RuntimeGone`) |
+//! | start | `spawn_failed` | no thread: the job is dropped (its caller gets `Unavailable`) |
 //! | start | `spawn_failed_drain` | no thread and no worker alive: the queued jobs are dropped too |
 //! | after_job | `take_queued` | the worker moves the queue's oldest job to its mailbox |
 //! | after_job | `go_idle` | nothing queued: the worker joins the idle list |
@@ -252,7 +252,7 @@ impl Pool {
             return;
         }
         // Without a thread the job has been dropped with the thread's closure, which closes
-        // its caller's channel: the caller learns it as RuntimeGone instead of waiting
+        // its caller's channel: the caller learns it as Unavailable instead of waiting
         // forever. If no worker is alive, none would ever take the queued jobs either: they
         // are dropped too, outside the lock (a drop may run a caller's destructors).
         let stranded = pool.state.with(|state| {
