@@ -87,6 +87,11 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("block_on.ready"),
     Decl::loom("block_on.parks"),
     Decl::loom("block_on.yields"),
+    Decl::loom("block_on.expired"),
+    // A timed park (`__block_on_deadline`).
+    Decl::loom("parker.park_deadline.woken"),
+    Decl::loom("parker.park_deadline.woken_at_deadline"),
+    Decl::loom("parker.park_deadline.expired"),
 ];
 
 /// Marks an arm of this crate: `arm!("oneshot.wait.spurious")`.

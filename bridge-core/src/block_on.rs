@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
 
 /// Runs `future` to completion on the calling thread and returns its output.
 ///
@@ -38,13 +39,38 @@ use std::task::{Context, Poll, Wake, Waker};
 /// assert_eq!(bridge_core::block_on(rx), Ok("from another thread"));
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
+    match drive(future, None) {
+        Some(output) => output,
+        None => unreachable!("without a deadline, only the output ends the wait"),
+    }
+}
+
+/// [`block_on`] with a deadline: `None` if it passes first, the future then dropped here.
+/// For the bridge crates (a time limit on a future that borrows from the caller); not part
+/// of the API.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let soon = Instant::now() + Duration::from_millis(10);
+/// assert_eq!(bridge_core::__block_on_deadline(std::future::pending::<()>(), soon), None);
+/// assert_eq!(bridge_core::__block_on_deadline(async { 1 }, soon), Some(1));
+/// ```
+#[doc(hidden)]
+pub fn __block_on_deadline<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
+    drive(future, Some(deadline))
+}
+
+fn drive<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
     let mut future = pin!(future);
     let signal = Lease::take();
     let mut cx = Context::from_waker(&signal.waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             arm!("block_on.ready");
-            return output;
+            return Some(output);
         }
         if signal.take() {
             // Woken already, most likely by the poll itself: a oneshot receiver whose sender
@@ -54,6 +80,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             // hand-over out, so the sender's thread can finish.
             arm!("block_on.yields");
             thread::yield_now();
+        } else if let Some(deadline) = deadline {
+            if !signal.park_deadline(deadline) {
+                arm!("block_on.expired");
+                return None;
+            }
         } else {
             arm!("block_on.parks");
             signal.park();

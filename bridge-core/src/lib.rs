@@ -25,6 +25,9 @@
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]
+#[path = "scoped.rs"]
+pub mod __scoped;
+#[doc(hidden)]
 #[path = "spin.rs"]
 pub mod __spin;
 mod arms;
@@ -33,7 +36,7 @@ mod loom;
 pub mod oneshot;
 mod parker;
 
-pub use block_on::block_on;
+pub use block_on::{__block_on_deadline, block_on};
 
 /// Compile-time checks of the handles' auto traits and variance, run as doctests.
 ///

@@ -95,6 +95,28 @@ impl Parker {
         }
     }
 
+    /// Blocks the owner thread until the flag is set (then clears it: `true`) or `deadline`
+    /// passes with the flag still clear (`false`).
+    pub(crate) fn park_deadline(&self, deadline: std::time::Instant) -> bool {
+        loop {
+            // ORDERING: Acquire, as in `park`.
+            if self.notified.value.swap(false, Acquire) {
+                arm!("parker.park_deadline.woken");
+                return true;
+            }
+            if thread::park_deadline(deadline) == crate::loom::Parked::Expired {
+                // ORDERING: Acquire, as above: a wake-up that came with the deadline counts.
+                let woken = self.notified.value.swap(false, Acquire);
+                if woken {
+                    arm!("parker.park_deadline.woken_at_deadline");
+                } else {
+                    arm!("parker.park_deadline.expired");
+                }
+                return woken;
+            }
+        }
+    }
+
     /// Takes a wake-up that is already there, without blocking: whether there was one.
     pub(crate) fn take(&self) -> bool {
         // ORDERING: Acquire, as in `park`: a wake-up taken here is consumed the same way, so

@@ -206,7 +206,7 @@ impl<T> Receiver<T> {
     /// The blocking receive. If it displaces a task waker that an earlier poll registered,
     /// it wakes that task when it returns, so the task polls again instead of waiting for a
     /// wake-up that now goes to this thread.
-    fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+    pub(crate) fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let mut displaced = None;
         let result = self.wait(deadline, &mut displaced);
         if let Some(waker) = displaced {
