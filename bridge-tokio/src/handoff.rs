@@ -1,191 +1,162 @@
-//! The handoff: the future runs as a task of a multi-thread runtime while the caller blocks
-//! on a oneshot for its outcome.
+//! The handoff: the future runs on a worker of the handoff pool, polled there with a
+//! multi-thread runtime's handle entered, while the caller blocks until the worker is done
+//! with it.
+//!
+//! The future may borrow from the caller's stack: bridge-core's `run_elsewhere` hands the
+//! work over with its lifetime erased and returns only once the worker has run it to its end
+//! or dropped it. A deadline does not cut that wait short: when it passes, the caller asks
+//! the worker to stop (the future is dropped at its next wake-up or between two polls) and
+//! then waits for the drop.
 
 use crate::BridgeError;
-use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError};
+use bridge_core::__scoped::{Job, run_elsewhere};
+use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
 use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::pin;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::Instant;
+use tokio::runtime::Handle;
 
-/// The future's output, or its panic payload.
-pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
+/// How the work ended on the worker.
+enum Ended<T> {
+    /// The future's output.
+    Finished(T),
+    /// The future's panic payload.
+    Panicked(Box<dyn Any + Send + 'static>),
+    /// The caller's deadline passed and the worker dropped the future unfinished.
+    Cancelled,
+}
 
-/// Polls `future` to completion, turning a panic in any poll into an `Err` with its payload.
-pub(crate) async fn catch_unwind<F: Future>(future: F) -> Outcome<F::Output> {
+/// Polls `future` until it finishes, panics, or `cancel` delivers.
+async fn until_cancelled<F: Future>(future: F, mut cancel: Receiver<()>) -> Ended<F::Output> {
     let mut future = pin!(future);
-    poll_fn(
-        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+    poll_fn(|cx| {
+        // The cancel first: it registers the waker that the caller's send wakes.
+        if let Poll::Ready(Ok(())) = Pin::new(&mut cancel).poll(cx) {
+            return Poll::Ready(Ended::Cancelled);
+        }
+        match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ended::Finished(output)),
             Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(payload)),
-        },
-    )
+            Err(payload) => Poll::Ready(Ended::Panicked(payload)),
+        }
+    })
     .await
 }
 
-/// The caller's side of a handoff: where the outcome arrives.
-pub(crate) struct Waiting<T> {
-    rx: Receiver<Outcome<T>>,
-}
-
-/// Splits `future` into the job to run on a runtime and the caller's side.
-///
-/// The job sends the outcome (output or panic) when the future finishes. If the job is
-/// dropped unfinished (its runtime shut down), the caller gets [`BridgeError::RuntimeGone`];
-/// if the caller stopped waiting (deadline), the output is dropped where the job runs.
-pub(crate) fn split<F>(
-    future: F,
-) -> (
-    Waiting<F::Output>,
-    impl Future<Output = ()> + Send + 'static,
-)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = oneshot::channel();
-    let job = async move {
-        let outcome = catch_unwind(future).await;
-        // A refused send means the caller gave up: the outcome is dropped here.
-        drop(tx.send(outcome));
-    };
-    (Waiting { rx }, job)
-}
-
-impl<T> Waiting<T> {
-    /// Blocks this thread until the outcome arrives, or `deadline` passes (then `cancel`
-    /// runs, to stop the job).
-    pub(crate) fn wait(
-        mut self,
-        deadline: Option<Instant>,
-        cancel: impl FnOnce(),
-    ) -> Result<T, BridgeError> {
-        // A handed-off future often finishes within microseconds, while putting this thread
-        // to sleep and waking it costs tens of microseconds where the wake-up crosses CPUs:
-        // watch the channel for a while first. It only reads the state, so the loom models
-        // (where every read is a branch point) skip it.
-        // The watch is worth it only where it has been catching outcomes, on a machine with a
-        // CPU to spare (bridge-core's spin policy).
-        #[cfg(not(bridge_loom))]
-        {
-            static WATCH: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
-            if WATCH.should_spin() {
-                let watch_until = Instant::now() + std::time::Duration::from_micros(20);
-                while !self.rx.is_ready() && Instant::now() < watch_until {
-                    std::hint::spin_loop();
-                }
-                WATCH.record(self.rx.is_ready());
-            }
-        }
-        let received = match deadline {
-            None => self
-                .rx
-                .recv_blocking()
-                .map_err(|RecvError| RecvTimeoutError::Closed),
-            Some(deadline) => self.rx.recv_deadline(deadline),
-        };
-        match received {
-            Ok(Ok(output)) => Ok(output),
-            Ok(Err(payload)) => Err(crate::shutdown::classify(payload)),
-            Err(RecvTimeoutError::Closed) => Err(BridgeError::RuntimeGone),
-            Err(RecvTimeoutError::Timeout) => {
-                cancel();
-                Err(BridgeError::TimedOut)
-            }
-        }
-    }
-}
-
-/// Runs `future` away from this thread, driven by `handle`'s runtime, and blocks this thread
-/// for its outcome: on a worker of the handoff pool (polled there with `handle` entered), or,
-/// with a deadline, as a task on `handle`'s runtime (which can be aborted when the deadline
-/// passes).
-///
-/// The caller must be allowed to block: outside any runtime, inside `block_in_place`, or on a
-/// thread whose own runtime does not drive `handle`'s.
+/// Runs `future` on a handoff worker with `handle` entered (with its own wake flag, see
+/// [`here`](crate::here)), and blocks this thread until the worker is done with it.
 pub(crate) fn run<F>(
-    handle: &tokio::runtime::Handle,
+    handle: &Handle,
     future: F,
     deadline: Option<Instant>,
 ) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     #[cfg(not(bridge_loom))]
-    if deadline.is_none() {
-        return on_worker(handle, future);
+    {
+        hand_off(Some(handle.clone()), future, deadline, |job| {
+            crate::workers::Pool::submit(
+                crate::workers::Pool::global(),
+                Box::new(move |back_to_idle: &dyn Fn()| job.run(back_to_idle)),
+            );
+        })
     }
-    // (loom builds have no global pool: loom objects cannot outlive one model run, and the
-    // models drive the pool directly.)
-    let (waiting, job) = split(future);
-    let task = handle.spawn(job);
-    waiting.wait(deadline, || task.abort())
+    // loom builds have no global pool (loom objects cannot outlive one model run): the models
+    // drive the protocol through `__loom_handoff` and the pool directly.
+    #[cfg(bridge_loom)]
+    {
+        let _ = (handle, future, deadline);
+        unreachable!("loom builds drive the handoff through __loom_handoff")
+    }
 }
 
-/// Runs `future` on a worker of the handoff pool, polled there with `handle` entered and a
-/// wake flag of its own (see [`here`](crate::here)), and blocks this thread for its outcome. The worker is back in the idle list before the outcome is
-/// sent, so the caller's next handoff finds it.
-#[cfg(not(bridge_loom))]
-fn on_worker<F>(handle: &tokio::runtime::Handle, future: F) -> Result<F::Output, BridgeError>
+/// The handoff protocol: `hand_over` gets the work as a [`Job`] to run (or drop) on another
+/// thread; this thread waits for its outcome, asks it to stop at `deadline`, and returns only
+/// once the job is done with the future.
+fn hand_off<F>(
+    handle: Option<Handle>,
+    future: F,
+    deadline: Option<Instant>,
+    hand_over: impl FnOnce(Job),
+) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    let (tx, rx) = oneshot::channel();
-    let handle = handle.clone();
-    let job = catch_unwind(future);
-    // Whether a worker took the job: a job the pool dropped unrun (no worker thread could be
-    // started) closes the channel without it.
-    let started = Arc::new(AtomicBool::new(false));
-    let taken = Arc::clone(&started);
-    crate::workers::Pool::submit(
-        crate::workers::Pool::global(),
-        Box::new(move |back_to_idle: &dyn Fn()| {
-            // ORDERING: Relaxed: the caller reads it only after the channel closed, and the
-            // close (the drop of `tx`, below, on this thread) happens-before that read.
-            taken.store(true, Ordering::Relaxed);
-            let outcome = {
-                let _context = handle.enter();
-                bridge_core::block_on(job)
-            };
-            back_to_idle();
-            // A refused send means the caller gave up: the outcome is dropped here.
-            drop(tx.send(outcome));
-        }),
-    );
-    let waiting = Waiting { rx };
-    match waiting.wait(None, || ()) {
-        // ORDERING: Relaxed: see the store above.
-        Err(BridgeError::RuntimeGone) if !started.load(Ordering::Relaxed) => {
-            Err(BridgeError::Unavailable(std::io::Error::other(
-                "no handoff worker thread could be started",
-            )))
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    // Whether a worker took the job: a job dropped unrun (no worker thread could be started)
+    // closes the channel without it.
+    let started = AtomicBool::new(false);
+    let work = || {
+        // ORDERING: Relaxed: read by the caller once `run_elsewhere` returned, which
+        // happens-after the job's end.
+        started.store(true, Ordering::Relaxed);
+        let _context = handle.as_ref().map(Handle::enter);
+        bridge_core::block_on(until_cancelled(future, cancel_rx))
+    };
+    let ended = run_elsewhere(work, hand_over, |pending| {
+        watch(pending);
+        match pending.recv_until(deadline) {
+            Err(RecvTimeoutError::Timeout) => {
+                // Stop the future, then wait for the worker to drop it: it may borrow from
+                // this stack. An output that came meanwhile is taken all the same.
+                drop(cancel_tx.send(()));
+                pending.recv_until(None)
+            }
+            received => received,
         }
-        result => result,
+    });
+    match ended {
+        Ok(Ended::Finished(output)) => Ok(output),
+        Ok(Ended::Panicked(payload)) => Err(crate::shutdown::classify(payload)),
+        Ok(Ended::Cancelled) => Err(BridgeError::TimedOut),
+        // ORDERING: Relaxed: see the store.
+        Err(_) if !started.load(Ordering::Relaxed) => Err(BridgeError::Unavailable(
+            std::io::Error::other("no handoff worker thread could be started"),
+        )),
+        Err(_) => Err(BridgeError::RuntimeGone),
     }
 }
 
-/// Test hook for the loom models: the two sides of a handoff, without a runtime. Not part of
-/// the API.
+/// A handed-off future often finishes within microseconds, while putting this thread to
+/// sleep and waking it costs tens of microseconds where the wake-up crosses CPUs: watch the
+/// channel for a while first, where such watches have been catching outcomes on a machine
+/// with a CPU to spare (bridge-core's spin policy). It only reads the state, so the loom
+/// models (where every read is a branch point) skip it.
+fn watch<T>(pending: &mut bridge_core::__scoped::Pending<'_, T>) {
+    #[cfg(not(bridge_loom))]
+    {
+        static WATCH: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
+        if WATCH.should_spin() {
+            let watch_until = Instant::now() + std::time::Duration::from_micros(20);
+            while !pending.is_ready() && Instant::now() < watch_until {
+                std::hint::spin_loop();
+            }
+            WATCH.record(pending.is_ready());
+        }
+    }
+    #[cfg(bridge_loom)]
+    let _ = pending;
+}
+
+/// Test hook for the loom models: a handoff whose job goes to `hand_over` (a loom thread
+/// runs or drops it) instead of the pool, with no runtime handle. Not part of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub fn __loom_handoff<F>(
     future: F,
-) -> (
-    impl FnOnce(Option<Instant>) -> Result<F::Output, BridgeError>,
-    impl Future<Output = ()> + Send + 'static,
-)
+    deadline: Option<Instant>,
+    hand_over: impl FnOnce(Job),
+) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
-    let (waiting, job) = split(future);
-    (move |deadline| waiting.wait(deadline, || ()), job)
+    hand_off(None, future, deadline, hand_over)
 }

@@ -15,21 +15,34 @@ use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 use tokio::runtime::Handle;
 
-/// Polls `future` to completion on this thread with `handle` entered. The thread must not be
-/// a multi-thread runtime's worker that holds its core (leave the scheduler first, with
+/// Polls `future` to completion on this thread with `handle` entered, or until `deadline`
+/// (then the future is dropped here: [`BridgeError::TimedOut`]). The thread must not be a
+/// multi-thread runtime's worker that holds its core (leave the scheduler first, with
 /// `block_in_place`), and `handle` must be a multi-thread runtime's, whose workers drive its
 /// I/O and timers.
-pub(crate) fn poll_here<F: Future>(handle: &Handle, future: F) -> Result<F::Output, BridgeError> {
+pub(crate) fn poll_here<F: Future>(
+    handle: &Handle,
+    future: F,
+    deadline: Option<Instant>,
+) -> Result<F::Output, BridgeError> {
     let _context = handle.enter();
-    panic::catch_unwind(AssertUnwindSafe(|| bridge_core::block_on(future)))
-        .map_err(shutdown::classify)
+    let polled = panic::catch_unwind(AssertUnwindSafe(|| match deadline {
+        None => Some(bridge_core::block_on(future)),
+        Some(deadline) => bridge_core::__block_on_deadline(future, deadline),
+    }));
+    match polled {
+        Ok(Some(output)) => Ok(output),
+        Ok(None) => Err(BridgeError::TimedOut),
+        Err(payload) => Err(shutdown::classify(payload)),
+    }
 }
 
-/// Runs `future` to completion on a multi-thread runtime's worker that holds its core: one
-/// poll right here, and only if the future is not ready, `block_in_place` and the rest of
-/// the polls with `handle` entered.
+/// Runs `future` to completion (or until `deadline`) on a multi-thread runtime's worker that
+/// holds its core: one poll right here, and only if the future is not ready,
+/// `block_in_place` and the rest of the polls with `handle` entered.
 ///
 /// Most futures that synchronous code hands over from a task are ready at once or nearly:
 /// polled before leaving the scheduler they cost no core hand-off at all, and the worker keeps
@@ -40,6 +53,7 @@ pub(crate) fn poll_here<F: Future>(handle: &Handle, future: F) -> Result<F::Outp
 pub(crate) fn poll_on_worker<F: Future>(
     handle: &Handle,
     future: F,
+    deadline: Option<Instant>,
 ) -> Result<F::Output, BridgeError> {
     let mut future = pin!(future);
     let first = {
@@ -52,7 +66,7 @@ pub(crate) fn poll_on_worker<F: Future>(
     };
     match first {
         Ok(Poll::Ready(output)) => Ok(output),
-        Ok(Poll::Pending) => tokio::task::block_in_place(|| poll_here(handle, future)),
+        Ok(Poll::Pending) => tokio::task::block_in_place(|| poll_here(handle, future, deadline)),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }

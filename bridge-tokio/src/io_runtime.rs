@@ -137,10 +137,12 @@ impl IoRuntime {
     /// synchronous context (a plain thread, a rayon worker, a task of any runtime, a
     /// `LocalSet`).
     ///
-    /// Without an ambient runtime the future is polled on this thread with this runtime's
-    /// handle; on a multi-thread runtime's thread it does so inside `block_in_place`; where
-    /// this thread cannot be blocked in place (a current-thread runtime, a `LocalSet`) the
-    /// future runs as a task here while this thread blocks on a oneshot.
+    /// The future is polled on this thread with this runtime's handle entered (a worker of
+    /// another multi-thread runtime first leaves its scheduler, if the future is not ready at
+    /// once); where this thread must not block while the future runs (a current-thread
+    /// runtime), it runs on a handoff worker with this runtime's handle while this thread
+    /// waits. The future may borrow from the caller, as with
+    /// [`run_blocking`](crate::run_blocking).
     ///
     /// # Panics
     ///
@@ -159,8 +161,8 @@ impl IoRuntime {
     #[track_caller]
     pub fn run_blocking<F>(&self, future: F) -> F::Output
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         crate::run::unwrap(self.try_run_blocking(future))
     }
@@ -180,8 +182,8 @@ impl IoRuntime {
     /// ```
     pub fn try_run_blocking<F>(&self, future: F) -> Result<F::Output, BridgeError>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         self.drive(future, None)
     }
@@ -211,8 +213,8 @@ impl IoRuntime {
         timeout: Duration,
     ) -> Result<F::Output, BridgeError>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         self.drive(future, Instant::now().checked_add(timeout))
     }
@@ -224,8 +226,8 @@ impl IoRuntime {
         deadline: Option<Instant>,
     ) -> Result<F::Output, BridgeError>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         Plan::on(ambient(), self).run(future, deadline)
     }

@@ -117,7 +117,7 @@ impl<'a> RunBlocking<'a> {
     }
 
     /// Cancels the future and returns [`BridgeError::TimedOut`] if it has not finished by
-    /// then. With a limit the future always runs as a task, so that it can be cancelled.
+    /// then, as [`try_run_blocking_timeout`](crate::try_run_blocking_timeout) does.
     ///
     /// # Examples
     ///
@@ -174,8 +174,8 @@ impl<'a> RunBlocking<'a> {
     #[track_caller]
     pub fn run<F>(self, future: F) -> F::Output
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         crate::run::unwrap(self.try_run(future))
     }
@@ -194,8 +194,8 @@ impl<'a> RunBlocking<'a> {
     /// ```
     pub fn try_run<F>(self, future: F) -> Result<F::Output, BridgeError>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
         match (ambient(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => per_call(future),

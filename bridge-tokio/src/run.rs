@@ -28,6 +28,12 @@ use tokio::runtime::Handle;
 ///   shutting down (a value dropped by its shutdown calls from its worker) is treated the
 ///   same way.
 ///
+/// The future may borrow from the caller (a client, a buffer, a `&str`), as a closure given
+/// to `std::thread::scope` may: the call does not return, nor unwind, before the future has
+/// been dropped, on every route and every path (finished, panicked, timed out, its runtime
+/// gone, its handoff worker unable to start). A handoff worker that never gave the future
+/// back would make the call wait forever; nothing is freed under the future.
+///
 /// Every route polls with a wake flag of its own, so the call may sit in one branch of a
 /// `join!` or `select!` whose other branches wait on timers, nested to any depth; it works
 /// in a `Drop` while a panic unwinds and in a thread-local destructor at thread exit, and it
@@ -69,8 +75,8 @@ use tokio::runtime::Handle;
 #[track_caller]
 pub fn run_blocking<F>(future: F) -> F::Output
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     unwrap(try_run_blocking(future))
 }
@@ -91,8 +97,8 @@ where
 /// ```
 pub fn try_run_blocking<F>(future: F) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     dispatch(future, None)
 }
@@ -100,10 +106,12 @@ where
 /// [`try_run_blocking`] with a time limit: when it passes, the future is cancelled and the
 /// call returns [`BridgeError::TimedOut`].
 ///
-/// With a limit the future always runs as a task (of the ambient multi-thread runtime, or of
-/// [`IoRuntime::global`]), so that it can be cancelled while this thread waits. A limit so
-/// long that the deadline cannot be represented (`Duration::MAX`, say) means no limit: the
-/// call is then a plain [`try_run_blocking`], as with [`RunBlocking::timeout`](crate::RunBlocking::timeout) and
+/// The future runs by the same route as without a limit, and is dropped where it runs when
+/// the limit passes: between two polls, so a future that blocks inside a poll delays the
+/// return by as long. On the handoff route the call then waits for the worker to drop it,
+/// since the future may borrow from the caller. A limit so long that the deadline cannot be
+/// represented (`Duration::MAX`, say) means no limit: the call is then a plain
+/// [`try_run_blocking`], as with [`RunBlocking::timeout`](crate::RunBlocking::timeout) and
 /// [`IoRuntime::try_run_blocking_timeout`].
 ///
 /// # Errors
@@ -121,8 +129,8 @@ where
 /// ```
 pub fn try_run_blocking_timeout<F>(future: F, timeout: Duration) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     dispatch(future, Instant::now().checked_add(timeout))
 }
@@ -154,16 +162,16 @@ where
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
     match Plan::of(ambient(), IoRuntime::global) {
-        Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future),
-        Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future),
+        Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
+        Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
     }
 }
 
 fn dispatch<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     dispatch_with(None, future, deadline)
 }
@@ -215,26 +223,21 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Runs `future` by this plan. With a deadline the future runs as a task of the plan's
-    /// runtime, so that it can be cancelled while this thread waits.
+    /// Runs `future` by this plan. At `deadline` the future is dropped where it runs (here,
+    /// or on the handoff worker, which this call waits for).
     pub(crate) fn run<F>(
         self,
         future: F,
         deadline: Option<Instant>,
     ) -> Result<F::Output, BridgeError>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
-        match (self, deadline) {
-            (Plan::Here(handle, Leave::Scheduler), None) => here::poll_on_worker(&handle, future),
-            (Plan::Here(handle, Leave::Nothing), None) => here::poll_here(&handle, future),
-            (Plan::Here(handle, Leave::Scheduler), Some(_)) => {
-                tokio::task::block_in_place(|| handoff::run(&handle, future, deadline))
-            }
-            (Plan::Here(handle, Leave::Nothing) | Plan::Handoff(handle), _) => {
-                handoff::run(&handle, future, deadline)
-            }
+        match self {
+            Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
+            Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
+            Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
         }
     }
 }
@@ -247,8 +250,8 @@ pub(crate) fn dispatch_with<F>(
     deadline: Option<Instant>,
 ) -> Result<F::Output, BridgeError>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
     Plan::of(ambient(), || io.unwrap_or_else(|| IoRuntime::global())).run(future, deadline)
 }
