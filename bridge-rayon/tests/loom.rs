@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p bridge-rayon --release --test loom
+//!     cargo test -p threadbridge-rayon --release --test loom
 //! ```
 //!
 //! The task and its job share bridge-core's oneshot: the task's receiver (dropped: cancel;
