@@ -16,6 +16,9 @@
 //!   (async, on any executor).
 //! - [`block_on`]: run a future to completion on this thread, with no runtime.
 #![forbid(unsafe_code)]
+// docs.rs builds with `--cfg docsrs` on nightly: each feature-gated item gets a badge naming
+// its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
 pub use bridge_core::block_on;
@@ -23,6 +26,7 @@ pub use bridge_core::block_on;
 pub use bridge_core::oneshot;
 
 #[cfg(feature = "rayon")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 #[doc(inline)]
 pub use bridge_rayon::{
     CancelFlag, CatchUnwind, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
@@ -40,12 +44,14 @@ pub use bridge_rayon::{
 /// assert_eq!(pool.spawn_task(|| 2 + 2).wait(), 4);
 /// ```
 #[cfg(feature = "rayon")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 pub mod rayon {
     #[doc(inline)]
     pub use bridge_rayon::*;
 }
 
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[doc(inline)]
 pub use bridge_tokio::{
     BridgeError, IoRuntime, Route, route, run_blocking, run_blocking_local, try_run_blocking,
@@ -64,6 +70,7 @@ pub use bridge_tokio::{
 /// assert_eq!(n, 3);
 /// ```
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio {
     #[doc(inline)]
     pub use bridge_tokio::*;
@@ -73,3 +80,15 @@ pub mod tokio {
 #[cfg(all(doctest, feature = "rayon", feature = "tokio"))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct Guide;
+
+/// `bridge-core/README.md`, compiled and run as doctests (the crate's own docs do not
+/// include it).
+#[cfg(doctest)]
+#[doc = include_str!("../bridge-core/README.md")]
+pub struct CoreReadme;
+
+/// `bridge-tokio/README.md`, compiled and run as doctests (the crate's own docs do not
+/// include it).
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../bridge-tokio/README.md")]
+pub struct TokioReadme;

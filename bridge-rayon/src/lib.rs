@@ -1,15 +1,6 @@
-//! Hand CPU-heavy work to rayon and await it: async code stays free to do I/O while the
-//! work runs on a bounded, work-stealing pool.
+#![doc = include_str!("../README.md")]
 //!
-//! ```
-//! # let rt = tokio::runtime::Runtime::new().unwrap();
-//! # rt.block_on(async {
-//! // In an async task: decode on rayon, not on the tokio worker that issued the read.
-//! let block = vec![7u8; 4096];
-//! let sum = bridge_rayon::spawn(move || block.iter().map(|&b| b as u64).sum::<u64>()).await;
-//! assert_eq!(sum, 7 * 4096);
-//! # });
-//! ```
+//! # What is here
 //!
 //! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`]: run a closure on rayon's global pool;
 //!   [`ThreadPoolExt`] does the same for a pool of your own.
