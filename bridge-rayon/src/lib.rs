@@ -68,6 +68,16 @@ pub use task::{CatchUnwind, Task};
 /// assert!(std::panic::catch_unwind(move || task.wait()).is_err());
 /// ```
 ///
+/// A [`TaskError`] is `Send + Sync + 'static` and unwind-safe, whatever its panic payload:
+/// `?` takes it into `Box<dyn Error + Send + Sync>` and `anyhow::Error`.
+///
+/// ```
+/// use std::panic::{RefUnwindSafe, UnwindSafe};
+///
+/// fn check<X: Send + Sync + Unpin + UnwindSafe + RefUnwindSafe + 'static>() {}
+/// check::<bridge_rayon::TaskError>();
+/// ```
+///
 /// A task of a value that cannot cross threads cannot either:
 ///
 /// ```compile_fail

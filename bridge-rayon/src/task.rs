@@ -94,7 +94,7 @@ pub struct Task<T> {
 // interrupt leaves it half-updated. Its state lives in the oneshot and the claim state, both
 // changed by single atomic steps; a panic of the closure is caught where it runs and only
 // resumed after the outcome was taken out of the channel, and a later use of the task then
-// reports the value gone (`TaskError::Lost`, or a panic saying so) instead of seeing broken
+// reports the value gone (a lost `TaskError`, or a panic saying so) instead of seeing broken
 // state. Through `&Task` only `Debug` can be called.
 impl<T> UnwindSafe for Task<T> {}
 impl<T> RefUnwindSafe for Task<T> {}
@@ -124,7 +124,7 @@ impl<T> Task<T> {
     ///
     /// # Panics
     ///
-    /// Resumes the closure's panic; panics if the job was lost (see [`TaskError::Lost`]).
+    /// Resumes the closure's panic; panics if the job was lost (see [`TaskError::is_lost`]).
     ///
     /// # Examples
     ///
@@ -142,8 +142,8 @@ impl<T> Task<T> {
     ///
     /// # Errors
     ///
-    /// [`TaskError::Panicked`] with the payload if the closure panicked;
-    /// [`TaskError::Lost`] if the job was lost.
+    /// A [`TaskError`] that [is a panic](TaskError::is_panic), with the payload, if the
+    /// closure panicked; one that [is lost](TaskError::is_lost) if the job was lost.
     ///
     /// # Examples
     ///
@@ -232,7 +232,7 @@ impl<T> Task<T> {
     #[track_caller]
     pub fn try_get(&mut self) -> Option<T> {
         match self.rx_mut().try_recv() {
-            Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::Panicked))),
+            Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::panicked))),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(unwrap(Err(closed()))),
         }
@@ -353,14 +353,14 @@ impl<T> Future for CatchUnwind<T> {
 
 fn outcome<T>(received: Result<Outcome<T>, RecvError>) -> Result<T, TaskError> {
     match received {
-        Ok(outcome) => outcome.map_err(TaskError::Panicked),
+        Ok(outcome) => outcome.map_err(TaskError::panicked),
         Err(RecvError) => Err(closed()),
     }
 }
 
 fn timed<T>(received: Result<Outcome<T>, RecvTimeoutError>) -> Option<T> {
     match received {
-        Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::Panicked))),
+        Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::panicked))),
         Err(RecvTimeoutError::Timeout) => None,
         Err(RecvTimeoutError::Closed) => Some(unwrap(Err(closed()))),
     }
@@ -369,17 +369,19 @@ fn timed<T>(received: Result<Outcome<T>, RecvTimeoutError>) -> Option<T> {
 /// A closed channel under a live `Task`: the job was dropped unrun, or the value was
 /// already taken by this handle.
 fn closed() -> TaskError {
-    TaskError::Lost
+    TaskError::lost()
 }
 
 #[track_caller]
 fn unwrap<T>(result: Result<T, TaskError>) -> T {
     match result {
         Ok(value) => value,
-        Err(TaskError::Panicked(payload)) => resume_unwind(payload),
-        Err(TaskError::Lost) => panic!(
-            "bridge_rayon::Task: no value: the task was polled after it completed, or its \
-             job was dropped by the pool before it ran"
-        ),
+        Err(err) => match err.try_into_panic() {
+            Ok(payload) => resume_unwind(payload),
+            Err(_) => panic!(
+                "bridge_rayon::Task: no value: the task was polled after it completed, or its \
+                 job was dropped by the pool before it ran"
+            ),
+        },
     }
 }
