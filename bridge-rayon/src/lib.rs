@@ -78,6 +78,14 @@ pub use task::{CatchUnwind, Task};
 /// check::<bridge_rayon::TaskError>();
 /// ```
 ///
+/// A [`CancelFlag`] is `Copy`, `Send` and `Sync`: the closure can read it from any job it
+/// fans out (`par_iter`, `rayon::join`, `rayon::scope`).
+///
+/// ```
+/// fn check<X: Copy + Send + Sync>() {}
+/// check::<bridge_rayon::CancelFlag<'_>>();
+/// ```
+///
 /// A task of a value that cannot cross threads cannot either:
 ///
 /// ```compile_fail

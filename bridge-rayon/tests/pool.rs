@@ -147,6 +147,34 @@ fn a_running_closure_sees_the_cancel_and_its_result_is_dropped_on_the_pool() {
 }
 
 #[test]
+fn the_flag_is_read_inside_par_iter_and_sees_the_cancel() {
+    use rayon::prelude::*;
+
+    let pool = pool(2);
+    let (started_tx, started) = mpsc::channel();
+    let (seen_tx, seen) = mpsc::channel();
+    let task = pool.spawn_cancellable_task(move |flag| {
+        started_tx.send(()).unwrap();
+        // Every item of the parallel loop, on either worker, waits for the cancel.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let saw_cancel = (0..8u32)
+            .into_par_iter()
+            .map(|_| {
+                while !flag.is_cancelled() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                flag.is_cancelled()
+            })
+            .filter(|&cancelled| cancelled)
+            .count();
+        seen_tx.send(saw_cancel).unwrap();
+    });
+    started.recv().unwrap();
+    drop(task);
+    assert_eq!(seen.recv_timeout(Duration::from_secs(60)), Ok(8));
+}
+
+#[test]
 fn a_detached_task_runs_with_its_flag_clear() {
     let (tx, rx) = mpsc::channel();
     bridge_rayon::spawn_cancellable(move |flag| {
