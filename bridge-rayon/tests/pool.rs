@@ -293,3 +293,77 @@ fn debug_output_shows_the_state() {
         "CancelFlag { is_cancelled: false }"
     );
 }
+
+#[test]
+fn is_finished_follows_the_job_and_stays_true_once_the_value_is_taken() {
+    let pool = pool(1);
+    let open = gate(&pool);
+    let mut task = pool.spawn_task(|| 4);
+    assert!(!task.is_finished());
+    assert_eq!(task.try_get(), None);
+    drop(open);
+    drain(&pool);
+    assert!(task.is_finished());
+    assert_eq!(task.try_get(), Some(4));
+    assert!(task.is_finished());
+
+    let done = {
+        let open = gate(&pool);
+        let task = pool.spawn_task(|| 5);
+        drop(open);
+        drain(&pool);
+        task
+    };
+    assert!(done.is_finished());
+    assert_eq!(done.wait(), 5);
+}
+
+#[test]
+fn a_completed_poll_terminates_the_task_and_later_takes_report_the_value_gone() {
+    use futures::future::FusedFuture;
+
+    let mut task = bridge_rayon::spawn(|| 6);
+    assert!(!task.is_terminated());
+    assert_eq!(futures::executor::block_on(&mut task), 6);
+    assert!(task.is_terminated());
+    assert!(task.is_finished());
+    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.try_get()));
+    let message = again.unwrap_err();
+    assert!(
+        message
+            .downcast_ref::<&str>()
+            .is_some_and(|m| m.contains("polled after it completed")),
+        "{message:?}"
+    );
+    assert!(task.join().unwrap_err().is_lost());
+
+    let mut failed = bridge_rayon::spawn(|| -> u8 { std::panic::panic_any(8u32) }).catch_unwind();
+    let err = futures::executor::block_on(&mut failed).unwrap_err();
+    assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&8));
+    assert!(failed.is_terminated());
+}
+
+#[test]
+fn a_select_loop_takes_each_task_once() {
+    let pool = pool(1);
+    let open = gate(&pool);
+    let mut fast = bridge_rayon::spawn(|| 1u32);
+    let mut slow = pool.spawn_task(|| 2u32);
+    let mut open = Some(open);
+    let mut got = Vec::new();
+    futures::executor::block_on(async {
+        loop {
+            futures::select! {
+                n = fast => {
+                    got.push(n);
+                    // Only now let the slow one run: the loop polls again meanwhile, and a
+                    // finished `fast` must be skipped, not polled again (which would panic).
+                    drop(open.take());
+                }
+                n = slow => got.push(n),
+                complete => break,
+            }
+        }
+    });
+    assert_eq!(got, [1, 2]);
+}
