@@ -13,7 +13,7 @@ fn oneshot_and_block_on_resolve() {
 #[cfg(feature = "rayon")]
 #[test]
 fn rayon_paths_resolve() {
-    use bridge::rayon::ThreadPoolExt;
+    use bridge::cpu::ThreadPoolExt;
 
     let task: bridge::Task<u8> = bridge::spawn(|| 1);
     assert_eq!(bridge::block_on(task), 1);
@@ -26,7 +26,7 @@ fn rayon_paths_resolve() {
         .num_threads(1)
         .build()
         .unwrap();
-    let task: bridge::rayon::Task<u8> = pool.spawn_task(|| 3);
+    let task: bridge::cpu::Task<u8> = pool.spawn_task(|| 3);
     assert_eq!(task.wait(), 3);
 }
 
@@ -46,5 +46,25 @@ fn tokio_paths_resolve() {
     assert!(matches!(err, bridge::BridgeError::Panicked(_)));
     let io: &bridge::IoRuntime = bridge::IoRuntime::global();
     assert_eq!(io.run_blocking(async { 5 }), 5);
-    let _ = bridge::tokio::RunBlocking::new();
+    let _ = bridge::rt::RunBlocking::new();
+}
+
+/// `use bridge::*` brings in no module that hides the user's own `tokio` and `rayon` crates:
+/// these paths resolve to the crates (a `bridge::tokio` module would make them fail to
+/// compile).
+#[cfg(all(feature = "rayon", feature = "tokio"))]
+#[test]
+fn glob_import_keeps_tokio_and_rayon() {
+    #[allow(unused_imports)]
+    use bridge::*;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(async { spawn(|| 5).await }), 5);
+    assert_eq!(pool.install(rayon::current_num_threads), 1);
 }

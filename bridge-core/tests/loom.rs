@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=2 \
-//!     cargo test -p bridge-core --release --test loom
+//!     cargo test -p threadbridge-core --release --test loom
 //! ```
 //!
 //! The channel's loom build poisons its state when it is freed and tracks its allocation, so

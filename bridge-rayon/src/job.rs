@@ -32,9 +32,27 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 /// std::thread::sleep(Duration::from_millis(5));
 /// drop(task); // the closure sees the flag and stops within a step
 /// ```
+///
+/// The flag is `Copy`, `Send` and `Sync`, so the closure can read it from the jobs it fans
+/// out, inside `par_iter` for instance:
+///
+/// ```
+/// use rayon::prelude::*;
+///
+/// let task = bridge_rayon::spawn_cancellable(|flag| {
+///     (0..10_000u64)
+///         .into_par_iter()
+///         .filter(|_| !flag.is_cancelled())
+///         .map(|n| n * n)
+///         .sum::<u64>()
+/// });
+/// assert_eq!(task.wait(), (0..10_000u64).map(|n| n * n).sum());
+/// ```
 #[derive(Clone, Copy)]
 pub struct CancelFlag<'a> {
-    receiver_gone: &'a dyn ReceiverGone,
+    // `Sync`, so that the flag is `Send` and `Sync`: the sender it points to is, since the
+    // only `&self` method it answers is a single atomic load (`Sender::is_closed`).
+    receiver_gone: &'a (dyn ReceiverGone + Sync),
 }
 
 impl CancelFlag<'_> {
@@ -80,6 +98,7 @@ impl<T> ReceiverGone for Sender<T> {
 pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>)
 where
     F: FnOnce(CancelFlag<'_>) -> T,
+    T: Send,
 {
     // A drop of the task that happened-before this check is seen here (the channel's state
     // is one atomic location), so a cancelled job never starts.

@@ -1,15 +1,6 @@
-//! Hand CPU-heavy work to rayon and await it: async code stays free to do I/O while the
-//! work runs on a bounded, work-stealing pool.
+#![doc = include_str!("../README.md")]
 //!
-//! ```
-//! # let rt = tokio::runtime::Runtime::new().unwrap();
-//! # rt.block_on(async {
-//! // In an async task: decode on rayon, not on the tokio worker that issued the read.
-//! let block = vec![7u8; 4096];
-//! let sum = bridge_rayon::spawn(move || block.iter().map(|&b| b as u64).sum::<u64>()).await;
-//! assert_eq!(sum, 7 * 4096);
-//! # });
-//! ```
+//! # What is here
 //!
 //! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`]: run a closure on rayon's global pool;
 //!   [`ThreadPoolExt`] does the same for a pool of your own.
@@ -76,6 +67,24 @@ pub use task::{CatchUnwind, Task};
 /// let shown = std::panic::catch_unwind(|| format!("{task:?}")).unwrap();
 /// assert!(shown.starts_with("Task"));
 /// assert!(std::panic::catch_unwind(move || task.wait()).is_err());
+/// ```
+///
+/// A [`TaskError`] is `Send + Sync + 'static` and unwind-safe, whatever its panic payload:
+/// `?` takes it into `Box<dyn Error + Send + Sync>` and `anyhow::Error`.
+///
+/// ```
+/// use std::panic::{RefUnwindSafe, UnwindSafe};
+///
+/// fn check<X: Send + Sync + Unpin + UnwindSafe + RefUnwindSafe + 'static>() {}
+/// check::<bridge_rayon::TaskError>();
+/// ```
+///
+/// A [`CancelFlag`] is `Copy`, `Send` and `Sync`: the closure can read it from any job it
+/// fans out (`par_iter`, `rayon::join`, `rayon::scope`).
+///
+/// ```
+/// fn check<X: Copy + Send + Sync>() {}
+/// check::<bridge_rayon::CancelFlag<'_>>();
 /// ```
 ///
 /// A task of a value that cannot cross threads cannot either:

@@ -6,12 +6,12 @@ use std::thread::{self, ThreadId};
 /// The worker a global `spawn` from this thread lands on, if this is a rayon worker:
 /// `rayon::spawn` from a worker queues the job on that worker's own pool.
 fn home_in_current_pool() -> Option<ThreadId> {
-    rayon::current_thread_index().map(|_| thread::current().id())
+    rayon_core::current_thread_index().map(|_| thread::current().id())
 }
 
 /// This thread, if it is a worker of `pool`: a task spawned here onto `pool` may be claimed
 /// by a waiter on this thread.
-fn home_in(pool: &rayon::ThreadPool) -> Option<ThreadId> {
+fn home_in(pool: &rayon_core::ThreadPool) -> Option<ThreadId> {
     pool.current_thread_index().map(|_| thread::current().id())
 }
 
@@ -40,7 +40,7 @@ where
     T: Send + 'static,
 {
     let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
-    rayon::spawn(job);
+    rayon_core::spawn(job);
     task
 }
 
@@ -60,7 +60,7 @@ where
     T: Send + 'static,
 {
     let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
-    rayon::spawn_fifo(job);
+    rayon_core::spawn_fifo(job);
     task
 }
 
@@ -81,13 +81,13 @@ where
     T: Send + 'static,
 {
     let (task, job) = Task::new(f, home_in_current_pool());
-    rayon::spawn(job);
+    rayon_core::spawn(job);
     task
 }
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for rayon::ThreadPool {}
+    impl Sealed for rayon_core::ThreadPool {}
 }
 
 /// [`spawn`], [`spawn_fifo`] and [`spawn_cancellable`] for a pool of your own.
@@ -148,7 +148,7 @@ pub trait ThreadPoolExt: sealed::Sealed {
         T: Send + 'static;
 }
 
-impl ThreadPoolExt for rayon::ThreadPool {
+impl ThreadPoolExt for rayon_core::ThreadPool {
     fn spawn_task<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,

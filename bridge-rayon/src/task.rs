@@ -4,12 +4,13 @@ use crate::TaskError;
 use crate::claim::{Claim, Job, PoolJob};
 use crate::job::{self, CancelFlag, Outcome};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
+use futures_core::future::FusedFuture;
 use std::fmt;
 use std::future::Future;
 use std::panic::{RefUnwindSafe, UnwindSafe, resume_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,10 @@ use std::time::{Duration, Instant};
 ///   `Result<T, TaskError>` instead;
 /// - **blocking**: [`wait`](Self::wait), [`wait_timeout`](Self::wait_timeout),
 ///   [`wait_deadline`](Self::wait_deadline), and [`join`](Self::join) (non-panicking);
-/// - **sync**: [`try_get`](Self::try_get).
+/// - **sync**: [`try_get`](Self::try_get), and [`is_finished`](Self::is_finished) to ask
+///   without taking anything.
+///
+/// It is a `FusedFuture` too, for futures' `select!` loops.
 ///
 /// **Dropping a `Task` cancels it:** if the job has not started, the closure never runs
 /// (its captures are dropped on the pool thread); if it is running, it finishes (a
@@ -84,7 +88,9 @@ use std::time::{Duration, Instant};
 /// ```
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
-    /// Taken only by the methods that consume the task (and by its drop).
+    /// Taken by the methods that consume the task (and by its drop), and by the poll that
+    /// completes it: `None` under a live task means a poll returned its outcome (the task is
+    /// terminated, in `FusedFuture`'s terms).
     rx: Option<Receiver<Outcome<T>>>,
     /// The job, shared with the pool's copy: the waiter's claim goes through it.
     job: Arc<dyn Claim>,
@@ -94,7 +100,7 @@ pub struct Task<T> {
 // interrupt leaves it half-updated. Its state lives in the oneshot and the claim state, both
 // changed by single atomic steps; a panic of the closure is caught where it runs and only
 // resumed after the outcome was taken out of the channel, and a later use of the task then
-// reports the value gone (`TaskError::Lost`, or a panic saying so) instead of seeing broken
+// reports the value gone (a lost `TaskError`, or a panic saying so) instead of seeing broken
 // state. Through `&Task` only `Debug` can be called.
 impl<T> UnwindSafe for Task<T> {}
 impl<T> RefUnwindSafe for Task<T> {}
@@ -124,7 +130,7 @@ impl<T> Task<T> {
     ///
     /// # Panics
     ///
-    /// Resumes the closure's panic; panics if the job was lost (see [`TaskError::Lost`]).
+    /// Resumes the closure's panic; panics if the job was lost (see [`TaskError::is_lost`]).
     ///
     /// # Examples
     ///
@@ -142,8 +148,8 @@ impl<T> Task<T> {
     ///
     /// # Errors
     ///
-    /// [`TaskError::Panicked`] with the payload if the closure panicked;
-    /// [`TaskError::Lost`] if the job was lost.
+    /// A [`TaskError`] that [is a panic](TaskError::is_panic), with the payload, if the
+    /// closure panicked; one that [is lost](TaskError::is_lost) if the job was lost.
     ///
     /// # Examples
     ///
@@ -153,7 +159,11 @@ impl<T> Task<T> {
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
         self.job.run_if_mine();
-        outcome(self.receiver().recv_blocking())
+        match self.rx.take() {
+            Some(rx) => outcome(rx.recv_blocking()),
+            // A poll already took the outcome.
+            None => Err(closed()),
+        }
     }
 
     /// Blocks this thread for at most `timeout`; `None` if the closure has not finished.
@@ -179,7 +189,7 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<T> {
-        timed(self.rx_mut().recv_timeout(timeout))
+        timed(self.rx.as_mut().map(|rx| rx.recv_timeout(timeout)))
     }
 
     /// Blocks this thread until `deadline` at the latest; `None` if the closure has not
@@ -206,7 +216,7 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_deadline(&mut self, deadline: Instant) -> Option<T> {
-        timed(self.rx_mut().recv_deadline(deadline))
+        timed(self.rx.as_mut().map(|rx| rx.recv_deadline(deadline)))
     }
 
     /// The value if the closure has finished, without blocking; `None` otherwise. It never
@@ -231,11 +241,32 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn try_get(&mut self) -> Option<T> {
-        match self.rx_mut().try_recv() {
-            Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::Panicked))),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Closed) => Some(unwrap(Err(closed()))),
+        match self.rx.as_mut().map(Receiver::try_recv) {
+            Some(Ok(outcome)) => Some(unwrap(outcome.map_err(TaskError::panicked))),
+            Some(Err(TryRecvError::Empty)) => None,
+            Some(Err(TryRecvError::Closed)) | None => Some(unwrap(Err(closed()))),
         }
+    }
+
+    /// Whether the closure has finished (with its value or a panic) or its job is lost: a
+    /// wait now returns at once, and a poll is ready. It never blocks and never runs the
+    /// job. Once the value has been taken (by [`try_get`](Self::try_get), a timed wait or a
+    /// poll), it stays `true`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+    /// let task = bridge_rayon::spawn(move || gate_rx.recv().is_ok());
+    /// assert!(!task.is_finished());
+    /// gate_tx.send(()).unwrap();
+    /// while !task.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(task.wait());
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.rx.as_ref().is_none_or(Receiver::is_ready)
     }
 
     /// The non-panicking async form: a future of `Result<T, TaskError>` that carries the
@@ -264,28 +295,23 @@ impl<T> Task<T> {
     /// assert_eq!(rx.recv().unwrap(), "flushed");
     /// ```
     pub fn detach(mut self) {
-        self.receiver().abandon();
+        if let Some(rx) = self.rx.take() {
+            rx.abandon();
+        }
     }
 
     /// Polls for the outcome; on the worker that spawned the task, runs the job inline
-    /// first if it has not started.
+    /// first if it has not started. The poll that returns the outcome drops the receiver:
+    /// the task is then terminated, and a later poll reports the value gone.
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
+        let Some(rx) = self.rx.as_mut() else {
+            return Poll::Ready(Err(closed()));
+        };
         self.job.run_if_mine();
-        Pin::new(self.rx_mut()).poll(cx).map(outcome)
-    }
-
-    /// The receiver, for the methods that keep the task.
-    fn rx_mut(&mut self) -> &mut Receiver<Outcome<T>> {
-        self.rx
-            .as_mut()
-            .expect("only the methods that consume a Task take its receiver")
-    }
-
-    /// The receiver, for the methods that consume the task.
-    fn receiver(&mut self) -> Receiver<Outcome<T>> {
-        self.rx
-            .take()
-            .expect("only the methods that consume a Task take its receiver")
+        let received = ready!(Pin::new(rx).poll(cx));
+        // The outcome is out of the channel, so this drop runs no destructor of the user's.
+        self.rx = None;
+        Poll::Ready(outcome(received))
     }
 }
 
@@ -311,13 +337,28 @@ impl<T> Future for Task<T> {
     }
 }
 
+/// A `select!` loop (futures') skips a task that already gave its outcome.
+///
+/// # Examples
+///
+/// ```
+/// use futures::future::FusedFuture;
+///
+/// let mut task = bridge_rayon::spawn(|| 5);
+/// assert!(!task.is_terminated());
+/// assert_eq!(futures::executor::block_on(&mut task), 5);
+/// assert!(task.is_terminated());
+/// ```
+impl<T> FusedFuture for Task<T> {
+    fn is_terminated(&self) -> bool {
+        self.rx.is_none()
+    }
+}
+
 impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
-            .field(
-                "is_finished",
-                &self.rx.as_ref().is_some_and(Receiver::is_ready),
-            )
+            .field("is_finished", &self.is_finished())
             .finish()
     }
 }
@@ -340,6 +381,23 @@ pub struct CatchUnwind<T> {
     task: Task<T>,
 }
 
+/// Terminated once it gave the outcome, as for [`Task`].
+///
+/// # Examples
+///
+/// ```
+/// use futures::future::FusedFuture;
+///
+/// let mut result = bridge_rayon::spawn(|| 5).catch_unwind();
+/// assert_eq!(futures::executor::block_on(&mut result).unwrap(), 5);
+/// assert!(result.is_terminated());
+/// ```
+impl<T> FusedFuture for CatchUnwind<T> {
+    fn is_terminated(&self) -> bool {
+        self.task.is_terminated()
+    }
+}
+
 impl<T> Future for CatchUnwind<T> {
     type Output = Result<T, TaskError>;
 
@@ -353,33 +411,36 @@ impl<T> Future for CatchUnwind<T> {
 
 fn outcome<T>(received: Result<Outcome<T>, RecvError>) -> Result<T, TaskError> {
     match received {
-        Ok(outcome) => outcome.map_err(TaskError::Panicked),
+        Ok(outcome) => outcome.map_err(TaskError::panicked),
         Err(RecvError) => Err(closed()),
     }
 }
 
-fn timed<T>(received: Result<Outcome<T>, RecvTimeoutError>) -> Option<T> {
+/// What a timed wait gives; `received` is `None` once a poll took the outcome.
+fn timed<T>(received: Option<Result<Outcome<T>, RecvTimeoutError>>) -> Option<T> {
     match received {
-        Ok(outcome) => Some(unwrap(outcome.map_err(TaskError::Panicked))),
-        Err(RecvTimeoutError::Timeout) => None,
-        Err(RecvTimeoutError::Closed) => Some(unwrap(Err(closed()))),
+        Some(Ok(outcome)) => Some(unwrap(outcome.map_err(TaskError::panicked))),
+        Some(Err(RecvTimeoutError::Timeout)) => None,
+        Some(Err(RecvTimeoutError::Closed)) | None => Some(unwrap(Err(closed()))),
     }
 }
 
 /// A closed channel under a live `Task`: the job was dropped unrun, or the value was
 /// already taken by this handle.
 fn closed() -> TaskError {
-    TaskError::Lost
+    TaskError::lost()
 }
 
 #[track_caller]
 fn unwrap<T>(result: Result<T, TaskError>) -> T {
     match result {
         Ok(value) => value,
-        Err(TaskError::Panicked(payload)) => resume_unwind(payload),
-        Err(TaskError::Lost) => panic!(
-            "bridge_rayon::Task: no value: the task was polled after it completed, or its \
-             job was dropped by the pool before it ran"
-        ),
+        Err(err) => match err.try_into_panic() {
+            Ok(payload) => resume_unwind(payload),
+            Err(_) => panic!(
+                "bridge_rayon::Task: no value: the task was polled after it completed, or its \
+                 job was dropped by the pool before it ran"
+            ),
+        },
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p bridge-rayon --release --test loom
+//!     cargo test -p threadbridge-rayon --release --test loom
 //! ```
 //!
 //! The task and its job share bridge-core's oneshot: the task's receiver (dropped: cancel;
@@ -14,7 +14,7 @@
 //! check).
 #![cfg(bridge_loom)]
 
-use bridge_rayon::{__loom_claimable_task, __loom_task, TaskError};
+use bridge_rayon::{__loom_claimable_task, __loom_task};
 use loom::alloc::Track;
 use loom::thread;
 use std::sync::Arc;
@@ -100,8 +100,8 @@ fn panic_vs_wait() {
         let (task, job) = __loom_task(|_| -> u8 { std::panic::panic_any(5u32) });
         let pool = thread::spawn(job);
         match task.join() {
-            Err(TaskError::Panicked(payload)) => {
-                assert_eq!(payload.downcast_ref::<u32>(), Some(&5));
+            Err(err) if err.is_panic() => {
+                assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&5));
             }
             other => panic!("expected the panic, got {other:?}"),
         }
@@ -171,7 +171,7 @@ fn job_dropped_unrun_vs_wait() {
         let (task, job) = __loom_task(|_| 1u8);
         let pool = thread::spawn(move || drop(job));
         let err = task.join().unwrap_err();
-        assert!(matches!(err, TaskError::Lost), "expected Lost, got {err:?}");
+        assert!(err.is_lost(), "expected Lost, got {err:?}");
         assert!(!err.is_panic());
         pool.join().unwrap();
     });
@@ -233,9 +233,11 @@ fn claim_by_poll_vs_start_with_a_panic() {
         });
         let pool = thread::spawn(job);
         match bridge_core::block_on(task.catch_unwind()) {
-            Err(TaskError::Panicked(payload)) => {
+            Err(err) if err.is_panic() => {
                 assert_eq!(
-                    payload.downcast_ref::<Track<u32>>().map(Track::get_ref),
+                    err.into_panic()
+                        .downcast_ref::<Track<u32>>()
+                        .map(Track::get_ref),
                     Some(&5)
                 );
             }
@@ -272,7 +274,7 @@ fn claim_vs_job_dropped_unrun() {
                 assert_eq!(value, 1);
                 assert_eq!(runs.load(SeqCst), 1);
             }
-            Err(TaskError::Lost) => assert_eq!(runs.load(SeqCst), 0),
+            Err(err) if err.is_lost() => assert_eq!(runs.load(SeqCst), 0),
             Err(other) => panic!("unexpected {other:?}"),
         }
         pool.join().unwrap();

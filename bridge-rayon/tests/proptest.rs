@@ -8,6 +8,7 @@
 
 use bridge_rayon::{Task, TaskError, ThreadPoolExt};
 use proptest::prelude::*;
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex, Once};
@@ -99,23 +100,35 @@ struct Live {
     stuck: bool,
 }
 
-/// Checks what a task produced against what it was told to do.
-fn check(
+/// A panic payload, as `catch_unwind` gives it.
+type Payload = Box<dyn Any + Send + 'static>;
+
+/// What a non-panicking take gave, as a value or a payload; a lost job fails the case.
+fn taken(
     live_id: usize,
-    panics: bool,
     got: Result<Counted, TaskError>,
-) -> Result<(), TestCaseError> {
+) -> Result<Result<Counted, Payload>, TestCaseError> {
+    match got {
+        Ok(value) => Ok(Ok(value)),
+        Err(err) => match err.try_into_panic() {
+            Ok(payload) => Ok(Err(payload)),
+            Err(err) => Err(TestCaseError::fail(format!("task {live_id} lost: {err}"))),
+        },
+    }
+}
+
+/// Checks what a task produced against what it was told to do.
+fn check(live_id: usize, panics: bool, got: Result<Counted, Payload>) -> Result<(), TestCaseError> {
     match got {
         Ok(value) => {
             prop_assert!(!panics, "task {} returned although it panics", live_id);
             prop_assert_eq!(value.id, live_id, "a value reached the wrong task");
         }
-        Err(TaskError::Panicked(payload)) => {
+        Err(payload) => {
             prop_assert!(panics, "task {} panicked unexpectedly", live_id);
             let planned = payload.downcast_ref::<Planned>().map(|p| p.0);
             prop_assert_eq!(planned, Some(live_id), "a panic reached the wrong task");
         }
-        Err(TaskError::Lost) => prop_assert!(false, "task {} lost", live_id),
     }
     Ok(())
 }
@@ -188,7 +201,11 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let Live {
                     id, panics, task, ..
                 } = live.remove(i);
-                check(id, panics, futures::executor::block_on(task.catch_unwind()))?;
+                check(
+                    id,
+                    panics,
+                    taken(id, futures::executor::block_on(task.catch_unwind()))?,
+                )?;
             }
             Op::WaitTimeout(i) if i < live.len() => {
                 let entry = &mut live[i];
@@ -203,7 +220,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         live.remove(i);
                     }
                     Err(payload) => {
-                        check(id, panics, Err(TaskError::Panicked(payload)))?;
+                        check(id, panics, Err(payload))?;
                         live.remove(i);
                     }
                 }
@@ -220,7 +237,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         live.remove(i);
                     }
                     Err(payload) => {
-                        check(id, panics, Err(TaskError::Panicked(payload)))?;
+                        check(id, panics, Err(payload))?;
                         live.remove(i);
                     }
                 }
@@ -235,7 +252,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         id, panics, task, ..
     } in live
     {
-        check(id, panics, task.join())?;
+        check(id, panics, taken(id, task.join())?)?;
     }
     // Drain the pool: every job queued so far has finished once both threads pass this.
     pool.broadcast(|_| ());

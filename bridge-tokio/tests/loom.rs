@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p bridge-tokio --release --test loom
+//!     cargo test -p threadbridge-tokio --release --test loom
 //! ```
 //!
 //! The job is the future wrapped to catch its panic and send its outcome; the worker runs it

@@ -24,6 +24,7 @@
 use crate::{Drops, Expected, Input, Tracked, is_expected};
 use bridge_rayon::{TaskError, ThreadPoolExt};
 use rayon::ThreadPool;
+use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -200,7 +201,7 @@ impl World {
                     } else {
                         s.task.join()
                     };
-                    check_outcome(index, panics, outcome, step);
+                    check_outcome(index, panics, outcome.map_err(TaskError::into_panic), step);
                 }
             }
             4 | 5 => {
@@ -223,9 +224,7 @@ impl World {
                         )
                     }
                     Ok(Some(value)) => check_outcome(s.index, s.panics, Ok(value), step),
-                    Err(payload) => {
-                        check_outcome(s.index, s.panics, Err(TaskError::Panicked(payload)), step)
-                    }
+                    Err(payload) => check_outcome(s.index, s.panics, Err(payload), step),
                 }
             }
             6 => {
@@ -330,8 +329,12 @@ fn value_id(index: u32) -> u32 {
     2 * index + 2
 }
 
+/// A panic payload, as `catch_unwind` gives it.
+type Payload = Box<dyn Any + Send + 'static>;
+
 /// Checks what task `index` gave: its value, or its panic if it `panics`.
-fn check_outcome(index: u32, panics: bool, outcome: Result<Tracked, TaskError>, step: usize) {
+/// A lost job panics in `TaskError::into_panic` on the way here.
+fn check_outcome(index: u32, panics: bool, outcome: Result<Tracked, Payload>, step: usize) {
     match outcome {
         Ok(value) if !panics => {
             assert_eq!(
@@ -340,11 +343,11 @@ fn check_outcome(index: u32, panics: bool, outcome: Result<Tracked, TaskError>, 
                 "step {step}: task {index}'s value"
             )
         }
-        Err(TaskError::Panicked(payload)) if panics => assert!(
+        Err(payload) if panics => assert!(
             is_expected(payload.as_ref(), index),
             "step {step}: task {index} came back with a different panic"
         ),
         Ok(_) => panic!("step {step}: task {index} returned a value instead of its panic"),
-        Err(e) => panic!("step {step}: task {index} failed: {e}"),
+        Err(_) => panic!("step {step}: task {index} panicked although it should not"),
     }
 }

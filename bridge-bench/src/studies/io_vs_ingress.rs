@@ -18,7 +18,7 @@ use crate::progress;
 use crate::report::{BASELINE, Budget, ScenarioReport, rows};
 use crate::stats::Summary;
 use crate::threads::os_threads;
-use bridge::rayon::ThreadPoolExt;
+use bridge::cpu::ThreadPoolExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::fmt::Write as _;
 use std::hint::black_box;

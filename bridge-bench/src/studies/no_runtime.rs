@@ -8,7 +8,7 @@
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
 use crate::report::{BASELINE, Goal, Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
-use bridge::tokio::{InlineStrategy, RunBlocking};
+use bridge::rt::{InlineStrategy, RunBlocking};
 use futures::future::join_all;
 use std::cell::RefCell;
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@
 use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
-use bridge::tokio::{InlineStrategy, RunBlocking};
+use bridge::rt::{InlineStrategy, RunBlocking};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
