@@ -120,7 +120,7 @@ where
         Err(_) if !started.load(Ordering::Relaxed) => Err(BridgeError::Unavailable(
             std::io::Error::other("no handoff worker thread could be started"),
         )),
-        Err(_) => Err(BridgeError::RuntimeGone),
+        Err(_) => Err(BridgeError::Lost),
     }
 }
 

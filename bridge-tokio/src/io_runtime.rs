@@ -71,7 +71,7 @@ impl IoRuntime {
     }
 
     /// Wraps the handle of a multi-thread runtime that somebody else owns (an application's
-    /// main runtime, say). Calls fail with [`BridgeError::RuntimeGone`] once it shuts down.
+    /// main runtime, say). Calls fail with [`BridgeError::Lost`] once it shuts down.
     ///
     /// # Panics
     ///
@@ -171,7 +171,7 @@ impl IoRuntime {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Panicked`] with the payload; [`BridgeError::RuntimeGone`] if this runtime
+    /// [`BridgeError::Panicked`] with the payload; [`BridgeError::Lost`] if this runtime
     /// shut down first.
     ///
     /// # Examples

@@ -43,7 +43,7 @@ mod run;
 mod shutdown;
 mod workers;
 
-pub use error::BridgeError;
+pub use error::{BridgeError, Panic};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;

@@ -184,7 +184,7 @@ impl<'a> RunBlocking<'a> {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Panicked`], [`BridgeError::RuntimeGone`], [`BridgeError::TimedOut`].
+    /// [`BridgeError::Panicked`], [`BridgeError::Lost`], [`BridgeError::TimedOut`].
     ///
     /// # Examples
     ///

@@ -52,7 +52,7 @@ use tokio::runtime::Handle;
 /// # Panics
 ///
 /// Resumes the future's panic in the caller. Panics with the error's message if the runtime
-/// running the future shuts down before it finishes ([`BridgeError::RuntimeGone`]) or a
+/// running the future shuts down before it finishes ([`BridgeError::Lost`]) or a
 /// handoff worker cannot be started ([`BridgeError::Unavailable`]); [`try_run_blocking`]
 /// returns all of them as errors instead.
 ///
@@ -60,6 +60,11 @@ use tokio::runtime::Handle;
 ///
 /// ```
 /// use std::time::Duration;
+///
+/// // A future that borrows from the caller: no clones, no 'static.
+/// let names = vec!["a".to_string(), "bc".to_string()];
+/// let total = bridge_tokio::run_blocking(async { names.iter().map(String::len).sum::<usize>() });
+/// assert_eq!(total, 3);
 ///
 /// // Synchronous code, no runtime in sight:
 /// let n = bridge_tokio::run_blocking(async {
@@ -71,6 +76,15 @@ use tokio::runtime::Handle;
 /// // The same call inside a current-thread runtime, where tokio's own block_on would panic:
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// assert_eq!(rt.block_on(async { bridge_tokio::run_blocking(async { 1 }) }), 1);
+/// ```
+///
+/// A borrow must outlive the call, as with any borrow:
+///
+/// ```compile_fail
+/// let name = String::from("a");
+/// let future = async { name.len() };
+/// drop(name); // error: cannot move out of `name` because it is borrowed
+/// bridge_tokio::run_blocking(future);
 /// ```
 #[track_caller]
 pub fn run_blocking<F>(future: F) -> F::Output
@@ -86,7 +100,7 @@ where
 /// # Errors
 ///
 /// [`BridgeError::Panicked`] with the payload if the future panicked;
-/// [`BridgeError::RuntimeGone`] if the runtime running it shut down first;
+/// [`BridgeError::Lost`] if the runtime running it shut down first;
 /// [`BridgeError::Unavailable`] if a handoff worker could not be started.
 ///
 /// # Examples
@@ -145,7 +159,7 @@ where
 /// [`BridgeError::NotSendOnHandoff`] on a current-thread runtime (or in a thread-local
 /// destructor after tokio's), where only a handoff to another thread could run it;
 /// [`BridgeError::Panicked`] with the payload if the future panicked;
-/// [`BridgeError::RuntimeGone`] if its runtime shut down under it.
+/// [`BridgeError::Lost`] if its runtime shut down under it.
 ///
 /// # Examples
 ///
@@ -260,7 +274,7 @@ where
 pub(crate) fn unwrap<T>(result: Result<T, BridgeError>) -> T {
     match result {
         Ok(output) => output,
-        Err(BridgeError::Panicked(payload)) => panic::resume_unwind(payload),
+        Err(BridgeError::Panicked(panic)) => panic::resume_unwind(panic.into_payload()),
         Err(other) => panic!("bridge_tokio::run_blocking: {other}"),
     }
 }

@@ -15,7 +15,7 @@
 //!
 //! A future polled with a runtime that shuts down under it is woken with tokio's "being
 //! shutdown" panic by its timers, which [`classify`] turns into
-//! [`BridgeError::RuntimeGone`].
+//! [`BridgeError::Lost`].
 
 use crate::BridgeError;
 use std::any::Any;
@@ -92,11 +92,11 @@ pub(crate) fn message(payload: &(dyn Any + Send)) -> Option<&str> {
 }
 
 /// A panic caught while polling a future: tokio's "being shutdown" panic means the runtime
-/// died under the future ([`BridgeError::RuntimeGone`]); any other is the future's own.
+/// died under the future ([`BridgeError::Lost`]); any other is the future's own.
 pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> BridgeError {
     if message(&*payload).is_some_and(|message| message.starts_with(SHUTDOWN_PANIC)) {
-        BridgeError::RuntimeGone
+        BridgeError::Lost
     } else {
-        BridgeError::Panicked(payload)
+        BridgeError::Panicked(crate::Panic::new(payload))
     }
 }

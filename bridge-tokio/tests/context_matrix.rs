@@ -216,7 +216,7 @@ fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
     }
 }
 
-/// An `IoRuntime` dropped while calls wait on its timers: each call ends with `RuntimeGone`,
+/// An `IoRuntime` dropped while calls wait on its timers: each call ends with `Lost`,
 /// never with a `Panicked` that the future did not raise; and so does a call made after the
 /// drop through a handle of it.
 #[test]
@@ -246,14 +246,14 @@ fn an_io_runtime_dropped_with_calls_in_flight() {
         for caller in callers {
             let result = caller.join().unwrap();
             assert!(
-                matches!(result, Err(bridge_tokio::BridgeError::RuntimeGone)),
+                matches!(result, Err(bridge_tokio::BridgeError::Lost)),
                 "{result:?}"
             );
         }
         let late = bridge_tokio::IoRuntime::from_handle(handle);
         let result = late.try_run_blocking(work(31));
         assert!(
-            matches!(result, Err(bridge_tokio::BridgeError::RuntimeGone)),
+            matches!(result, Err(bridge_tokio::BridgeError::Lost)),
             "{result:?}"
         );
     });
@@ -269,7 +269,7 @@ fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
         let handle = rt.handle().clone();
         rt.shutdown_background();
         // The shutdown finishes on the runtime's own threads; a stale guard is one used after
-        // that. (A runtime that dies during the call fails the call: see RuntimeGone.)
+        // that. (A runtime that dies during the call fails the call: see BridgeError::Lost.)
         std::thread::sleep(std::time::Duration::from_millis(100));
         let _guard = handle.enter();
         assert_eq!(run_blocking(work(23)), 23);

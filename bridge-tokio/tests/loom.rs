@@ -104,13 +104,13 @@ fn caller_timeout_vs_completion() {
 /// not unwind.
 ///
 /// Catches: a job that lets the panic escape (the worker thread dies: loom reports its
-/// panic, and the caller would see `RuntimeGone` instead of the payload).
+/// panic, and the caller would see `Lost` instead of the payload).
 #[test]
 fn worker_panic_reaches_the_caller() {
     loom::model(|| {
         match __loom_handoff(async { std::panic::panic_any(3u8) }, None, worker(true)) {
-            Err(BridgeError::Panicked(payload)) => {
-                assert_eq!(payload.downcast_ref::<u8>(), Some(&3));
+            Err(BridgeError::Panicked(panic)) => {
+                assert_eq!(panic.into_payload().downcast_ref::<u8>(), Some(&3));
             }
             other => panic!("expected the panic, got {:?}", other.map(|_| ())),
         }

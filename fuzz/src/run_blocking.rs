@@ -293,8 +293,8 @@ fn make_call(call: u8, want: Route, i: u32) {
             );
         }
         4 => match bridge_tokio::try_run_blocking(async move { panic::panic_any(Expected(tag)) }) {
-            Err(BridgeError::Panicked(payload)) => assert!(
-                is_expected(payload.as_ref(), tag),
+            Err(BridgeError::Panicked(panic)) => assert!(
+                is_expected(panic.into_payload().as_ref(), tag),
                 "call {i}: try_run_blocking returned a different panic"
             ),
             other => panic!("call {i}: try_run_blocking of a panic gave {other:?}"),
