@@ -660,16 +660,20 @@ mod tests {
                 Measured {
                     name: "bridge",
                     samples: vec![12.0, 10.0, 11.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "a<b",
                     samples: vec![600.0, 550.0, 700.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "spiky",
                     samples: vec![600.0, 5_000.0, 610.0],
+                    background: Vec::new(),
                 },
             ],
+            load: None,
         };
         let report = |name| ScenarioReport {
             name,
@@ -679,6 +683,8 @@ mod tests {
             budgets: Vec::new(),
             notes: Vec::new(),
             rows: rows(name, &m),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         let svg = svg("demo", &[report("first"), report("second")]).unwrap();
         assert!(svg.starts_with("<svg"));
