@@ -449,4 +449,33 @@ mod tests {
         assert_eq!(m.iters_per_round, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
     }
+
+    #[test]
+    fn under_a_load_batches_run_for_the_target_and_count_the_background() {
+        // Each iteration sleeps 100 µs, so a batch must run many of them to fill 20 ms.
+        let mut variants = [Variant::new("sleepy", |n| {
+            timed(n, |i| {
+                std::thread::sleep(Duration::from_micros(100));
+                i
+            })
+        })];
+        let settings = Settings {
+            rounds: 3,
+            batch: Duration::from_millis(1),
+            probe: Duration::from_millis(1),
+            busy_batch: Duration::from_millis(20),
+        };
+        let load = Load::start().unwrap();
+        let m = measure_ops_loaded(&mut variants, 1, &settings, Some(&load));
+        drop(load);
+        let load = m.load.expect("a load was given");
+        assert_eq!(load.idle_kernels_per_s.len(), 3);
+        assert!(load.idle_kernels_per_s.iter().all(|&k| k > 0.0));
+        assert_eq!(m.variants[0].background.len(), 3);
+        assert!(m.variants[0].background.iter().all(|&k| k > 0.0));
+        // 20 ms of 100 µs iterations (and more, for the time the sleeps overshoot) is far
+        // more than one probe's worth of a 1 ms batch.
+        assert!(load.iters_per_round[0] >= 20, "{:?}", load.iters_per_round);
+        assert!(m.variants[0].samples.iter().all(|&ns| ns >= 100_000.0));
+    }
 }

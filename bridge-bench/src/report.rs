@@ -1035,4 +1035,183 @@ mod tests {
              reached in 1 of 3 rounds)."
         );
     }
+
+    fn row(variant: &str, samples: &[f64], background: Option<(&[f64], &[f64])>) -> Row {
+        let ns = Summary::of(samples).unwrap();
+        Row {
+            scenario: "s".to_owned(),
+            variant: variant.to_owned(),
+            rounds: samples.len(),
+            iters_per_round: 10,
+            ops_per_iter: 1,
+            ns,
+            ratio_to_bridge: f64::NAN,
+            samples: samples.to_vec(),
+            run_medians: vec![ns.median],
+            background: background.and_then(|(busy, idle)| Background::of(busy, idle)),
+        }
+    }
+
+    fn report(rows: Vec<Row>, goals: Vec<Goal>, load_goals: Vec<LoadGoal>) -> ScenarioReport {
+        let bridge = rows
+            .iter()
+            .find(|r| r.variant == BASELINE)
+            .unwrap()
+            .ns
+            .median;
+        let rows = rows
+            .into_iter()
+            .map(|r| Row {
+                ratio_to_bridge: ratio(r.ns.median, bridge),
+                ..r
+            })
+            .collect();
+        ScenarioReport {
+            name: "s",
+            varied: String::new(),
+            fixed: String::new(),
+            goals,
+            budgets: Vec::new(),
+            load_goals,
+            notes: vec!["n".to_owned()],
+            rows,
+            runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn load_goals_judge_bridge_against_the_park_at_once_peer_that_left_the_most() {
+        let idle: &[f64] = &[100.0, 100.0, 100.0];
+        let rows = vec![
+            row(
+                "bridge",
+                &[10.0, 10.0, 10.0],
+                Some((&[90.0, 90.0, 90.0], idle)),
+            ),
+            // Spins: not a park-at-once peer, so its background does not count.
+            row(
+                "spinner",
+                &[5.0, 5.0, 5.0],
+                Some((&[99.0, 99.0, 99.0], idle)),
+            ),
+            row(
+                "parker",
+                &[12.0, 12.0, 12.0],
+                Some((&[94.0, 94.0, 94.0], idle)),
+            ),
+            row("slow", &[8.0, 8.0, 8.0], Some((&[80.0, 80.0, 80.0], idle))),
+        ];
+        let goals = busy_goals(&["parker", "slow", "absent"]);
+        let r = report(rows, Vec::new(), goals);
+        assert_eq!(
+            r.verdicts(),
+            vec![
+                (r.load_goals[0].text, Some(true)),
+                (r.load_goals[1].text, Some(true))
+            ]
+        );
+        let takeaway = r.takeaway();
+        assert!(
+            takeaway.contains(
+                "background / idle-baseline: bridge 0.900x, the best park-at-once peer, \
+                 parker, 0.940x, needed at least 0.895x; reached in 3 of 3 rounds"
+            ),
+            "{takeaway}"
+        );
+        assert!(
+            takeaway.contains("bridge's median 10.0 ns, that of parker"),
+            "{takeaway}"
+        );
+        // Without a background nothing is measured.
+        let idle_rows = vec![row("bridge", &[1.0], None), row("parker", &[1.0], None)];
+        let r = report(idle_rows, Vec::new(), busy_goals(&["parker"]));
+        assert_eq!(r.verdicts()[0].1, None);
+    }
+
+    #[test]
+    fn the_markdown_of_a_busy_scenario_has_the_background_columns() {
+        let idle: &[f64] = &[200.0, 100.0, 100.0];
+        let rows = vec![
+            row(
+                "bridge",
+                &[10.0, 10.0, 10.0],
+                Some((&[180.0, 90.0, 80.0], idle)),
+            ),
+            row(
+                "parker",
+                &[12.0, 12.0, 12.0],
+                Some((&[150.0, 94.0, 94.0], idle)),
+            ),
+        ];
+        let md = report(rows, Vec::new(), Vec::new()).markdown("study");
+        assert!(md.contains(
+            "| variant | median ns/op | min-max ns/op | median / bridge | background kernels/s \
+             | background / idle-baseline |\n| --- | ---: | ---: | ---: | ---: | ---: |\n\
+             | bridge | 10.0 | 10.0-10.0 | 1.00x | 90 | 0.900x |\n"
+        ));
+        assert!(md.contains(
+            "with one baseline batch (the background alone) per round.\n\nBackground alone \
+             (the baseline batches): median 100 kernels/s, min-max 100-200.\n"
+        ));
+    }
+
+    #[test]
+    fn runs_merge_into_medians_of_run_medians_and_goals_need_every_run() {
+        let goal = Goal {
+            peer: "tokio",
+            at_least: 2.0,
+            text: "2x faster than tokio",
+        };
+        let run = |bridge: &[f64], tokio: &[f64], note: &str| {
+            let mut r = report(
+                vec![row("bridge", bridge, None), row("tokio", tokio, None)],
+                vec![goal],
+                Vec::new(),
+            );
+            r.notes = vec![note.to_owned()];
+            vec![r]
+        };
+        let merged = merge_runs(vec![
+            run(&[10.0, 11.0, 12.0], &[30.0, 30.0, 30.0], "a"),
+            run(&[20.0, 21.0, 22.0], &[30.0, 30.0, 30.0], "b"),
+            run(&[9.0, 10.0, 50.0], &[40.0, 40.0, 40.0], "c"),
+        ]);
+        assert_eq!(merged.len(), 1);
+        let r = &merged[0];
+        let bridge = &r.rows[0];
+        assert_eq!(bridge.run_medians, vec![11.0, 21.0, 10.0]);
+        assert_eq!(bridge.ns.median, 11.0);
+        assert_eq!((bridge.ns.min, bridge.ns.max), (9.0, 50.0));
+        assert_eq!(bridge.samples.len(), 9);
+        assert_eq!(r.rows[1].ratio_to_bridge, 30.0 / 11.0);
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.notes, vec!["Run 1: a", "Run 2: b", "Run 3: c"]);
+        // Met in runs 1 and 3 (30/11, 40/10), not in run 2 (30/21).
+        assert_eq!(r.verdicts(), vec![("2x faster than tokio", Some(false))]);
+        let takeaway = r.takeaway();
+        assert!(
+            takeaway.contains(
+                "Goal \"2x faster than tokio\": NOT met: met in 2 of 3 runs (run 1: met, tokio \
+                 at 2.73x bridge's median"
+            ),
+            "{takeaway}"
+        );
+        assert!(
+            takeaway.contains("; run 2: not met, tokio at 1.43x"),
+            "{takeaway}"
+        );
+        let md = r.markdown("study");
+        assert!(
+            md.contains(
+                "| bridge | 11.0 | 9.0-50.0 | 1.00x | 11.0 / 21.0 / 10.0 | 10.0-21.0 (100%) |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains(
+            "\n3 runs, each of 3 rounds of 10/10/10 iterations (calibrated per run) per variant"
+        ));
+        // A single run comes back as it was.
+        let one = run(&[1.0], &[2.0], "x");
+        assert_eq!(merge_runs(vec![one.clone()]), one);
+    }
 }
