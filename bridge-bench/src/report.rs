@@ -267,8 +267,8 @@ pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
         LoadGoal {
             park_at_once: park_at_once.to_vec(),
             target: LoadTarget::Background { slack: 1.05 },
-            text: "under load, bridge costs the background work no more than the best \
-                   park-at-once peer (background throughput within 1.05x of that peer's)",
+            text: "under load, bridge's background throughput within 1.05x of the best \
+                   park-at-once peer's",
         },
         LoadGoal {
             park_at_once: park_at_once.to_vec(),
