@@ -125,7 +125,8 @@ pub fn busy_frame(
 /// The note that names the park-at-once peers of a busy scenario and why they count.
 pub fn park_at_once_note(peers: &[&str], why: &str) -> String {
     format!(
-        "Park-at-once peers (the reference of the goals under load): {}; {why}",
+        "Park-at-once peers (the fastest of them is the reference of the goals under \
+         load): {}; {why}",
         peers.join(", ")
     )
 }

@@ -233,7 +233,7 @@ pub struct Budget {
     pub text: &'static str,
 }
 
-/// What a [`LoadGoal`] holds bridge to, against the best park-at-once peer.
+/// What a [`LoadGoal`] holds bridge to, against the fastest park-at-once peer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LoadTarget {
     /// bridge's background / idle-baseline at least the peer's divided by `slack`.
@@ -245,10 +245,15 @@ pub enum LoadTarget {
     Latency,
 }
 
-/// A target for bridge under a background load, against the best park-at-once peer: of the
-/// `park_at_once` variants measured, the one whose batches left the background work the
-/// most (the highest background / idle-baseline). A park-at-once peer waits for the
+/// A target for bridge under a background load, against the fastest park-at-once peer: of
+/// the `park_at_once` variants measured, the one with the lowest median time per hand-off,
+/// the alternative a user would pick instead of bridge. A park-at-once peer waits for the
 /// hand-off by parking its thread at once, without spinning first.
+///
+/// The peer is chosen by speed, not by what it leaves of the background: a variant whose
+/// hand-offs crawl (a thread per call that waits a time slice to start) leaves the
+/// background nearly everything by doing little per second, and measuring bridge's
+/// background against it would count that slowness as a virtue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadGoal {
     /// The variants that count as park-at-once peers.
@@ -260,20 +265,21 @@ pub struct LoadGoal {
 }
 
 /// The two goals every busy scenario states: bridge costs the background work no more than
-/// the best park-at-once peer (within `slack`), and its hand-off is no slower than that
+/// the fastest park-at-once peer (within 1.05x), and its hand-off is no slower than that
 /// peer's.
 pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
     vec![
         LoadGoal {
             park_at_once: park_at_once.to_vec(),
             target: LoadTarget::Background { slack: 1.05 },
-            text: "under load, bridge's background throughput within 1.05x of the best \
+            text: "under load, bridge's background throughput within 1.05x of the fastest \
                    park-at-once peer's",
         },
         LoadGoal {
             park_at_once: park_at_once.to_vec(),
             target: LoadTarget::Latency,
-            text: "under load, bridge's hand-off no slower than the best park-at-once peer's",
+            text: "under load, bridge's hand-off no slower than the fastest park-at-once \
+                   peer's",
         },
     ]
 }
@@ -346,22 +352,23 @@ impl Budget {
 }
 
 impl LoadGoal {
-    /// The park-at-once peer that left the background the most in `rows`.
-    fn best_peer<'a>(&self, rows: &'a [Row]) -> Option<(&'a Row, &'a Background)> {
+    /// The park-at-once peer with the lowest median in `rows`, among those with a measured
+    /// background.
+    fn fastest_peer<'a>(&self, rows: &'a [Row]) -> Option<(&'a Row, &'a Background)> {
         self.park_at_once
             .iter()
             .filter_map(|name| {
                 let row = find(rows, name)?;
                 Some((row, row.background.as_ref()?))
             })
-            .filter(|(_, b)| !b.vs_idle.is_nan())
-            .max_by(|(_, a), (_, b)| a.vs_idle.total_cmp(&b.vs_idle))
+            .filter(|(row, b)| !b.vs_idle.is_nan() && !row.ns.median.is_nan())
+            .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))
     }
 
     fn check(&self, rows: &[Row]) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let bridge_bg = bridge.background.as_ref()?;
-        let (peer, peer_bg) = self.best_peer(rows)?;
+        let (peer, peer_bg) = self.fastest_peer(rows)?;
         let check = match self.target {
             LoadTarget::Background { slack } => {
                 let needed = peer_bg.vs_idle / slack;
@@ -374,9 +381,9 @@ impl LoadGoal {
                 Check {
                     met: bridge_bg.vs_idle >= needed,
                     detail: format!(
-                        "background / idle-baseline: bridge {:.3}x, the best park-at-once \
-                         peer, {}, {:.3}x, needed at least {needed:.3}x; reached in \
-                         {reached} of {} rounds",
+                        "background / idle-baseline: bridge {:.3}x, the fastest \
+                         park-at-once peer, {}, {:.3}x, needed at least {needed:.3}x; reached \
+                         in {reached} of {} rounds",
                         bridge_bg.vs_idle,
                         peer.variant,
                         peer_bg.vs_idle,
@@ -394,9 +401,8 @@ impl LoadGoal {
                 Check {
                     met: bridge.ns.median <= peer.ns.median,
                     detail: format!(
-                        "bridge's median {:.1} ns, that of {}, the park-at-once peer that \
-                         left the background the most, {:.1} ns; reached in {reached} of {} \
-                         rounds",
+                        "bridge's median {:.1} ns, that of {}, the fastest park-at-once \
+                         peer, {:.1} ns; reached in {reached} of {} rounds",
                         bridge.ns.median,
                         peer.variant,
                         peer.ns.median,
@@ -1080,7 +1086,7 @@ mod tests {
     }
 
     #[test]
-    fn load_goals_judge_bridge_against_the_park_at_once_peer_that_left_the_most() {
+    fn load_goals_judge_bridge_against_the_fastest_park_at_once_peer() {
         let idle: &[f64] = &[100.0, 100.0, 100.0];
         let rows = vec![
             row(
@@ -1088,20 +1094,26 @@ mod tests {
                 &[10.0, 10.0, 10.0],
                 Some((&[90.0, 90.0, 90.0], idle)),
             ),
-            // Spins: not a park-at-once peer, so its background does not count.
+            // Spins: not a park-at-once peer, so it is never the reference.
             row(
                 "spinner",
                 &[5.0, 5.0, 5.0],
                 Some((&[99.0, 99.0, 99.0], idle)),
             ),
+            // The fastest park-at-once peer.
             row(
                 "parker",
                 &[12.0, 12.0, 12.0],
                 Some((&[94.0, 94.0, 94.0], idle)),
             ),
-            row("slow", &[8.0, 8.0, 8.0], Some((&[80.0, 80.0, 80.0], idle))),
+            // Leaves the background more, by being slow: not the reference either.
+            row(
+                "crawler",
+                &[900.0, 900.0, 900.0],
+                Some((&[99.0, 99.0, 99.0], idle)),
+            ),
         ];
-        let goals = busy_goals(&["parker", "slow", "absent"]);
+        let goals = busy_goals(&["crawler", "parker", "absent"]);
         let r = report(rows, Vec::new(), goals);
         assert_eq!(
             r.verdicts(),
@@ -1113,13 +1125,16 @@ mod tests {
         let takeaway = r.takeaway();
         assert!(
             takeaway.contains(
-                "background / idle-baseline: bridge 0.900x, the best park-at-once peer, \
+                "background / idle-baseline: bridge 0.900x, the fastest park-at-once peer, \
                  parker, 0.940x, needed at least 0.895x; reached in 3 of 3 rounds"
             ),
             "{takeaway}"
         );
         assert!(
-            takeaway.contains("bridge's median 10.0 ns, that of parker"),
+            takeaway.contains(
+                "bridge's median 10.0 ns, that of parker, the fastest park-at-once peer, 12.0 \
+                 ns; reached in 3 of 3 rounds"
+            ),
             "{takeaway}"
         );
         // Without a background nothing is measured.

@@ -47,7 +47,7 @@ const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
 const BRIDGE_PER_CALL: &str = "bridge RuntimePerCall";
 const BLOCK_IN_PLACE: &str = "block_in_place+block_on";
 const PRE_SPAWNED: &str = "pre-spawned worker";
-const PRE_SPAWNED_MPSC: &str = "pre-spawned worker, mpsc";
+const PRE_SPAWNED_MPSC: &str = "pre-spawned worker (mpsc)";
 const FRESH_THREAD: &str = "thread per call";
 
 thread_local! {
@@ -696,7 +696,7 @@ fn current_thread_task(settings: &Settings, load: Option<&Load>) -> io::Result<S
          dedicated std thread with its own current-thread runtime that takes boxed futures \
          from a std mpsc channel, block_on each, and sends the output back on a bridge \
          oneshot, received with recv_blocking); the same worker answering on a std mpsc \
-         channel instead (pre-spawned worker, mpsc); a fresh thread per call \
+         channel instead (pre-spawned worker (mpsc)); a fresh thread per call \
          (std::thread::spawn, a current-thread runtime built there, join).",
         fixed,
         (
