@@ -226,7 +226,7 @@ pub struct LoadMeasurement {
     /// Each variant's iterations per batch (the median over its rounds), in the order of
     /// [`Measurement::variants`]: under a load every batch runs for the batch target's wall
     /// time (see [`for_at_least`]), so that each is long enough for the background's count
-    /// ([`Measurement::iters_per_round`] is then the largest first chunk).
+    /// ([`Measurement::iters_per_round`] is then the largest chunk after calibration).
     pub iters_per_round: Vec<u64>,
 }
 
@@ -265,8 +265,8 @@ pub fn measure_loaded(
 /// Under a load, the background's kernel counter is read around every batch, and every
 /// round has one more slot in its rotation: a baseline batch in which this thread sleeps for
 /// the mean wall time of the previous round's batches (the batch target in the first round)
-/// and the background runs alone. Calibration then probes until half of
-/// `settings.busy_batch`, and every batch runs for that wall time (see [`for_at_least`]).
+/// and the background runs alone. Every batch then runs for `settings.busy_batch` of wall
+/// time (see [`for_at_least`]), and calibration is one such batch of half that, as warm-up.
 pub fn measure_ops_loaded(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
@@ -282,33 +282,34 @@ pub fn measure_ops_loaded(
             (settings.busy_batch / 2).max(settings.probe),
         ),
     };
-    let mut ns_per_iter = Vec::with_capacity(variants.len());
-    for variant in variants.iter_mut() {
-        let mut iters = 1u64;
-        loop {
-            let (ns, elapsed) = variant.ns_per_op(iters, ops_per_iter);
-            if elapsed >= probe || iters * ops_per_iter >= 1 << 26 {
-                ns_per_iter.push(ns * ops_per_iter as f64);
-                break;
+    // On an idle machine every variant runs the same iterations, sized for the slowest.
+    // Under a load every batch runs for a set wall time instead, in chunks sized per variant
+    // (see `for_at_least`), so that no batch is too short to count the background's kernels;
+    // calibration is then a first such batch, as warm-up.
+    let mut chunks = vec![Chunk::default(); variants.len()];
+    let iters = match load {
+        None => {
+            let mut slowest_ns_per_iter = 0.0f64;
+            for variant in variants.iter_mut() {
+                let mut iters = 1u64;
+                loop {
+                    let (ns, elapsed) = variant.ns_per_op(iters, ops_per_iter);
+                    if elapsed >= probe || iters * ops_per_iter >= 1 << 26 {
+                        slowest_ns_per_iter = slowest_ns_per_iter.max(ns * ops_per_iter as f64);
+                        break;
+                    }
+                    iters *= 2;
+                }
             }
-            iters *= 2;
+            (batch.as_nanos() as f64 / slowest_ns_per_iter.max(1.0)).max(1.0) as u64
         }
-    }
-    let iters_for =
-        |ns_per_iter: f64| (batch.as_nanos() as f64 / ns_per_iter.max(1.0)).max(1.0) as u64;
-    let slowest_ns_per_iter = ns_per_iter.iter().copied().fold(0.0f64, f64::max);
-    // On an idle machine every variant runs the same iterations, sized for the slowest; under
-    // a load each variant gets its own, so that no batch is too short to count the
-    // background's kernels.
-    // Under a load, `iters` is each variant's chunk: an eighth of the batch target at first.
-    let mut iters: Vec<u64> = match load {
-        None => vec![iters_for(slowest_ns_per_iter); variants.len()],
-        Some(_) => ns_per_iter
-            .iter()
-            .map(|&ns| (iters_for(ns) / 8).max(1))
-            .collect(),
+        Some(_) => {
+            for (variant, chunk) in variants.iter_mut().zip(&mut chunks) {
+                for_at_least(variant, chunk, ops_per_iter, probe);
+            }
+            chunks.iter().map(|c| c.iters).max().unwrap_or(1)
+        }
     };
-    let first_iters = iters.iter().copied().max().unwrap_or(1);
     progress::step_done(true);
 
     let n = variants.len();
@@ -327,11 +328,12 @@ pub fn measure_ops_loaded(
             if v == n {
                 std::thread::sleep(baseline_wall);
             } else if load.is_some() {
-                let (ns, used) = for_at_least(&mut variants[v], &mut iters[v], ops_per_iter, batch);
+                let (ns, used) =
+                    for_at_least(&mut variants[v], &mut chunks[v], ops_per_iter, batch);
                 samples[v].push(ns);
                 used_iters[v].push(used);
             } else {
-                samples[v].push(variants[v].ns_per_op(iters[v], ops_per_iter).0);
+                samples[v].push(variants[v].ns_per_op(iters, ops_per_iter).0);
             }
             if let (Some(load), Some((kernels, start))) = (load, before) {
                 let wall = start.elapsed();
@@ -350,7 +352,7 @@ pub fn measure_ops_loaded(
         progress::step_done(false);
     }
     Measurement {
-        iters_per_round: first_iters,
+        iters_per_round: iters,
         ops_per_iter,
         rounds: settings.rounds,
         load: load.map(|_| LoadMeasurement {
@@ -377,18 +379,36 @@ pub fn measure_ops_loaded(
     }
 }
 
-/// Runs chunks of `chunk` iterations of `variant` until `target` wall time has passed, and
-/// returns its nanoseconds per operation over all of them and the iterations run.
+/// The size of a variant's next chunk under a load, and the most nanoseconds per iteration
+/// one of its chunks has taken so far.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    iters: u64,
+    worst_ns_per_iter: f64,
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self {
+            iters: 1,
+            worst_ns_per_iter: 0.0,
+        }
+    }
+}
+
+/// Runs chunks of `variant` until `target` wall time has passed, and returns its nanoseconds
+/// per operation over all of them and the iterations run.
 ///
 /// Under a load a hand-off's cost changes by orders of magnitude with where the scheduler
 /// puts the threads (a few microseconds when the waiting thread still has its CPU, a time
 /// slice of milliseconds when it lost it), so no count of iterations fixed in advance gives
-/// batches of a known length. `chunk` is kept at about an eighth of `target` for the next
-/// batch: halved after a chunk that took over a quarter of it, doubled after one that took
-/// under a sixteenth.
+/// batches of a known length, and a chunk sized in the fast mode can take far longer than
+/// the target in the slow one. So chunks stay small: doubled after one that took under a
+/// sixty-fourth of the target, halved after one that took over a sixteenth, and never so
+/// large that the slowest iterations seen so far would make a chunk take over an eighth.
 fn for_at_least(
     variant: &mut Variant<'_>,
-    chunk: &mut u64,
+    chunk: &mut Chunk,
     ops_per_iter: u64,
     target: Duration,
 ) -> (f64, u64) {
@@ -396,14 +416,18 @@ fn for_at_least(
     let mut elapsed = Duration::ZERO;
     let mut iters = 0u64;
     loop {
-        let (_, took) = variant.ns_per_op(*chunk, ops_per_iter);
+        let (_, took) = variant.ns_per_op(chunk.iters, ops_per_iter);
         elapsed += took;
-        iters += *chunk;
-        if took > target / 4 {
-            *chunk = (*chunk / 2).max(1);
-        } else if took < target / 16 && *chunk < 1 << 26 {
-            *chunk *= 2;
+        iters += chunk.iters;
+        let per_iter = took.as_nanos() as f64 / chunk.iters as f64;
+        chunk.worst_ns_per_iter = chunk.worst_ns_per_iter.max(per_iter);
+        if took > target / 16 {
+            chunk.iters /= 2;
+        } else if took < target / 64 {
+            chunk.iters = chunk.iters.saturating_mul(2);
         }
+        let cap = (target.as_nanos() as f64 / 8.0 / chunk.worst_ns_per_iter.max(1.0)) as u64;
+        chunk.iters = chunk.iters.min(cap).clamp(1, 1 << 26);
         if start.elapsed() >= target {
             break;
         }
