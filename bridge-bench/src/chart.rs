@@ -245,6 +245,17 @@ pub fn value_label(variant: &str, median: f64, ratio_to_bridge: f64) -> String {
     }
 }
 
+/// The label after a row's bar: [`value_label`], and under a background load the
+/// background's throughput during the variant's batches over the baseline's, e.g.
+/// `61.0 ns (5.45x), bg 0.83x`.
+pub fn row_label(row: &crate::report::Row) -> String {
+    let label = value_label(&row.variant, row.ns.median, row.ratio_to_bridge);
+    match &row.background {
+        Some(b) if b.vs_idle.is_finite() => format!("{label}, bg {:.2}x", b.vs_idle),
+        _ => label,
+    }
+}
+
 /// A generous estimate of the width of `text` at `px` pixels in a sans-serif font: wide
 /// enough that reserved space is not overrun, whatever font the viewer picks.
 pub fn text_width(text: &str, px: f64) -> i32 {
@@ -345,12 +356,7 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
         .max(60);
     let labels = rows
         .clone()
-        .map(|r| {
-            text_width(
-                &value_label(&r.variant, r.ns.median, r.ratio_to_bridge),
-                SMALL_PX,
-            )
-        })
+        .map(|r| text_width(&row_label(r), SMALL_PX))
         .max()
         .unwrap_or(60);
     let left = MARGIN + names + 12;
@@ -363,13 +369,27 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
         bold(TITLE_PX, INK, HPos::Left, VPos::Top),
     ))?;
     let rounds = rows.clone().map(|r| r.rounds).max().unwrap_or(0);
+    let runs = rows.clone().map(|r| r.run_medians.len()).max().unwrap_or(1);
     let explain = [
-        format!(
-            "Bar: median time per operation over {rounds} rounds. Whisker: fastest to slowest \
-             round (an arrowhead where it runs off the axis)."
-        ),
-        "Label: the median, and in brackets its ratio to bridge's median. Shorter is faster."
-            .to_owned(),
+        if runs > 1 {
+            format!(
+                "Bar: median of {runs} runs' median times per operation ({rounds} rounds each). \
+                 Whisker: fastest to slowest round of any run."
+            )
+        } else {
+            format!(
+                "Bar: median time per operation over {rounds} rounds. Whisker: fastest to \
+                 slowest round (an arrowhead where it runs off the axis)."
+            )
+        },
+        if rows.clone().any(|r| r.background.is_some()) {
+            "Label: the median, its ratio to bridge's in brackets; bg: background work done \
+             during its batches over the baseline's. Shorter is faster."
+                .to_owned()
+        } else {
+            "Label: the median, and in brackets its ratio to bridge's median. Shorter is faster."
+                .to_owned()
+        },
     ];
     for (k, line) in explain.into_iter().enumerate() {
         root.draw(&Text::new(
@@ -522,7 +542,7 @@ fn draw_panel(
             WHISKER.stroke_width(2),
         ))?;
         root.draw(&Text::new(
-            value_label(&row.variant, row.ns.median, row.ratio_to_bridge),
+            row_label(row),
             (end.max(x_med) + 7, mid),
             font(SMALL_PX, INK, HPos::Left, VPos::Center),
         ))?;
@@ -660,16 +680,20 @@ mod tests {
                 Measured {
                     name: "bridge",
                     samples: vec![12.0, 10.0, 11.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "a<b",
                     samples: vec![600.0, 550.0, 700.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "spiky",
                     samples: vec![600.0, 5_000.0, 610.0],
+                    background: Vec::new(),
                 },
             ],
+            load: None,
         };
         let report = |name| ScenarioReport {
             name,
@@ -679,6 +703,8 @@ mod tests {
             budgets: Vec::new(),
             notes: Vec::new(),
             rows: rows(name, &m),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         let svg = svg("demo", &[report("first"), report("second")]).unwrap();
         assert!(svg.starts_with("<svg"));

@@ -41,13 +41,47 @@ impl Machine {
             commit: commit(),
         }
     }
+
+    /// The CPUs and their model, e.g. `2 CPUs (AMD EPYC 7B13)`; `model unknown` where
+    /// `/proc/cpuinfo` does not tell it.
+    pub fn cpus_text(&self) -> String {
+        format!(
+            "{} CPUs ({})",
+            self.cpus,
+            self.cpu_model.as_deref().unwrap_or("model unknown")
+        )
+    }
+
+    /// One line that names the machine, the checkout and `mode`, for the head of a study's
+    /// `results.md`.
+    pub fn summary(&self, mode: &str) -> String {
+        let mut out = format!("Machine: {}, {}", self.cpus_text(), self.os);
+        if let Some(commit) = &self.commit {
+            let _ = write!(out, ", commit {commit}");
+        }
+        let _ = write!(out, ", {} (UTC); mode {mode}.", self.date);
+        out
+    }
 }
 
-/// The value of the first `model name` line of a `/proc/cpuinfo` text.
+/// The CPU model of a `/proc/cpuinfo` text: the first `model name` line (x86, most arm64
+/// kernels), else the first of the keys other architectures use for it (`cpu model`,
+/// `Processor`, `Hardware`, `uarch`, `cpu`).
 pub fn cpu_model(cpuinfo: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key.trim() == "model name" && !value.trim().is_empty()).then(|| value.trim().to_owned())
+    [
+        "model name",
+        "cpu model",
+        "Processor",
+        "Hardware",
+        "uarch",
+        "cpu",
+    ]
+    .into_iter()
+    .find_map(|wanted| {
+        cpuinfo.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == wanted && !value.trim().is_empty()).then(|| value.trim().to_owned())
+        })
     })
 }
 
@@ -147,10 +181,11 @@ impl Page<'_> {
         );
         let _ = writeln!(out, "```sh\n{command}\n```\n");
         out.push_str("| machine and run | |\n| --- | --- |\n");
-        let cpus = match &machine.cpu_model {
-            Some(model) => format!("{} ({model})", machine.cpus),
-            None => machine.cpus.to_string(),
-        };
+        let cpus = format!(
+            "{} ({})",
+            machine.cpus,
+            machine.cpu_model.as_deref().unwrap_or("model unknown")
+        );
         let _ = writeln!(out, "| CPUs | {} |", table_cell(&cpus));
         let _ = writeln!(out, "| OS | {} |", table_cell(&machine.os));
         let _ = writeln!(out, "| date | {} (UTC) |", machine.date);
@@ -224,6 +259,10 @@ mod tests {
                     model name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: other\n";
         assert_eq!(cpu_model(info).as_deref(), Some("AMD EPYC 7B13"));
         assert_eq!(cpu_model("processor\t: 0\nmodel\t: 1\n"), None);
+        assert_eq!(
+            cpu_model("processor\t: 0\nuarch\t\t: sifive,u74-mc\n").as_deref(),
+            Some("sifive,u74-mc")
+        );
         assert_eq!(cpu_model("model name\t:   \n"), None);
     }
 
@@ -265,6 +304,24 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_names_cpus_model_and_mode() {
+        let mut machine = Machine {
+            cpus: 2,
+            cpu_model: Some("AMD EPYC 7B13".to_owned()),
+            os: "linux x86_64".to_owned(),
+            date: "2025-01-01".to_owned(),
+            commit: Some("83541f5".to_owned()),
+        };
+        assert_eq!(
+            machine.summary("quick: 5 rounds per scenario, batches of ~3 ms, 1 run"),
+            "Machine: 2 CPUs (AMD EPYC 7B13), linux x86_64, commit 83541f5, 2025-01-01 (UTC); \
+             mode quick: 5 rounds per scenario, batches of ~3 ms, 1 run."
+        );
+        machine.cpu_model = None;
+        assert_eq!(machine.cpus_text(), "2 CPUs (model unknown)");
+    }
+
+    #[test]
     fn table_cells_escape_pipes_and_line_breaks() {
         assert_eq!(table_cell("a|b\nc"), "a\\|b c");
     }
@@ -294,7 +351,7 @@ mod tests {
             "<svg/>"
         );
         let md = std::fs::read_to_string(&path).unwrap();
-        assert!(md.contains("| CPUs | 1 |\n| OS | x |\n"));
+        assert!(md.contains("| CPUs | 1 (model unknown) |\n| OS | x |\n"));
         assert!(!md.contains("commit"));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -6,6 +6,7 @@
 //! scenario that starts 1,000 hops and then awaits them counts 1,000 operations per
 //! iteration, and reports nanoseconds per hop.
 
+use crate::busy::Load;
 use crate::progress;
 use std::fmt;
 use std::future::Future;
@@ -20,6 +21,11 @@ pub struct Settings {
     pub batch: Duration,
     /// Wall time a variant must reach during calibration before its cost is estimated.
     pub probe: Duration,
+    /// Target wall time of one batch of the slowest variant under a background load, where a
+    /// batch must be long against the scheduler's time slices (a few milliseconds) for its
+    /// time and its count of background work to mean anything. Calibration then probes
+    /// until half of it.
+    pub busy_batch: Duration,
 }
 
 impl Settings {
@@ -29,6 +35,7 @@ impl Settings {
             rounds: 51,
             batch: Duration::from_millis(40),
             probe: Duration::from_millis(10),
+            busy_batch: Duration::from_millis(40),
         }
     }
 
@@ -38,6 +45,7 @@ impl Settings {
             rounds: 5,
             batch: Duration::from_millis(3),
             probe: Duration::from_millis(1),
+            busy_batch: Duration::from_millis(15),
         }
     }
 }
@@ -188,6 +196,9 @@ pub struct Measured {
     pub name: &'static str,
     /// One sample per round.
     pub samples: Vec<f64>,
+    /// Under a [`Load`], the background kernels finished per second of wall time during the
+    /// variant's batch, one per round; empty on an idle machine.
+    pub background: Vec<f64>,
 }
 
 /// The outcome of [`measure`].
@@ -201,6 +212,22 @@ pub struct Measurement {
     pub rounds: usize,
     /// One entry per variant, in the order they were given.
     pub variants: Vec<Measured>,
+    /// What was measured of the background work under a [`Load`]; `None` on an idle
+    /// machine.
+    pub load: Option<LoadMeasurement>,
+}
+
+/// The part of a [`Measurement`] that only a [`Load`] has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadMeasurement {
+    /// The background kernels finished per second during each round's baseline batch (the
+    /// background alone).
+    pub idle_kernels_per_s: Vec<f64>,
+    /// Each variant's iterations per batch (the median over its rounds), in the order of
+    /// [`Measurement::variants`]: under a load every batch runs for the batch target's wall
+    /// time (see [`for_at_least`]), so that each is long enough for the background's count
+    /// ([`Measurement::iters_per_round`] is then the largest chunk after calibration).
+    pub iters_per_round: Vec<u64>,
 }
 
 /// Calibrates one batch size for all variants (so the slowest takes about
@@ -220,46 +247,195 @@ pub fn measure_ops(
     ops_per_iter: u64,
     settings: &Settings,
 ) -> Measurement {
+    measure_ops_loaded(variants, ops_per_iter, settings, None)
+}
+
+/// Like [`measure`], with the background work of `load` running (if any).
+pub fn measure_loaded(
+    variants: &mut [Variant<'_>],
+    settings: &Settings,
+    load: Option<&Load>,
+) -> Measurement {
+    measure_ops_loaded(variants, 1, settings, load)
+}
+
+/// Like [`measure_ops`], with the background work of `load` running (if any) through
+/// calibration and every round.
+///
+/// Under a load, the background's kernel counter is read around every batch, and every
+/// round has one more slot in its rotation: a baseline batch in which this thread sleeps for
+/// the mean wall time of the previous round's batches (the batch target in the first round)
+/// and the background runs alone. Every batch then runs for `settings.busy_batch` of wall
+/// time (see [`for_at_least`]), and calibration is one such batch of half that, as warm-up.
+pub fn measure_ops_loaded(
+    variants: &mut [Variant<'_>],
+    ops_per_iter: u64,
+    settings: &Settings,
+    load: Option<&Load>,
+) -> Measurement {
     // Progress is reported between batches only, never inside a timed one.
     progress::measurement_started(settings.rounds, variants.iter().map(|v| v.name));
-    let mut slowest_ns_per_iter = 0.0f64;
-    for variant in variants.iter_mut() {
-        let mut iters = 1u64;
-        loop {
-            let (ns, elapsed) = variant.ns_per_op(iters, ops_per_iter);
-            if elapsed >= settings.probe || iters * ops_per_iter >= 1 << 26 {
-                slowest_ns_per_iter = slowest_ns_per_iter.max(ns * ops_per_iter as f64);
-                break;
+    let (batch, probe) = match load {
+        None => (settings.batch, settings.probe),
+        Some(_) => (
+            settings.busy_batch.max(settings.batch),
+            (settings.busy_batch / 2).max(settings.probe),
+        ),
+    };
+    // On an idle machine every variant runs the same iterations, sized for the slowest.
+    // Under a load every batch runs for a set wall time instead, in chunks sized per variant
+    // (see `for_at_least`), so that no batch is too short to count the background's kernels;
+    // calibration is then a first such batch, as warm-up.
+    let mut chunks = vec![Chunk::default(); variants.len()];
+    let iters = match load {
+        None => {
+            let mut slowest_ns_per_iter = 0.0f64;
+            for variant in variants.iter_mut() {
+                let mut iters = 1u64;
+                loop {
+                    let (ns, elapsed) = variant.ns_per_op(iters, ops_per_iter);
+                    if elapsed >= probe || iters * ops_per_iter >= 1 << 26 {
+                        slowest_ns_per_iter = slowest_ns_per_iter.max(ns * ops_per_iter as f64);
+                        break;
+                    }
+                    iters *= 2;
+                }
             }
-            iters *= 2;
+            (batch.as_nanos() as f64 / slowest_ns_per_iter.max(1.0)).max(1.0) as u64
         }
-    }
-    let iters_per_round =
-        (settings.batch.as_nanos() as f64 / slowest_ns_per_iter.max(1.0)).max(1.0) as u64;
+        Some(_) => {
+            for (variant, chunk) in variants.iter_mut().zip(&mut chunks) {
+                for_at_least(variant, chunk, ops_per_iter, probe);
+            }
+            chunks.iter().map(|c| c.iters).max().unwrap_or(1)
+        }
+    };
     progress::step_done(true);
 
     let n = variants.len();
     let mut samples = vec![Vec::with_capacity(settings.rounds); n];
+    let mut background = vec![Vec::new(); n];
+    let mut used_iters = vec![Vec::with_capacity(settings.rounds); n];
+    let mut idle_kernels_per_s = Vec::new();
+    let mut baseline_wall = batch;
+    // Under a load, slot n of a round is the baseline batch.
+    let slots = n + usize::from(load.is_some());
     for round in 0..settings.rounds {
-        for k in 0..n {
-            let v = (round + k) % n;
-            samples[v].push(variants[v].ns_per_op(iters_per_round, ops_per_iter).0);
+        let mut walls = Duration::ZERO;
+        for k in 0..slots {
+            let v = (round + k) % slots;
+            let before = load.map(|load| (load.kernels(), Instant::now()));
+            if v == n {
+                std::thread::sleep(baseline_wall);
+            } else if load.is_some() {
+                let (ns, used) =
+                    for_at_least(&mut variants[v], &mut chunks[v], ops_per_iter, batch);
+                samples[v].push(ns);
+                used_iters[v].push(used);
+            } else {
+                samples[v].push(variants[v].ns_per_op(iters, ops_per_iter).0);
+            }
+            if let (Some(load), Some((kernels, start))) = (load, before) {
+                let wall = start.elapsed();
+                let rate = (load.kernels() - kernels) as f64 / wall.as_secs_f64();
+                if v == n {
+                    idle_kernels_per_s.push(rate);
+                } else {
+                    walls += wall;
+                    background[v].push(rate);
+                }
+            }
+        }
+        if n > 0 && load.is_some() {
+            baseline_wall = walls / n as u32;
         }
         progress::step_done(false);
     }
     Measurement {
-        iters_per_round,
+        iters_per_round: iters,
         ops_per_iter,
         rounds: settings.rounds,
+        load: load.map(|_| LoadMeasurement {
+            idle_kernels_per_s,
+            iters_per_round: used_iters
+                .iter()
+                .map(|used| {
+                    let mut used = used.clone();
+                    used.sort_unstable();
+                    used.get(used.len() / 2).copied().unwrap_or(1)
+                })
+                .collect(),
+        }),
         variants: variants
             .iter()
             .zip(samples)
-            .map(|(v, samples)| Measured {
+            .zip(background)
+            .map(|((v, samples), background)| Measured {
                 name: v.name,
                 samples,
+                background,
             })
             .collect(),
     }
+}
+
+/// The size of a variant's next chunk under a load, and the most nanoseconds per iteration
+/// one of its chunks has taken so far.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    iters: u64,
+    worst_ns_per_iter: f64,
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self {
+            iters: 1,
+            worst_ns_per_iter: 0.0,
+        }
+    }
+}
+
+/// Runs chunks of `variant` until `target` wall time has passed, and returns its nanoseconds
+/// per operation over all of them and the iterations run.
+///
+/// Under a load a hand-off's cost changes by orders of magnitude with where the scheduler
+/// puts the threads (a few microseconds when the waiting thread still has its CPU, a time
+/// slice of milliseconds when it lost it), so no count of iterations fixed in advance gives
+/// batches of a known length, and a chunk sized in the fast mode can take far longer than
+/// the target in the slow one. So chunks stay small: doubled after one that took under a
+/// sixty-fourth of the target, halved after one that took over a sixteenth, and never so
+/// large that the slowest iterations seen so far would make a chunk take over an eighth.
+fn for_at_least(
+    variant: &mut Variant<'_>,
+    chunk: &mut Chunk,
+    ops_per_iter: u64,
+    target: Duration,
+) -> (f64, u64) {
+    let start = Instant::now();
+    let mut elapsed = Duration::ZERO;
+    let mut iters = 0u64;
+    loop {
+        let (_, took) = variant.ns_per_op(chunk.iters, ops_per_iter);
+        elapsed += took;
+        iters += chunk.iters;
+        let per_iter = took.as_nanos() as f64 / chunk.iters as f64;
+        chunk.worst_ns_per_iter = chunk.worst_ns_per_iter.max(per_iter);
+        if took > target / 16 {
+            chunk.iters /= 2;
+        } else if took < target / 64 {
+            chunk.iters = chunk.iters.saturating_mul(2);
+        }
+        let cap = (target.as_nanos() as f64 / 8.0 / chunk.worst_ns_per_iter.max(1.0)) as u64;
+        chunk.iters = chunk.iters.min(cap).clamp(1, 1 << 26);
+        if start.elapsed() >= target {
+            break;
+        }
+    }
+    (
+        elapsed.as_nanos() as f64 / (iters * ops_per_iter) as f64,
+        iters,
+    )
 }
 
 #[cfg(test)]
@@ -290,10 +466,40 @@ mod tests {
             rounds: 3,
             batch: Duration::from_micros(100),
             probe: Duration::from_micros(10),
+            busy_batch: Duration::from_micros(100),
         };
         let m = measure_ops(&mut variants, 4, &settings);
         assert_eq!(m.ops_per_iter, 4);
         assert_eq!(m.iters_per_round, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
+    }
+
+    #[test]
+    fn under_a_load_batches_run_for_the_target_and_count_the_background() {
+        // Each iteration sleeps 100 µs, so a batch must run many of them to fill 20 ms.
+        let mut variants = [Variant::new("sleepy", |n| {
+            timed(n, |i| {
+                std::thread::sleep(Duration::from_micros(100));
+                i
+            })
+        })];
+        let settings = Settings {
+            rounds: 3,
+            batch: Duration::from_millis(1),
+            probe: Duration::from_millis(1),
+            busy_batch: Duration::from_millis(20),
+        };
+        let load = Load::start().unwrap();
+        let m = measure_ops_loaded(&mut variants, 1, &settings, Some(&load));
+        drop(load);
+        let load = m.load.expect("a load was given");
+        assert_eq!(load.idle_kernels_per_s.len(), 3);
+        assert!(load.idle_kernels_per_s.iter().all(|&k| k > 0.0));
+        assert_eq!(m.variants[0].background.len(), 3);
+        assert!(m.variants[0].background.iter().all(|&k| k > 0.0));
+        // 20 ms of 100 µs iterations (and more, for the time the sleeps overshoot) is far
+        // more than one probe's worth of a 1 ms batch.
+        assert!(load.iters_per_round[0] >= 20, "{:?}", load.iters_per_round);
+        assert!(m.variants[0].samples.iter().all(|&ns| ns >= 100_000.0));
     }
 }

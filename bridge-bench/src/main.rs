@@ -3,14 +3,19 @@
 //! fixed and the takeaway.
 //!
 //! ```text
-//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--out DIR] [--docs DOCS]
+//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--runs N] [--out DIR] [--docs DOCS]
 //! ```
+//!
+//! `--runs N` runs each study N times in a row in this process (default 1; the reference
+//! pages use 3) and reports each variant's median of every run and their range; a goal is
+//! stated as met only when it is met in every run.
 //!
 //! Each study writes into `DIR/STUDY/` (`DIR` is `target/bridge-bench` unless `--out` says
 //! otherwise):
 //!
 //! - `results.csv`: one line per scenario and variant;
-//! - `results.md`: exactly the markdown the study prints;
+//! - `results.md`: exactly the markdown the study prints, after a line that names the
+//!   machine (CPUs and their model) and the mode;
 //! - `chart.svg`: a panel per scenario, a bar per variant at its median with a min-max
 //!   whisker, bridge highlighted.
 //!
@@ -22,6 +27,7 @@
 //! is hidden when stderr is not a terminal, so CI logs only get the markdown.
 #![forbid(unsafe_code)]
 
+mod busy;
 mod chart;
 mod docs;
 mod harness;
@@ -48,6 +54,10 @@ struct Cli {
     /// Few rounds and short batches: every variant still runs (the CI smoke test).
     #[arg(long)]
     quick: bool,
+    /// Run each study N times in a row and report the spread across the runs; a goal is met
+    /// only when it is met in every run. The reference pages use 3.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// The output directory; each study writes `DIR/STUDY/results.csv`, `results.md` and
     /// `chart.svg`.
     #[arg(long, value_name = "DIR", default_value = "target/bridge-bench")]
@@ -87,27 +97,37 @@ fn run(cli: &Cli) -> Result<(), String> {
         Settings::full()
     };
     let mode = format!(
-        "{}: {} rounds per scenario, batches of ~{} ms",
+        "{}: {} rounds per scenario, batches of ~{} ms (~{} ms under a background load), {} \
+         run{}",
         if cli.quick { "quick" } else { "full" },
         settings.rounds,
         settings.batch.as_millis(),
+        settings.busy_batch.as_millis(),
+        cli.runs,
+        if cli.runs == 1 { "" } else { "s" },
     );
     // Read before the studies run, so that a page's facts are those of its run.
-    let machine = cli.docs.as_ref().map(|_| docs::Machine::detect());
+    let machine = docs::Machine::detect();
     let command = docs::command_line(std::env::args_os().skip(1));
     let stdout_err = |e: io::Error| format!("cannot write to stdout: {e}");
     let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "# bridge-bench ({mode}, {} CPUs)\n",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-    )
-    .map_err(stdout_err)?;
+    writeln!(out, "# bridge-bench ({mode}, {})\n", machine.cpus_text()).map_err(stdout_err)?;
     for study in selected {
-        let bar = progress::start(study.name);
-        let reports =
-            (study.run)(&settings).map_err(|e| format!("study `{}` failed: {e}", study.name))?;
-        let took = bar.finish(reports.len());
+        let mut runs = Vec::new();
+        let mut took = std::time::Duration::ZERO;
+        for run in 1..=cli.runs {
+            let label = if cli.runs == 1 {
+                study.name.to_owned()
+            } else {
+                format!("{} {run}/{}", study.name, cli.runs)
+            };
+            let bar = progress::start(&label);
+            let reports = (study.run)(&settings)
+                .map_err(|e| format!("study `{}` failed: {e}", study.name))?;
+            took += bar.finish(reports.len());
+            runs.push(reports);
+        }
+        let reports = report::merge_runs(runs);
         let rows: Vec<_> = reports
             .iter()
             .flat_map(|r| r.rows.iter().cloned())
@@ -123,7 +143,8 @@ fn run(cli: &Cli) -> Result<(), String> {
             .collect::<String>();
         write!(out, "{markdown}").map_err(stdout_err)?;
         let md = dir.join("results.md");
-        std::fs::write(&md, &markdown).map_err(|e| cannot(&md, e))?;
+        let results = format!("{}\n\n{markdown}", machine.summary(&mode));
+        std::fs::write(&md, &results).map_err(|e| cannot(&md, e))?;
         let svg_path = dir.join("chart.svg");
         let svg =
             chart::write_svg(&svg_path, study.name, &reports).map_err(|e| cannot(&svg_path, e))?;
@@ -135,11 +156,11 @@ fn run(cli: &Cli) -> Result<(), String> {
             dir.display()
         )
         .map_err(stdout_err)?;
-        if let (Some(docs_dir), Some(machine)) = (&cli.docs, &machine) {
+        if let Some(docs_dir) = &cli.docs {
             let page = docs::Page {
                 study: study.name,
                 command: &command,
-                machine,
+                machine: &machine,
                 mode: &mode,
                 took_secs: took.as_secs_f64(),
                 markdown: &markdown,

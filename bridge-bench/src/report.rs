@@ -27,8 +27,67 @@ pub struct Row {
     pub ns: Summary,
     /// This variant's median over the baseline's median; above 1 means slower than bridge.
     pub ratio_to_bridge: f64,
-    /// The per-round samples in round order, for paired comparisons with the baseline.
+    /// The per-round samples in round order, for paired comparisons with the baseline (over
+    /// several runs, the runs' samples one after the other).
     pub samples: Vec<f64>,
+    /// Each run's median in run order: one entry for a single run.
+    pub run_medians: Vec<f64>,
+    /// Under a background load, what the variant's batches left of the background work.
+    pub background: Option<Background>,
+}
+
+/// The background work's throughput during a variant's batches (see [`crate::busy`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Background {
+    /// Background kernels per second during the variant's batches, one per round (over
+    /// several runs, the runs' rounds one after the other).
+    pub samples: Vec<f64>,
+    /// Background kernels per second during the same rounds' baseline batches, when the
+    /// background ran alone.
+    pub idle_samples: Vec<f64>,
+    /// The median over rounds of [`samples`](Self::samples); over several runs, the median of
+    /// the runs' medians.
+    pub kernels_per_s: f64,
+    /// The median over rounds of the variant's kernels/s over the same round's baseline; over
+    /// several runs, the median of the runs' medians.
+    pub vs_idle: f64,
+    /// The median over rounds of [`idle_samples`](Self::idle_samples); over several runs,
+    /// the median of the runs' medians.
+    pub idle_kernels_per_s: f64,
+    /// Each run's [`vs_idle`](Self::vs_idle) in run order: one entry for a single run.
+    pub run_vs_idle: Vec<f64>,
+}
+
+impl Background {
+    /// The background of one run's rounds: `samples` during the variant's batches and
+    /// `idle_samples` during the baseline batches of the same rounds; `None` if there are
+    /// none.
+    pub fn of(samples: &[f64], idle_samples: &[f64]) -> Option<Self> {
+        let kernels = Summary::of(samples)?;
+        let idle = Summary::of(idle_samples)?;
+        let vs_idle = Summary::of(&per_round_vs_idle(samples, idle_samples))?;
+        Some(Self {
+            samples: samples.to_vec(),
+            idle_samples: idle_samples.to_vec(),
+            kernels_per_s: kernels.median,
+            vs_idle: vs_idle.median,
+            idle_kernels_per_s: idle.median,
+            run_vs_idle: vec![vs_idle.median],
+        })
+    }
+
+    /// Each round's kernels/s during the variant's batch over the baseline's.
+    pub fn per_round(&self) -> Vec<f64> {
+        per_round_vs_idle(&self.samples, &self.idle_samples)
+    }
+}
+
+fn per_round_vs_idle(samples: &[f64], idle_samples: &[f64]) -> Vec<f64> {
+    samples
+        .iter()
+        .zip(idle_samples)
+        .map(|(&busy, &idle)| ratio(busy, idle))
+        .collect()
 }
 
 /// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
@@ -40,40 +99,80 @@ pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     let summaries: Vec<_> = m
         .variants
         .iter()
-        .filter_map(|v| Some((v.name, Summary::of(&v.samples)?, &v.samples)))
+        .enumerate()
+        .filter_map(|(k, v)| {
+            let iters = m
+                .load
+                .as_ref()
+                .and_then(|load| load.iters_per_round.get(k).copied())
+                .unwrap_or(m.iters_per_round);
+            Some((
+                v.name,
+                Summary::of(&v.samples)?,
+                &v.samples,
+                &v.background,
+                iters,
+            ))
+        })
         .collect();
     let baseline = summaries
         .iter()
         .find(|(name, ..)| *name == BASELINE)
-        .map_or(f64::NAN, |(_, s, _)| s.median);
+        .map_or(f64::NAN, |(_, s, ..)| s.median);
     summaries
         .into_iter()
-        .map(|(name, ns, samples)| Row {
+        .map(|(name, ns, samples, background, iters_per_round)| Row {
             scenario: scenario.to_owned(),
             variant: name.to_owned(),
             rounds: m.rounds,
-            iters_per_round: m.iters_per_round,
+            iters_per_round,
             ops_per_iter: m.ops_per_iter,
             ns,
             ratio_to_bridge: ratio(ns.median, baseline),
             samples: samples.clone(),
+            run_medians: vec![ns.median],
+            background: m
+                .load
+                .as_ref()
+                .and_then(|load| Background::of(background, &load.idle_kernels_per_s)),
         })
         .collect()
 }
 
-/// The CSV header line, without the line break.
+/// The CSV header line, without the line break. The columns after `ratio_to_bridge` came
+/// later, so they come last: `runs` and `run_medians_ns` (each run's median, `;`-separated;
+/// `median_ns` is then the median of those), and under a background load `bg_kernels_per_s`
+/// (background kernels per second during the variant's batches), `bg_vs_idle` (that over the
+/// baseline with the background alone) and `bg_idle_kernels_per_s` (the baseline), empty on
+/// an idle machine.
 pub const CSV_HEADER: &str = "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,\
-     min_ns,max_ns,ratio_to_bridge";
+     min_ns,max_ns,ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
+     bg_idle_kernels_per_s";
 
 /// Renders rows as CSV: a header, then one line per row; nanoseconds with 1 decimal,
-/// ratios with 3.
+/// ratios with 3, kernels per second with none.
 pub fn csv(rows: &[Row]) -> String {
     let mut out = format!("{CSV_HEADER}\n");
     for r in rows {
+        let run_medians = r
+            .run_medians
+            .iter()
+            .map(|m| format!("{m:.1}"))
+            .collect::<Vec<_>>()
+            .join(";");
+        let background = r.background.as_ref().map_or_else(
+            || ",,".to_owned(),
+            |b| {
+                format!(
+                    "{:.0},{:.3},{:.0}",
+                    b.kernels_per_s, b.vs_idle, b.idle_kernels_per_s
+                )
+            },
+        );
         // Writing to a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{:.1},{:.1},{:.3}",
+            "{},{},{},{},{},{:.1},{:.1},{:.1},{:.3},{},{},{}",
             csv_field(&r.scenario),
             csv_field(&r.variant),
             r.rounds,
@@ -82,7 +181,10 @@ pub fn csv(rows: &[Row]) -> String {
             r.ns.median,
             r.ns.min,
             r.ns.max,
-            r.ratio_to_bridge
+            r.ratio_to_bridge,
+            r.run_medians.len(),
+            run_medians,
+            background
         );
     }
     out
@@ -131,6 +233,188 @@ pub struct Budget {
     pub text: &'static str,
 }
 
+/// What a [`LoadGoal`] holds bridge to, against the fastest park-at-once peer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadTarget {
+    /// bridge's background / idle-baseline at least the peer's divided by `slack`.
+    Background {
+        /// How many times more background work the peer may leave than bridge, e.g. 1.05.
+        slack: f64,
+    },
+    /// bridge's median hand-off time at most the peer's.
+    Latency,
+}
+
+/// A target for bridge under a background load, against the fastest park-at-once peer: of
+/// the `park_at_once` variants measured, the one with the lowest median time per hand-off,
+/// the alternative a user would pick instead of bridge. A park-at-once peer waits for the
+/// hand-off by parking its thread at once, without spinning first.
+///
+/// The peer is chosen by speed, not by what it leaves of the background: a variant whose
+/// hand-offs crawl (a thread per call that waits a time slice to start) leaves the
+/// background nearly everything by doing little per second, and measuring bridge's
+/// background against it would count that slowness as a virtue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadGoal {
+    /// The variants that count as park-at-once peers.
+    pub park_at_once: Vec<&'static str>,
+    /// What bridge is held to.
+    pub target: LoadTarget,
+    /// The goal in words.
+    pub text: &'static str,
+}
+
+/// The two goals every busy scenario states: bridge costs the background work no more than
+/// the fastest park-at-once peer (within 1.05x), and its hand-off is no slower than that
+/// peer's.
+pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
+    vec![
+        LoadGoal {
+            park_at_once: park_at_once.to_vec(),
+            target: LoadTarget::Background { slack: 1.05 },
+            text: "under load, bridge's background throughput within 1.05x of the fastest \
+                   park-at-once peer's",
+        },
+        LoadGoal {
+            park_at_once: park_at_once.to_vec(),
+            target: LoadTarget::Latency,
+            text: "under load, bridge's hand-off no slower than the fastest park-at-once \
+                   peer's",
+        },
+    ]
+}
+
+/// One goal judged on the rows of one run: met or not, and the numbers behind it.
+#[derive(Debug, Clone, PartialEq)]
+struct Check {
+    met: bool,
+    detail: String,
+}
+
+fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
+}
+
+impl Goal {
+    fn check(&self, rows: &[Row]) -> Option<Check> {
+        let bridge = find(rows, BASELINE)?;
+        let peer = find(rows, self.peer)?;
+        let met = peer.ratio_to_bridge >= self.at_least;
+        let mut detail = format!(
+            "{} at {:.2}x bridge's median, needed {:.2}x",
+            peer.variant, peer.ratio_to_bridge, self.at_least
+        );
+        if self.at_least < 1.0 {
+            let _ = write!(
+                detail,
+                ", i.e. bridge at most {:.2}x {}",
+                1.0 / self.at_least,
+                peer.variant
+            );
+        }
+        // Rounds are interleaved, so round k of bridge and of the peer ran side by side:
+        // counting the rounds that reach the goal is robust to drift across rounds.
+        let reached = bridge
+            .samples
+            .iter()
+            .zip(&peer.samples)
+            .filter(|&(&b, &p)| ratio(p, b) >= self.at_least)
+            .count();
+        let _ = write!(
+            detail,
+            "; reached in {reached} of {} rounds",
+            bridge.samples.len().min(peer.samples.len())
+        );
+        Some(Check { met, detail })
+    }
+}
+
+impl Budget {
+    fn check(&self, rows: &[Row]) -> Option<Check> {
+        let bridge = find(rows, BASELINE)?;
+        let met = bridge.ns.median <= self.max_ns;
+        let reached = bridge
+            .samples
+            .iter()
+            .filter(|&&ns| ns <= self.max_ns)
+            .count();
+        Some(Check {
+            met,
+            detail: format!(
+                "bridge's median {:.1} ns, needed at most {:.1} ns; reached in {reached} of {} \
+                 rounds",
+                bridge.ns.median,
+                self.max_ns,
+                bridge.samples.len()
+            ),
+        })
+    }
+}
+
+impl LoadGoal {
+    /// The park-at-once peer with the lowest median in `rows`, among those with a measured
+    /// background.
+    fn fastest_peer<'a>(&self, rows: &'a [Row]) -> Option<(&'a Row, &'a Background)> {
+        self.park_at_once
+            .iter()
+            .filter_map(|name| {
+                let row = find(rows, name)?;
+                Some((row, row.background.as_ref()?))
+            })
+            .filter(|(row, b)| !b.vs_idle.is_nan() && !row.ns.median.is_nan())
+            .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))
+    }
+
+    fn check(&self, rows: &[Row]) -> Option<Check> {
+        let bridge = find(rows, BASELINE)?;
+        let bridge_bg = bridge.background.as_ref()?;
+        let (peer, peer_bg) = self.fastest_peer(rows)?;
+        let check = match self.target {
+            LoadTarget::Background { slack } => {
+                let needed = peer_bg.vs_idle / slack;
+                let reached = bridge_bg
+                    .per_round()
+                    .iter()
+                    .zip(peer_bg.per_round())
+                    .filter(|&(&b, p)| b * slack >= p)
+                    .count();
+                Check {
+                    met: bridge_bg.vs_idle >= needed,
+                    detail: format!(
+                        "background / idle-baseline: bridge {:.3}x, the fastest \
+                         park-at-once peer, {}, {:.3}x, needed at least {needed:.3}x; reached \
+                         in {reached} of {} rounds",
+                        bridge_bg.vs_idle,
+                        peer.variant,
+                        peer_bg.vs_idle,
+                        bridge_bg.samples.len().min(peer_bg.samples.len())
+                    ),
+                }
+            }
+            LoadTarget::Latency => {
+                let reached = bridge
+                    .samples
+                    .iter()
+                    .zip(&peer.samples)
+                    .filter(|&(&b, &p)| b <= p)
+                    .count();
+                Check {
+                    met: bridge.ns.median <= peer.ns.median,
+                    detail: format!(
+                        "bridge's median {:.1} ns, that of {}, the fastest park-at-once \
+                         peer, {:.1} ns; reached in {reached} of {} rounds",
+                        bridge.ns.median,
+                        peer.variant,
+                        peer.ns.median,
+                        bridge.samples.len().min(peer.samples.len())
+                    ),
+                }
+            }
+        };
+        Some(check)
+    }
+}
+
 /// A scenario's results with its frame, ready to print.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioReport {
@@ -144,14 +428,47 @@ pub struct ScenarioReport {
     pub goals: Vec<Goal>,
     /// The absolute goals for bridge's median quoted for this scenario, if any.
     pub budgets: Vec<Budget>,
+    /// The goals under a background load quoted for this scenario, if any.
+    pub load_goals: Vec<LoadGoal>,
     /// Further observations measured alongside the timings (e.g. thread counts), one
     /// paragraph each, printed after the table.
     pub notes: Vec<String>,
-    /// One row per variant.
+    /// One row per variant; over several runs, merged by [`merge_runs`].
     pub rows: Vec<Row>,
+    /// Over several runs, each run's rows in run order; empty for a single run (then
+    /// [`rows`](Self::rows) is the run).
+    pub runs: Vec<Vec<Row>>,
 }
 
 impl ScenarioReport {
+    /// The rows of each run.
+    fn run_rows(&self) -> Vec<&[Row]> {
+        if self.runs.is_empty() {
+            vec![&self.rows]
+        } else {
+            self.runs.iter().map(Vec::as_slice).collect()
+        }
+    }
+
+    /// Every goal, budget and load goal in words with its check on each run, in that order.
+    fn checks(&self) -> Vec<(&'static str, Vec<Option<Check>>)> {
+        let runs = self.run_rows();
+        let each = |check: &dyn Fn(&[Row]) -> Option<Check>| -> Vec<Option<Check>> {
+            runs.iter().map(|rows| check(rows)).collect()
+        };
+        let mut out = Vec::new();
+        for goal in &self.goals {
+            out.push((goal.text, each(&|rows| goal.check(rows))));
+        }
+        for budget in &self.budgets {
+            out.push((budget.text, each(&|rows| budget.check(rows))));
+        }
+        for goal in &self.load_goals {
+            out.push((goal.text, each(&|rows| goal.check(rows))));
+        }
+        out
+    }
+
     /// The first sentence of the [`takeaway`](Self::takeaway): where bridge ranks, e.g.
     /// "bridge is fastest; the next, tokio, takes 5.45x as long."
     pub fn ranking(&self) -> String {
@@ -187,127 +504,352 @@ impl ScenarioReport {
         out
     }
 
-    /// Each goal and budget in words with its verdict, goals first: met (`Some(true)`),
-    /// missed (`Some(false)`) or not measured (`None`), as the [`takeaway`](Self::takeaway)
-    /// judges them.
+    /// Each goal, budget and load goal in words with its verdict, in that order: met
+    /// (`Some(true)`, over several runs only when met in every run), missed (`Some(false)`)
+    /// or not measured in any run (`None`), as the [`takeaway`](Self::takeaway) judges them.
     pub fn verdicts(&self) -> Vec<(&'static str, Option<bool>)> {
-        let bridge = self.rows.iter().find(|r| r.variant == BASELINE);
-        let goals = self.goals.iter().map(|goal| {
-            let peer = self.rows.iter().find(|r| r.variant == goal.peer);
-            let met = bridge
-                .and(peer)
-                .map(|peer| peer.ratio_to_bridge >= goal.at_least);
-            (goal.text, met)
-        });
-        let budgets = self
-            .budgets
-            .iter()
-            .map(|budget| (budget.text, bridge.map(|b| b.ns.median <= budget.max_ns)));
-        goals.chain(budgets).collect()
+        self.checks()
+            .into_iter()
+            .map(|(text, runs)| (text, verdict(&runs)))
+            .collect()
     }
 
-    /// The takeaway, computed from the rows: the ranking, then each goal met or missed.
+    /// The takeaway, computed from the rows: the ranking, then each goal met or missed (over
+    /// several runs, met only when met in every run).
     pub fn takeaway(&self) -> String {
         let mut out = self.ranking();
         if self.rows.is_empty() {
             return out;
         }
-        let bridge = self.rows.iter().find(|r| r.variant == BASELINE);
-        for goal in &self.goals {
-            let peer = self.rows.iter().find(|r| r.variant == goal.peer);
-            let (Some(bridge), Some(peer)) = (bridge, peer) else {
-                let _ = write!(out, " Goal \"{}\": not measured.", goal.text);
-                continue;
-            };
-            let met = peer.ratio_to_bridge >= goal.at_least;
-            let _ = write!(
-                out,
-                " Goal \"{}\": {} ({} at {:.2}x bridge's median, needed {:.2}x",
-                goal.text,
-                if met { "met" } else { "NOT met" },
-                peer.variant,
-                peer.ratio_to_bridge,
-                goal.at_least
-            );
-            if goal.at_least < 1.0 {
-                let _ = write!(
-                    out,
-                    ", i.e. bridge at most {:.2}x {}",
-                    1.0 / goal.at_least,
-                    peer.variant
-                );
+        for (text, runs) in self.checks() {
+            let _ = write!(out, " Goal \"{text}\": ");
+            match (verdict(&runs), runs.as_slice()) {
+                (None, _) => out.push_str("not measured."),
+                (Some(met), [Some(check)]) => {
+                    let _ = write!(
+                        out,
+                        "{} ({}).",
+                        if met { "met" } else { "NOT met" },
+                        check.detail
+                    );
+                }
+                (Some(met), _) => {
+                    let n = runs.len();
+                    let met_in = runs.iter().flatten().filter(|c| c.met).count();
+                    if met {
+                        let _ = write!(out, "met in all {n} runs (");
+                    } else {
+                        let _ = write!(out, "NOT met: met in {met_in} of {n} runs (");
+                    }
+                    for (k, check) in runs.iter().enumerate() {
+                        let sep = if k == 0 { "" } else { "; " };
+                        match check {
+                            Some(c) => {
+                                let _ = write!(
+                                    out,
+                                    "{sep}run {}: {}, {}",
+                                    k + 1,
+                                    if c.met { "met" } else { "not met" },
+                                    c.detail
+                                );
+                            }
+                            None => {
+                                let _ = write!(out, "{sep}run {}: not measured", k + 1);
+                            }
+                        }
+                    }
+                    out.push_str(").");
+                }
             }
-            // Rounds are interleaved, so round k of bridge and of the peer ran side by side:
-            // counting the rounds that reach the goal is robust to drift across rounds.
-            let reached = bridge
-                .samples
-                .iter()
-                .zip(&peer.samples)
-                .filter(|&(&b, &p)| ratio(p, b) >= goal.at_least)
-                .count();
-            let _ = write!(
-                out,
-                "; reached in {reached} of {} rounds",
-                bridge.samples.len().min(peer.samples.len())
-            );
-            out.push_str(").");
-        }
-        for budget in &self.budgets {
-            let Some(bridge) = bridge else {
-                let _ = write!(out, " Goal \"{}\": not measured.", budget.text);
-                continue;
-            };
-            let met = bridge.ns.median <= budget.max_ns;
-            let reached = bridge
-                .samples
-                .iter()
-                .filter(|&&ns| ns <= budget.max_ns)
-                .count();
-            let _ = write!(
-                out,
-                " Goal \"{}\": {} (bridge's median {:.1} ns, needed at most {:.1} ns; reached in \
-                 {reached} of {} rounds).",
-                budget.text,
-                if met { "met" } else { "NOT met" },
-                bridge.ns.median,
-                budget.max_ns,
-                bridge.samples.len()
-            );
         }
         out
     }
 
     /// The scenario as markdown: a heading, the frame, a table and the takeaway.
     pub fn markdown(&self, study: &str) -> String {
+        let runs = self.runs.len().max(1);
+        let background = self.rows.iter().any(|r| r.background.is_some());
         let mut out = String::new();
         let _ = writeln!(out, "### {study} / {}\n", self.name);
         let _ = writeln!(out, "What we varied: {}\n", self.varied);
         let _ = writeln!(out, "Held fixed: {}\n", self.fixed);
-        out.push_str("| variant | median ns/op | min-max ns/op | median / bridge |\n");
-        out.push_str("| --- | ---: | ---: | ---: |\n");
+        out.push_str("| variant | median ns/op | min-max ns/op | median / bridge |");
+        let mut rule = "| --- | ---: | ---: | ---: |".to_owned();
+        if runs > 1 {
+            out.push_str(" run medians ns/op | range across runs |");
+            rule.push_str(" ---: | ---: |");
+        }
+        if background {
+            out.push_str(" background kernels/s | background / idle-baseline |");
+            rule.push_str(" ---: | ---: |");
+        }
+        let _ = writeln!(out, "\n{rule}");
         for r in &self.rows {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "| {} | {:.1} | {:.1}-{:.1} | {:.2}x |",
                 r.variant, r.ns.median, r.ns.min, r.ns.max, r.ratio_to_bridge
             );
+            if runs > 1 {
+                let medians = r
+                    .run_medians
+                    .iter()
+                    .map(|m| format!("{m:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(" / ");
+                let _ = write!(
+                    out,
+                    " {medians} | {} |",
+                    spread(&r.run_medians, r.ns.median)
+                );
+            }
+            if background {
+                match &r.background {
+                    Some(b) => {
+                        let _ = write!(out, " {:.0} | {:.3}x", b.kernels_per_s, b.vs_idle);
+                        if let Some(range) = range_of(&b.run_vs_idle).filter(|_| runs > 1) {
+                            let _ = write!(out, " ({:.3}-{:.3}x)", range.0, range.1);
+                        }
+                        out.push_str(" |");
+                    }
+                    None => out.push_str(" - | - |"),
+                }
+            }
+            out.push('\n');
         }
         if let Some(r) = self.rows.first() {
-            let _ = write!(
-                out,
-                "\n{} rounds of {} iterations",
-                r.rounds, r.iters_per_round
-            );
-            if r.ops_per_iter != 1 {
-                let _ = write!(out, " of {} operations each", r.ops_per_iter);
+            let _ = write!(out, "\n{}", self.rounds_text(r.rounds, r.ops_per_iter));
+            out.push_str(" per variant, order rotated per round");
+            if background {
+                out.push_str(", with one baseline batch (the background alone) per round");
             }
-            out.push_str(" per variant, order rotated per round.\n");
+            out.push_str(".\n");
+            if runs > 1 {
+                let _ = writeln!(
+                    out,
+                    "\nOver the {runs} runs: median ns/op is the median of the runs' medians, \
+                     min-max spans every round of every run, run medians lists each run's \
+                     median in run order, and range across runs is the lowest to the highest \
+                     run median, with its width as a share of the median in parentheses{}. A \
+                     goal is met only when it is met in every run.",
+                    if background {
+                        "; background kernels/s and background / idle-baseline are medians of \
+                         the runs' medians, the latter with the range across runs"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        if let Some(idle) = self.rows.iter().find_map(|r| r.background.as_ref()) {
+            let all = Summary::of(&idle.idle_samples);
+            let _ = writeln!(
+                out,
+                "\nBackground alone (the baseline batches): median {:.0} kernels/s{}.",
+                idle.idle_kernels_per_s,
+                all.map_or(String::new(), |s| format!(
+                    ", min-max {:.0}-{:.0}",
+                    s.min, s.max
+                ))
+            );
         }
         for note in &self.notes {
             let _ = writeln!(out, "\n{note}");
         }
         let _ = writeln!(out, "\nTakeaway: {}", self.takeaway());
         out
+    }
+}
+
+impl ScenarioReport {
+    /// How many runs and rounds of how many iterations each variant ran, e.g. `51 rounds of
+    /// 1000 iterations`, or with iterations that differ by variant or run, `3 runs, each of
+    /// 51 rounds, of a batch calibrated per variant and run (iterations: bridge 10/12/11,
+    /// tokio 2400/2390/2500)`.
+    fn rounds_text(&self, rounds: usize, ops_per_iter: u64) -> String {
+        let ops = if ops_per_iter == 1 {
+            String::new()
+        } else {
+            format!(" of {ops_per_iter} operations each")
+        };
+        let runs = self.run_rows();
+        let per_row: Vec<(&str, Vec<u64>)> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let iters = runs
+                    .iter()
+                    .filter_map(|rows| find(rows, &row.variant))
+                    .map(|r| r.iters_per_round)
+                    .collect();
+                (row.variant.as_str(), iters)
+            })
+            .collect();
+        let list = |iters: &[u64]| {
+            iters
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        let mut out = if runs.len() > 1 {
+            format!("{} runs, each of {rounds} rounds", runs.len())
+        } else {
+            format!("{rounds} rounds")
+        };
+        match per_row.split_first() {
+            Some(((_, first), rest)) if rest.iter().all(|(_, iters)| iters == first) => {
+                let _ = write!(out, " of {} iterations{ops}", list(first));
+                if runs.len() > 1 {
+                    out.push_str(" (calibrated per run)");
+                }
+            }
+            _ => {
+                let each = per_row
+                    .iter()
+                    .map(|(name, iters)| format!("{name} {}", list(iters)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = write!(
+                    out,
+                    " of a batch that runs for a set wall time (median iterations per \
+                     batch{ops}{}: {each})",
+                    if runs.len() > 1 { ", by run" } else { "" }
+                );
+            }
+        }
+        out
+    }
+}
+
+/// Met in every run (`Some(true)`), missed or unmeasured in some run (`Some(false)`), or
+/// measured in no run (`None`).
+fn verdict(runs: &[Option<Check>]) -> Option<bool> {
+    if runs.iter().all(Option::is_none) {
+        None
+    } else {
+        Some(runs.iter().all(|c| c.as_ref().is_some_and(|c| c.met)))
+    }
+}
+
+/// The lowest and highest of `values`; `None` if empty or any is NaN.
+fn range_of(values: &[f64]) -> Option<(f64, f64)> {
+    Summary::of(values).map(|s| (s.min, s.max))
+}
+
+/// `MIN-MAX (W%)`: the range of the run medians and its width against `median`.
+fn spread(run_medians: &[f64], median: f64) -> String {
+    match range_of(run_medians) {
+        Some((min, max)) => format!(
+            "{min:.1}-{max:.1} ({:.0}%)",
+            ratio(max - min, median) * 100.0
+        ),
+        None => "-".to_owned(),
+    }
+}
+
+/// The median of `values`, NaN if there are none.
+fn median(values: &[f64]) -> f64 {
+    Summary::of(values).map_or(f64::NAN, |s| s.median)
+}
+
+/// Merges the reports of `runs` runs of one study, each a list of its scenarios: one report
+/// per scenario of the first run, with each variant's rows of every run merged (see
+/// [`Row::run_medians`]) and each run's rows kept for the goals. A single run comes back as
+/// it is.
+pub fn merge_runs(mut runs: Vec<Vec<ScenarioReport>>) -> Vec<ScenarioReport> {
+    if runs.len() <= 1 {
+        return runs.pop().unwrap_or_default();
+    }
+    let first = runs[0].clone();
+    first
+        .into_iter()
+        .map(|report| {
+            let same: Vec<&ScenarioReport> = runs
+                .iter()
+                .filter_map(|run| run.iter().find(|r| r.name == report.name))
+                .collect();
+            merge_scenario(report, &same)
+        })
+        .collect()
+}
+
+fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioReport {
+    let mut rows: Vec<Row> = first
+        .rows
+        .iter()
+        .map(|row| {
+            let each: Vec<&Row> = runs
+                .iter()
+                .filter_map(|run| find(&run.rows, &row.variant))
+                .collect();
+            merge_row(row, &each)
+        })
+        .collect();
+    let bridge = find(&rows, BASELINE).map_or(f64::NAN, |r| r.ns.median);
+    for row in &mut rows {
+        row.ratio_to_bridge = ratio(row.ns.median, bridge);
+    }
+    let notes = if runs.iter().all(|run| run.notes == first.notes) {
+        first.notes.clone()
+    } else {
+        runs.iter()
+            .enumerate()
+            .flat_map(|(k, run)| run.notes.iter().map(move |n| format!("Run {}: {n}", k + 1)))
+            .collect()
+    };
+    ScenarioReport {
+        notes,
+        rows,
+        runs: runs.iter().map(|run| run.rows.clone()).collect(),
+        ..first
+    }
+}
+
+fn merge_row(first: &Row, each: &[&Row]) -> Row {
+    let run_medians: Vec<f64> = each.iter().map(|r| r.ns.median).collect();
+    let samples: Vec<f64> = each
+        .iter()
+        .flat_map(|r| r.samples.iter().copied())
+        .collect();
+    let fold = |pick: fn(&Row) -> f64, min: bool| {
+        each.iter().map(|r| pick(r)).fold(
+            f64::NAN,
+            |acc, x| {
+                if min { acc.min(x) } else { acc.max(x) }
+            },
+        )
+    };
+    let backgrounds: Vec<&Background> = each.iter().filter_map(|r| r.background.as_ref()).collect();
+    let background = (!backgrounds.is_empty() && backgrounds.len() == each.len()).then(|| {
+        let pick = |f: fn(&Background) -> f64| {
+            median(&backgrounds.iter().map(|b| f(b)).collect::<Vec<_>>())
+        };
+        Background {
+            samples: backgrounds
+                .iter()
+                .flat_map(|b| b.samples.iter().copied())
+                .collect(),
+            idle_samples: backgrounds
+                .iter()
+                .flat_map(|b| b.idle_samples.iter().copied())
+                .collect(),
+            kernels_per_s: pick(|b| b.kernels_per_s),
+            vs_idle: pick(|b| b.vs_idle),
+            idle_kernels_per_s: pick(|b| b.idle_kernels_per_s),
+            run_vs_idle: backgrounds.iter().map(|b| b.vs_idle).collect(),
+        }
+    });
+    Row {
+        ns: Summary {
+            median: median(&run_medians),
+            min: fold(|r| r.ns.min, true),
+            max: fold(|r| r.ns.max, false),
+        },
+        samples,
+        run_medians,
+        background,
+        ..first.clone()
     }
 }
 
@@ -325,12 +867,15 @@ mod tests {
                 Measured {
                     name: "bridge",
                     samples: vec![12.0, 10.0, 11.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "tokio",
                     samples: vec![60.0, 55.0, 70.0],
+                    background: Vec::new(),
                 },
             ],
+            load: None,
         }
     }
 
@@ -340,9 +885,10 @@ mod tests {
         assert_eq!(
             csv(&rows),
             "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,min_ns,max_ns,\
-             ratio_to_bridge\n\
-             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000\n\
-             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455\n"
+             ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
+             bg_idle_kernels_per_s\n\
+             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,\n\
+             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,\n"
         );
     }
 
@@ -364,6 +910,8 @@ mod tests {
             budgets: Vec::new(),
             notes: vec!["Threads: 5.".to_owned()],
             rows: rows("s", m),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         let one = report(&m).markdown("study");
         assert!(one.contains("\n3 rounds of 1000 iterations per variant, order rotated"));
@@ -394,6 +942,8 @@ mod tests {
             budgets: Vec::new(),
             notes: Vec::new(),
             rows: rows("s", &measurement()),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         assert_eq!(
             report.takeaway(),
@@ -429,6 +979,8 @@ mod tests {
             }],
             notes: Vec::new(),
             rows: rows("s", &measurement()),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         assert_eq!(
             report.ranking(),
@@ -475,6 +1027,8 @@ mod tests {
             ],
             notes: Vec::new(),
             rows: rows("s", &measurement()),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         };
         assert_eq!(
             report.takeaway(),
@@ -486,5 +1040,193 @@ mod tests {
              Goal \"at most 10.5 ns\": NOT met (bridge's median 11.0 ns, needed at most 10.5 ns; \
              reached in 1 of 3 rounds)."
         );
+    }
+
+    fn row(variant: &str, samples: &[f64], background: Option<(&[f64], &[f64])>) -> Row {
+        let ns = Summary::of(samples).unwrap();
+        Row {
+            scenario: "s".to_owned(),
+            variant: variant.to_owned(),
+            rounds: samples.len(),
+            iters_per_round: 10,
+            ops_per_iter: 1,
+            ns,
+            ratio_to_bridge: f64::NAN,
+            samples: samples.to_vec(),
+            run_medians: vec![ns.median],
+            background: background.and_then(|(busy, idle)| Background::of(busy, idle)),
+        }
+    }
+
+    fn report(rows: Vec<Row>, goals: Vec<Goal>, load_goals: Vec<LoadGoal>) -> ScenarioReport {
+        let bridge = rows
+            .iter()
+            .find(|r| r.variant == BASELINE)
+            .unwrap()
+            .ns
+            .median;
+        let rows = rows
+            .into_iter()
+            .map(|r| Row {
+                ratio_to_bridge: ratio(r.ns.median, bridge),
+                ..r
+            })
+            .collect();
+        ScenarioReport {
+            name: "s",
+            varied: String::new(),
+            fixed: String::new(),
+            goals,
+            budgets: Vec::new(),
+            load_goals,
+            notes: vec!["n".to_owned()],
+            rows,
+            runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn load_goals_judge_bridge_against_the_fastest_park_at_once_peer() {
+        let idle: &[f64] = &[100.0, 100.0, 100.0];
+        let rows = vec![
+            row(
+                "bridge",
+                &[10.0, 10.0, 10.0],
+                Some((&[90.0, 90.0, 90.0], idle)),
+            ),
+            // Spins: not a park-at-once peer, so it is never the reference.
+            row(
+                "spinner",
+                &[5.0, 5.0, 5.0],
+                Some((&[99.0, 99.0, 99.0], idle)),
+            ),
+            // The fastest park-at-once peer.
+            row(
+                "parker",
+                &[12.0, 12.0, 12.0],
+                Some((&[94.0, 94.0, 94.0], idle)),
+            ),
+            // Leaves the background more, by being slow: not the reference either.
+            row(
+                "crawler",
+                &[900.0, 900.0, 900.0],
+                Some((&[99.0, 99.0, 99.0], idle)),
+            ),
+        ];
+        let goals = busy_goals(&["crawler", "parker", "absent"]);
+        let r = report(rows, Vec::new(), goals);
+        assert_eq!(
+            r.verdicts(),
+            vec![
+                (r.load_goals[0].text, Some(true)),
+                (r.load_goals[1].text, Some(true))
+            ]
+        );
+        let takeaway = r.takeaway();
+        assert!(
+            takeaway.contains(
+                "background / idle-baseline: bridge 0.900x, the fastest park-at-once peer, \
+                 parker, 0.940x, needed at least 0.895x; reached in 3 of 3 rounds"
+            ),
+            "{takeaway}"
+        );
+        assert!(
+            takeaway.contains(
+                "bridge's median 10.0 ns, that of parker, the fastest park-at-once peer, 12.0 \
+                 ns; reached in 3 of 3 rounds"
+            ),
+            "{takeaway}"
+        );
+        // Without a background nothing is measured.
+        let idle_rows = vec![row("bridge", &[1.0], None), row("parker", &[1.0], None)];
+        let r = report(idle_rows, Vec::new(), busy_goals(&["parker"]));
+        assert_eq!(r.verdicts()[0].1, None);
+    }
+
+    #[test]
+    fn the_markdown_of_a_busy_scenario_has_the_background_columns() {
+        let idle: &[f64] = &[200.0, 100.0, 100.0];
+        let rows = vec![
+            row(
+                "bridge",
+                &[10.0, 10.0, 10.0],
+                Some((&[180.0, 90.0, 80.0], idle)),
+            ),
+            row(
+                "parker",
+                &[12.0, 12.0, 12.0],
+                Some((&[150.0, 94.0, 94.0], idle)),
+            ),
+        ];
+        let md = report(rows, Vec::new(), Vec::new()).markdown("study");
+        assert!(md.contains(
+            "| variant | median ns/op | min-max ns/op | median / bridge | background kernels/s \
+             | background / idle-baseline |\n| --- | ---: | ---: | ---: | ---: | ---: |\n\
+             | bridge | 10.0 | 10.0-10.0 | 1.00x | 90 | 0.900x |\n"
+        ));
+        assert!(md.contains(
+            "with one baseline batch (the background alone) per round.\n\nBackground alone \
+             (the baseline batches): median 100 kernels/s, min-max 100-200.\n"
+        ));
+    }
+
+    #[test]
+    fn runs_merge_into_medians_of_run_medians_and_goals_need_every_run() {
+        let goal = Goal {
+            peer: "tokio",
+            at_least: 2.0,
+            text: "2x faster than tokio",
+        };
+        let run = |bridge: &[f64], tokio: &[f64], note: &str| {
+            let mut r = report(
+                vec![row("bridge", bridge, None), row("tokio", tokio, None)],
+                vec![goal],
+                Vec::new(),
+            );
+            r.notes = vec![note.to_owned()];
+            vec![r]
+        };
+        let merged = merge_runs(vec![
+            run(&[10.0, 11.0, 12.0], &[30.0, 30.0, 30.0], "a"),
+            run(&[20.0, 21.0, 22.0], &[30.0, 30.0, 30.0], "b"),
+            run(&[9.0, 10.0, 50.0], &[40.0, 40.0, 40.0], "c"),
+        ]);
+        assert_eq!(merged.len(), 1);
+        let r = &merged[0];
+        let bridge = &r.rows[0];
+        assert_eq!(bridge.run_medians, vec![11.0, 21.0, 10.0]);
+        assert_eq!(bridge.ns.median, 11.0);
+        assert_eq!((bridge.ns.min, bridge.ns.max), (9.0, 50.0));
+        assert_eq!(bridge.samples.len(), 9);
+        assert_eq!(r.rows[1].ratio_to_bridge, 30.0 / 11.0);
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.notes, vec!["Run 1: a", "Run 2: b", "Run 3: c"]);
+        // Met in runs 1 and 3 (30/11, 40/10), not in run 2 (30/21).
+        assert_eq!(r.verdicts(), vec![("2x faster than tokio", Some(false))]);
+        let takeaway = r.takeaway();
+        assert!(
+            takeaway.contains(
+                "Goal \"2x faster than tokio\": NOT met: met in 2 of 3 runs (run 1: met, tokio \
+                 at 2.73x bridge's median"
+            ),
+            "{takeaway}"
+        );
+        assert!(
+            takeaway.contains("; run 2: not met, tokio at 1.43x"),
+            "{takeaway}"
+        );
+        let md = r.markdown("study");
+        assert!(
+            md.contains(
+                "| bridge | 11.0 | 9.0-50.0 | 1.00x | 11.0 / 21.0 / 10.0 | 10.0-21.0 (100%) |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains(
+            "\n3 runs, each of 3 rounds of 10/10/10 iterations (calibrated per run) per variant"
+        ));
+        // A single run comes back as it was.
+        let one = run(&[1.0], &[2.0], "x");
+        assert_eq!(merge_runs(vec![one.clone()]), one);
     }
 }

@@ -756,6 +756,8 @@ fn scenario(
         budgets: Vec::new(),
         notes: scenario_notes(&cells, &rows),
         rows,
+        load_goals: Vec::new(),
+        runs: Vec::new(),
     };
     Ok((report, cells))
 }

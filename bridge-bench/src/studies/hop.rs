@@ -1,11 +1,13 @@
 //! The hop study: CPU work sent from async code to a pool and awaited back. bridge::spawn
 //! against tokio-rayon, a hand-written rayon::spawn + tokio oneshot, and tokio's
-//! spawn_blocking, one hop at a time and 1,000 hops in flight.
+//! spawn_blocking, one hop at a time and 1,000 hops in flight, on an idle machine and on a
+//! busy one.
 
+use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{
-    Batch, MISSING, Settings, Variant, measure_ops, timed_in_task, warm_up_rayon,
+    Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
 };
-use crate::report::{Goal, ScenarioReport, rows};
+use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
 use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -17,15 +19,25 @@ use tokio::runtime::{Builder, Runtime};
 /// them in order.
 const HOPS: u64 = 1_000;
 
-/// Runs the two scenarios, each on a fresh tokio runtime so that the threads one leaves
-/// behind do not count in the other.
+/// The variants that wait for a hop by parking at once: the awaiting task returns Pending at
+/// its first poll and its tokio worker, with nothing else to run, parks; the pool threads
+/// that run the closure are rayon's (tokio-rayon, rayon+tokio-oneshot: the same as
+/// bridge::spawn's) or tokio's blocking pool, whose idle threads wait on a condition variable.
+const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blocking"];
+
+/// Runs the two scenarios, then both again under a background load, each on a fresh tokio
+/// runtime so that the threads one leaves behind do not count in the other.
 ///
 /// # Errors
 ///
-/// If a tokio runtime cannot be built.
+/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
-    Ok(vec![one_at_a_time(settings)?, concurrent(settings)?])
+    let mut reports = vec![one_at_a_time(settings, None)?, concurrent(settings, None)?];
+    let load = Load::start()?;
+    reports.push(one_at_a_time(settings, Some(&load))?);
+    reports.push(concurrent(settings, Some(&load))?);
+    Ok(reports)
 }
 
 /// A multi-thread runtime with the default worker count, every worker started and tokio's
@@ -172,6 +184,7 @@ fn frame(rt: &Runtime, per_op: &str) -> String {
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn scenario(
     name: &'static str,
     fixed: String,
@@ -180,16 +193,34 @@ fn scenario(
     variants: &mut [Variant<'_>],
     census: &Census,
     settings: &Settings,
+    load: Option<&Load>,
 ) -> ScenarioReport {
-    let m = measure_ops(variants, ops_per_iter, settings);
+    let m = measure_ops_loaded(variants, ops_per_iter, settings, load);
+    let (goals, load_goals, mut notes): (_, Vec<LoadGoal>, _) = match load {
+        None => (goals, Vec::new(), Vec::new()),
+        Some(_) => (
+            Vec::new(),
+            busy_goals(PARK_AT_ONCE),
+            vec![park_at_once_note(
+                PARK_AT_ONCE,
+                "the awaiting task returns Pending at its first poll and its tokio worker, \
+                 with nothing else to run, parks; the closures run on rayon's global pool \
+                 (tokio-rayon and rayon+tokio-oneshot, like bridge::spawn) or on tokio's \
+                 blocking pool, whose idle threads wait on a condition variable.",
+            )],
+        ),
+    };
+    notes.insert(0, census.note());
     ScenarioReport {
         name,
         varied: varied(),
         fixed,
         goals,
         budgets: Vec::new(),
-        notes: vec![census.note()],
+        load_goals,
+        notes,
         rows: rows(name, &m),
+        runs: Vec::new(),
     }
 }
 
@@ -208,7 +239,7 @@ fn peer_goals() -> Vec<Goal> {
     ]
 }
 
-fn one_at_a_time(settings: &Settings) -> io::Result<ScenarioReport> {
+fn one_at_a_time(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
     let rt = warm_runtime()?;
     let census = Census::new();
     let mut variants = [
@@ -221,23 +252,29 @@ fn one_at_a_time(settings: &Settings) -> io::Result<ScenarioReport> {
             timed_in_task(&rt, n, hop_spawn_blocking)
         }),
     ];
-    let fixed = frame(
-        &rt,
-        "Per operation: hop a closure that returns the operation's index, and await it \
-         before the next hop.",
+    let (name, fixed) = busy_frame(
+        "one-at-a-time",
+        "one-at-a-time-busy",
+        frame(
+            &rt,
+            "Per operation: hop a closure that returns the operation's index, and await it \
+             before the next hop.",
+        ),
+        load,
     );
     Ok(scenario(
-        "one-at-a-time",
+        name,
         fixed,
         peer_goals(),
         1,
         &mut variants,
         &census,
         settings,
+        load,
     ))
 }
 
-fn concurrent(settings: &Settings) -> io::Result<ScenarioReport> {
+fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
     let rt = warm_runtime()?;
     let census = Census::new();
     let mut variants = [
@@ -250,13 +287,19 @@ fn concurrent(settings: &Settings) -> io::Result<ScenarioReport> {
             all_at_once(&rt, n, hop_spawn_blocking)
         }),
     ];
-    let fixed = frame(
-        &rt,
-        &format!(
-            "Per iteration: start {HOPS} hops (closures returning their index), then await \
-             them in the order started; one operation is one hop (batch time / (iterations \
-             x {HOPS})), including its share of the Vec that holds the handles."
+    let (name, fixed) = busy_frame(
+        "concurrent-1000",
+        "concurrent-1000-busy",
+        frame(
+            &rt,
+            &format!(
+                "Per iteration: start {HOPS} hops (closures returning their index), then \
+                 await them in the order started; one operation is one hop (batch time / \
+                 (iterations x {HOPS})), including its share of the Vec that holds the \
+                 handles."
+            ),
         ),
+        load,
     );
     let mut goals = peer_goals();
     goals.push(Goal {
@@ -265,12 +308,13 @@ fn concurrent(settings: &Settings) -> io::Result<ScenarioReport> {
         text: "bridge at least 10x cheaper than spawn_blocking",
     });
     Ok(scenario(
-        "concurrent-1000",
+        name,
         fixed,
         goals,
         HOPS,
         &mut variants,
         &census,
         settings,
+        load,
     ))
 }

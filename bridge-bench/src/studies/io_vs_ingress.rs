@@ -1265,8 +1265,10 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 .map(|mode| Measured {
                     name: mode.variant(),
                     samples: samples(mode),
+                    background: Vec::new(),
                 })
                 .collect(),
+            load: None,
         };
         let wall: f64 = mine.iter().map(|c| c.wall.as_secs_f64()).sum();
         reports.push(ScenarioReport {
@@ -1284,6 +1286,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 mine.len()
             )],
             rows: rows(name, &m),
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         });
         tallies.extend(here);
         cells.extend(mine);

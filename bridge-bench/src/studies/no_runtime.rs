@@ -622,6 +622,8 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
         budgets: Vec::new(),
         notes,
         rows,
+        load_goals: Vec::new(),
+        runs: Vec::new(),
     };
     Done {
         spec,
@@ -934,12 +936,15 @@ mod tests {
                     Measured {
                         name: PER_THREAD,
                         samples: vec![10_000.0],
+                        background: Vec::new(),
                     },
                     Measured {
                         name: SHARED,
                         samples: vec![shared],
+                        background: Vec::new(),
                     },
                 ],
+                load: None,
             };
             Done {
                 spec,
@@ -951,6 +956,8 @@ mod tests {
                     budgets: Vec::new(),
                     notes: Vec::new(),
                     rows: rows(spec.name, &m),
+                    load_goals: Vec::new(),
+                    runs: Vec::new(),
                 },
                 polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0]),
             }

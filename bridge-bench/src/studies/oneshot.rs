@@ -1,26 +1,32 @@
-//! The oneshot study: bridge's oneshot against tokio's, futures', the `oneshot` crate and
-//! crossbeam's `bounded(1)`, in four hand-offs from cheapest to most cross-thread.
+//! The oneshot study: bridge's oneshot against tokio's, futures', the `oneshot` crate,
+//! crossbeam's `bounded(1)` and std's mpsc, in four hand-offs from cheapest to most
+//! cross-thread; the two hand-offs from rayon again on a busy machine.
 
-use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_on, warm_up_rayon};
-use crate::report::{Goal, ScenarioReport, rows};
+use crate::busy::{Load, busy_frame, park_at_once_note};
+use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_on, warm_up_rayon};
+use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
 use std::hint::black_box;
 use std::io;
 use tokio::runtime::{Builder, Runtime};
 
-/// Runs the four scenarios.
+/// Runs the four scenarios, then the two from rayon under a background load.
 ///
 /// # Errors
 ///
-/// If a tokio runtime cannot be built.
+/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let rt = Builder::new_current_thread().build()?;
     warm_up_rayon();
-    Ok(vec![
+    let mut reports = vec![
         same_thread(settings),
         await_current_thread(settings, &rt),
-        rayon_to_async(settings, &rt),
-        rayon_to_blocking(settings),
-    ])
+        rayon_to_async(settings, &rt, None),
+        rayon_to_blocking(settings, None),
+    ];
+    let load = Load::start()?;
+    reports.push(rayon_to_async(settings, &rt, Some(&load)));
+    reports.push(rayon_to_blocking(settings, Some(&load)));
+    Ok(reports)
 }
 
 fn scenario(
@@ -31,17 +37,53 @@ fn scenario(
     variants: &mut [Variant<'_>],
     settings: &Settings,
 ) -> ScenarioReport {
-    let m = measure(variants, settings);
+    loaded_scenario(
+        name,
+        varied,
+        fixed,
+        goals,
+        Vec::new(),
+        variants,
+        settings,
+        None,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn loaded_scenario(
+    name: &'static str,
+    varied: &str,
+    fixed: String,
+    goals: Vec<Goal>,
+    load_goals: Vec<LoadGoal>,
+    variants: &mut [Variant<'_>],
+    settings: &Settings,
+    load: Option<&Load>,
+) -> ScenarioReport {
+    let m = measure_loaded(variants, settings, load);
     ScenarioReport {
         name,
         varied: varied.to_owned(),
         fixed,
         goals,
         budgets: Vec::new(),
+        load_goals,
         notes: Vec::new(),
         rows: rows(name, &m),
+        runs: Vec::new(),
     }
 }
+
+/// The variants of rayon-to-async-busy that wait by parking at once: each receiver returns
+/// Pending at its first poll, and the current-thread runtime parks the thread on its driver
+/// without spinning.
+const ASYNC_PARK_AT_ONCE: &[&str] = &["tokio", "futures", "oneshot"];
+
+/// The variants of rayon-to-blocking-busy that park at once: tokio's blocking_recv and
+/// futures' block_on park the thread after one poll, the oneshot crate's recv parks once its
+/// waker is stored, std's mpsc recv once it is registered. crossbeam's recv is not one: it
+/// spins and yields (its Backoff) before it parks.
+const BLOCKING_PARK_AT_ONCE: &[&str] = &["tokio", "futures", "oneshot", "std-mpsc"];
 
 fn same_thread(settings: &Settings) -> ScenarioReport {
     let mut variants = [
@@ -151,7 +193,7 @@ fn await_current_thread(settings: &Settings, rt: &Runtime) -> ScenarioReport {
     )
 }
 
-fn rayon_to_async(settings: &Settings, rt: &Runtime) -> ScenarioReport {
+fn rayon_to_async(settings: &Settings, rt: &Runtime, load: Option<&Load>) -> ScenarioReport {
     let mut variants = [
         Variant::new("bridge", |n| {
             timed_on(rt, n, async |i| {
@@ -190,9 +232,9 @@ fn rayon_to_async(settings: &Settings, rt: &Runtime) -> ScenarioReport {
             })
         }),
     ];
-    scenario(
+    let (name, fixed) = busy_frame(
         "rayon-to-async",
-        "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2).",
+        "rayon-to-async-busy",
         format!(
             "a tokio current-thread runtime (chosen so the awaiting task is the block_on future \
              on the main thread: the wake from rayon unparks that thread directly, with no \
@@ -201,13 +243,29 @@ fn rayon_to_async(settings: &Settings, rt: &Runtime) -> ScenarioReport {
              await the receiver.",
             rayon::current_num_threads()
         ),
+        load,
+    );
+    let mut report = loaded_scenario(
+        name,
+        "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2).",
+        fixed,
         Vec::new(),
+        load.map_or_else(Vec::new, |_| busy_goals(ASYNC_PARK_AT_ONCE)),
         &mut variants,
         settings,
-    )
+        load,
+    );
+    if load.is_some() {
+        report.notes.push(park_at_once_note(
+            ASYNC_PARK_AT_ONCE,
+            "each receiver returns Pending at its first poll and the current-thread runtime \
+             then parks the main thread on its driver, with no spin.",
+        ));
+    }
+    report
 }
 
-fn rayon_to_blocking(settings: &Settings) -> ScenarioReport {
+fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport {
     let mut variants = [
         Variant::new("bridge", |n| {
             timed(n, |i| {
@@ -254,18 +312,30 @@ fn rayon_to_blocking(settings: &Settings) -> ScenarioReport {
                 rx.recv().unwrap_or(MISSING)
             })
         }),
+        Variant::new("std-mpsc", |n| {
+            timed(n, |i| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                rayon::spawn(move || {
+                    let _ = tx.send(i);
+                });
+                rx.recv().unwrap_or(MISSING)
+            })
+        }),
     ];
-    scenario(
+    let (name, fixed) = busy_frame(
         "rayon-to-blocking",
-        "the channel and its blocking receive: bridge recv_blocking, tokio blocking_recv, \
-         futures via futures::executor::block_on, the oneshot crate's recv, crossbeam \
-         bounded(1) recv.",
+        "rayon-to-blocking-busy",
         format!(
             "no async runtime; rayon's global pool of {} threads, warmed up first; per \
              operation: create a channel of u64, rayon::spawn a job that sends, block the main \
              thread on the receiver.",
             rayon::current_num_threads()
         ),
+        load,
+    );
+    let goals = if load.is_some() {
+        Vec::new()
+    } else {
         vec![
             Goal {
                 peer: "crossbeam",
@@ -277,8 +347,28 @@ fn rayon_to_blocking(settings: &Settings) -> ScenarioReport {
                 at_least: 5.0,
                 text: "bridge at least 5x faster than tokio's blocking_recv",
             },
-        ],
+        ]
+    };
+    let mut report = loaded_scenario(
+        name,
+        "the channel and its blocking receive: bridge recv_blocking, tokio blocking_recv, \
+         futures via futures::executor::block_on, the oneshot crate's recv, crossbeam \
+         bounded(1) recv, std::sync::mpsc::channel recv (std-mpsc).",
+        fixed,
+        goals,
+        load.map_or_else(Vec::new, |_| busy_goals(BLOCKING_PARK_AT_ONCE)),
         &mut variants,
         settings,
-    )
+        load,
+    );
+    if load.is_some() {
+        report.notes.push(park_at_once_note(
+            BLOCKING_PARK_AT_ONCE,
+            "tokio's blocking_recv and futures' block_on park the thread after one poll, the \
+             oneshot crate's recv parks as soon as its waker is stored, and std's mpsc recv \
+             (the unbounded channel) parks as soon as it is registered. crossbeam's recv does \
+             not count: it spins and yields before it parks, like bridge's recv_blocking.",
+        ));
+    }
+    report
 }

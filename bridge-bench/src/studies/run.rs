@@ -1,9 +1,11 @@
 //! The run study: what one `bridge::run_blocking` call costs against the raw ways of running a
 //! future from synchronous code, in four contexts: a plain thread (a ready future, then
-//! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime.
+//! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
+//! loopback TCP and the current-thread runtime again on a busy machine.
 
-use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_in_task, timed_on};
-use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
+use crate::busy::{Load, busy_frame, park_at_once_note};
+use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
+use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
 use crate::stats::{Summary, ratio};
 use bridge::rt::{InlineStrategy, RunBlocking};
 use std::fmt::Write as _;
@@ -45,6 +47,7 @@ const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
 const BRIDGE_PER_CALL: &str = "bridge RuntimePerCall";
 const BLOCK_IN_PLACE: &str = "block_in_place+block_on";
 const PRE_SPAWNED: &str = "pre-spawned worker";
+const PRE_SPAWNED_MPSC: &str = "pre-spawned worker (mpsc)";
 const FRESH_THREAD: &str = "thread per call";
 
 thread_local! {
@@ -53,11 +56,23 @@ thread_local! {
     static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
 }
 
-/// Runs the four scenarios.
+/// The variants of no-runtime-tcp-busy that wait by parking at once: Handle::block_on
+/// parks the calling thread after one poll until a runtime worker wakes it; a current-thread
+/// runtime (kept or per call) parks the thread in its own epoll wait.
+const TCP_PARK_AT_ONCE: &[&str] = &[HANDLE, THREAD_LOCAL, PER_CALL];
+
+/// The variants of current-thread-task-busy that wait by parking at once: the pre-spawned
+/// worker with std mpsc both ways (its worker and the caller park in recv), and the thread
+/// per call (the caller parks in join). Not the pre-spawned worker that answers on a bridge
+/// oneshot: its recv_blocking spins first.
+const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
+
+/// Runs the four scenarios, then no-runtime-tcp and current-thread-task again under a
+/// background load.
 ///
 /// # Errors
 ///
-/// If a tokio runtime, the echo server or a thread cannot be started.
+/// If a tokio runtime, the echo server, a thread or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let workers = thread::available_parallelism().map_or(1, usize::from);
     let shared = Builder::new_multi_thread()
@@ -66,12 +81,16 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         .build()?;
     warm(shared.handle());
     warm(bridge::IoRuntime::global().handle());
-    Ok(vec![
+    let mut reports = vec![
         no_runtime_ready(settings, &shared),
-        no_runtime_tcp(settings, &shared)?,
+        no_runtime_tcp(settings, &shared, None)?,
         multi_thread_task(settings)?,
-        current_thread_task(settings)?,
-    ])
+        current_thread_task(settings, None)?,
+    ];
+    let load = Load::start()?;
+    reports.push(no_runtime_tcp(settings, &shared, Some(&load))?);
+    reports.push(current_thread_task(settings, Some(&load))?);
+    Ok(reports)
 }
 
 /// A current-thread runtime with I/O and timers, as bridge builds them.
@@ -137,16 +156,43 @@ fn scenario(
     variants: &mut [Variant<'_>],
     settings: &Settings,
 ) -> ScenarioReport {
-    let m = measure(variants, settings);
+    loaded_scenario(
+        name,
+        varied,
+        fixed,
+        (goals, budgets, Vec::new()),
+        notes,
+        variants,
+        settings,
+        None,
+    )
+}
+
+/// [`scenario`] under `load`, if any, with `goals` the goals, budgets and load goals.
+#[allow(clippy::too_many_arguments)]
+fn loaded_scenario(
+    name: &'static str,
+    varied: &str,
+    fixed: String,
+    goals: (Vec<Goal>, Vec<Budget>, Vec<LoadGoal>),
+    notes: impl FnOnce(&[Row]) -> Vec<String>,
+    variants: &mut [Variant<'_>],
+    settings: &Settings,
+    load: Option<&Load>,
+) -> ScenarioReport {
+    let m = measure_loaded(variants, settings, load);
     let rows = rows(name, &m);
+    let (goals, budgets, load_goals) = goals;
     ScenarioReport {
         name,
         varied: varied.to_owned(),
         fixed,
         goals,
         budgets,
+        load_goals,
         notes: notes(&rows),
         rows,
+        runs: Vec::new(),
     }
 }
 
@@ -371,7 +417,11 @@ fn penalty_note(rows: &[Row]) -> String {
     out
 }
 
-fn no_runtime_tcp(settings: &Settings, shared: &Runtime) -> io::Result<ScenarioReport> {
+fn no_runtime_tcp(
+    settings: &Settings,
+    shared: &Runtime,
+    load: Option<&Load>,
+) -> io::Result<ScenarioReport> {
     let server = EchoServer::start()?;
     let addr = server.addr;
     let handle = shared.handle();
@@ -390,32 +440,58 @@ fn no_runtime_tcp(settings: &Settings, shared: &Runtime) -> io::Result<ScenarioR
         }),
     ];
     let route = bridge::route();
-    let report = scenario(
+    let (name, fixed) = busy_frame(
         "no-runtime-tcp",
+        "no-runtime-tcp-busy",
+        tcp_frame(shared),
+        load,
+    );
+    let report = loaded_scenario(
+        name,
         "which runtime drives the call's socket from a plain thread: bridge::run_blocking \
          (polled here, the socket on bridge's IoRuntime, whose workers wake this thread); raw \
          Handle::block_on of a shared multi-thread runtime (the same, on the study's own \
          runtime); a current-thread runtime cached in a thread_local! (this thread polls \
          its own epoll); a current-thread runtime built per call.",
-        format!(
-            "the main thread, no runtime entered; per call: connect to an echo server on \
-             127.0.0.1, {ROUND_TRIPS} sequential round trips of {MESSAGE}-byte messages \
-             (write, read the echo, check it) on that one connection, then close it (the \
-             client closes first; the server then resets its end, SO_LINGER 0, so that no \
-             TIME_WAIT piles up over a run); TCP_NODELAY on both ends. N = {ROUND_TRIPS} round trips \
-             only, to keep the run short. The server runs in this process on its own \
-             multi-thread runtime with 1 worker, one task per connection that echoes \
-             {ROUND_TRIPS} messages and waits for the client's close; {}",
-            shared_frame(shared)
+        fixed,
+        (
+            Vec::new(),
+            Vec::new(),
+            load.map_or_else(Vec::new, |_| busy_goals(TCP_PARK_AT_ONCE)),
         ),
-        Vec::new(),
-        Vec::new(),
-        |rows| vec![route_note(route), penalty_note(rows)],
+        |rows| {
+            let mut notes = vec![route_note(route), penalty_note(rows)];
+            if load.is_some() {
+                notes.push(park_at_once_note(
+                    TCP_PARK_AT_ONCE,
+                    "Handle::block_on parks the calling thread after one poll until a \
+                     worker of the shared runtime wakes it, and a current-thread runtime, \
+                     kept or built per call, parks the thread in its own epoll wait; none \
+                     spins.",
+                ));
+            }
+            notes
+        },
         &mut variants,
         settings,
+        load,
     );
     drop(server.runtime);
     Ok(report)
+}
+
+fn tcp_frame(shared: &Runtime) -> String {
+    format!(
+        "the main thread, no runtime entered; per call: connect to an echo server on \
+         127.0.0.1, {ROUND_TRIPS} sequential round trips of {MESSAGE}-byte messages (write, \
+         read the echo, check it) on that one connection, then close it (the client closes \
+         first; the server then resets its end, SO_LINGER 0, so that no TIME_WAIT piles up \
+         over a run); TCP_NODELAY on both ends. N = {ROUND_TRIPS} round trips only, to keep \
+         the run short. The server runs in this process on its own multi-thread runtime with \
+         1 worker, one task per connection that echoes {ROUND_TRIPS} messages and waits for \
+         the client's close; {}",
+        shared_frame(shared)
+    )
 }
 
 fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
@@ -521,6 +597,21 @@ impl Worker {
         self.jobs.as_ref()?.send(job).ok()?;
         rx.recv_blocking().ok()
     }
+
+    /// Like [`run`](Self::run), but the output comes back on a std mpsc channel, so both
+    /// sides of the hand-off park at once in a std mpsc recv.
+    fn run_mpsc<F>(&self, future: F) -> Option<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel();
+        let job: Job = Box::pin(async move {
+            let _ = tx.send(future.await);
+        });
+        self.jobs.as_ref()?.send(job).ok()?;
+        rx.recv().ok()
+    }
 }
 
 impl Drop for Worker {
@@ -548,7 +639,7 @@ where
         .flatten()
 }
 
-fn current_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
+fn current_thread_task(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
     let rt = current_thread()?;
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
@@ -563,39 +654,72 @@ fn current_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
                 black_box(worker.run(ready(i)).unwrap_or(MISSING))
             })
         }),
+        Variant::new(PRE_SPAWNED_MPSC, |n| {
+            timed_on(&rt, n, async |i| {
+                black_box(worker.run_mpsc(ready(i)).unwrap_or(MISSING))
+            })
+        }),
         Variant::new(FRESH_THREAD, |n| {
             timed_on(&rt, n, async |i| {
                 black_box(on_fresh_thread(ready(i)).unwrap_or(MISSING))
             })
         }),
     ];
-    Ok(scenario(
+    let (name, fixed) = busy_frame(
         "current-thread-task",
+        "current-thread-task-busy",
+        format!(
+            "a tokio current-thread runtime with enable_all, the calling code is its block_on \
+             body on the main thread; per call: a future that is ready at its first poll \
+             (async move {{ i }}, i through black_box), its output through black_box; \
+             bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned \
+             worker (one thread for both of its variants) ran one job first.",
+            bridge::IoRuntime::global().handle().metrics().num_workers()
+        ),
+        load,
+    );
+    let goals = if load.is_some() {
+        Vec::new()
+    } else {
+        vec![Goal {
+            peer: PRE_SPAWNED,
+            at_least: 1.0 / TASK_SLACK,
+            text: "bridge at most 1.2x a pre-spawned worker thread",
+        }]
+    };
+    Ok(loaded_scenario(
+        name,
         "how the block_on body of a current-thread runtime (which must not be blocked in \
          place) gets a future run elsewhere: bridge::run_blocking (hands it to a pooled \
          handoff worker that polls it with bridge's IoRuntime handle, and watches, then \
          blocks on, a bridge oneshot); a pre-spawned worker (a \
          dedicated std thread with its own current-thread runtime that takes boxed futures \
          from a std mpsc channel, block_on each, and sends the output back on a bridge \
-         oneshot, received with recv_blocking); a fresh thread per call \
+         oneshot, received with recv_blocking); the same worker answering on a std mpsc \
+         channel instead (pre-spawned worker (mpsc)); a fresh thread per call \
          (std::thread::spawn, a current-thread runtime built there, join).",
-        format!(
-            "a tokio current-thread runtime with enable_all, the calling code is its block_on \
-             body on the main thread; per call: a future that is ready at its first poll \
-             (async move {{ i }}, i through black_box), its output through black_box; \
-             bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned \
-             worker ran one job first.",
-            bridge::IoRuntime::global().handle().metrics().num_workers()
+        fixed,
+        (
+            goals,
+            Vec::new(),
+            load.map_or_else(Vec::new, |_| busy_goals(TASK_PARK_AT_ONCE)),
         ),
-        vec![Goal {
-            peer: PRE_SPAWNED,
-            at_least: 1.0 / TASK_SLACK,
-            text: "bridge at most 1.2x a pre-spawned worker thread",
-        }],
-        Vec::new(),
-        |_| vec![route_note(route), WAKE_NOTE.to_owned()],
+        |_| {
+            let mut notes = vec![route_note(route), WAKE_NOTE.to_owned()];
+            if load.is_some() {
+                notes.push(park_at_once_note(
+                    TASK_PARK_AT_ONCE,
+                    "the pre-spawned worker with std mpsc both ways parks in recv on both \
+                     sides, and a thread per call is joined, which parks the caller; the \
+                     pre-spawned worker that answers on a bridge oneshot does not count, as \
+                     its recv_blocking spins first.",
+                ));
+            }
+            notes
+        },
         &mut variants,
         settings,
+        load,
     ))
 }
 
@@ -639,12 +763,15 @@ mod tests {
                 Measured {
                     name: "a",
                     samples: vec![2.0, 4.0, 3.0],
+                    background: Vec::new(),
                 },
                 Measured {
                     name: "b",
                     samples: vec![1.0, 2.0, 4.0],
+                    background: Vec::new(),
                 },
             ],
+            load: None,
         };
         let rows = rows("s", &m);
         assert_eq!(

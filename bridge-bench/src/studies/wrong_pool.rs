@@ -499,6 +499,7 @@ impl Recorder {
                 Measured {
                     name: log.name,
                     samples,
+                    background: Vec::new(),
                 }
             })
             .collect();
@@ -507,6 +508,7 @@ impl Recorder {
             ops_per_iter: (QUERIES * READS) as u64,
             rounds: m.rounds,
             variants,
+            load: None,
         }
     }
 
@@ -767,6 +769,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             budgets: Vec::new(),
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         },
         ScenarioReport {
             name: "read-p50",
@@ -784,6 +788,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             }],
             notes: Vec::new(),
             rows: p50,
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         },
         ScenarioReport {
             name: "read-p99",
@@ -798,6 +804,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             budgets: Vec::new(),
             notes: vec![table],
             rows: p99,
+            load_goals: Vec::new(),
+            runs: Vec::new(),
         },
     ])
 }

@@ -1,0 +1,164 @@
+//! The busy machine: background CPU work on every core while a scenario's hand-offs run.
+//!
+//! A [`Load`] is a dedicated rayon pool with one thread per CPU this process may use, at
+//! normal priority. Each thread runs [`kernel`] in a tight loop and counts every finished
+//! kernel in one shared relaxed counter, until the load is dropped. The harness reads the
+//! counter around every batch, so a variant's cost to the background work is the number of
+//! kernels that got done while its batch ran, per second, against a batch in which the
+//! background runs alone (see [`crate::harness::measure_ops_loaded`]).
+
+use std::hint::black_box;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+/// Bytes hashed by one kernel.
+pub const KERNEL_BYTES: usize = 4096;
+
+/// The fixed unit of background work: the 64-bit FNV-1a hash of `buf`, one byte at a time
+/// (a chain of dependent multiplies, a few microseconds for 4 KiB).
+pub fn kernel(buf: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    buf.iter()
+        .fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+/// The background work, running from [`Load::start`] until the load is dropped.
+#[derive(Debug)]
+pub struct Load {
+    pool: rayon::ThreadPool,
+    threads: usize,
+    kernels: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Load {
+    /// Starts one background thread per CPU this process may use, each running kernels in a
+    /// loop.
+    ///
+    /// # Errors
+    ///
+    /// If the pool's threads cannot be started.
+    pub fn start() -> io::Result<Self> {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("busy-{i}"))
+            .build()
+            .map_err(io::Error::other)?;
+        let kernels = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let kernels = Arc::clone(&kernels);
+            let stop = Arc::clone(&stop);
+            pool.spawn_broadcast(move |ctx| {
+                // Each thread hashes its own buffer; feeding each hash back into the buffer
+                // keeps the compiler from hoisting the work out of the loop.
+                let mut buf = [0u8; KERNEL_BYTES];
+                for (k, byte) in buf.iter_mut().enumerate() {
+                    *byte = (k ^ ctx.index()) as u8;
+                }
+                while !stop.load(Relaxed) {
+                    let hash = kernel(black_box(&buf));
+                    buf[0] = hash as u8;
+                    kernels.fetch_add(1, Relaxed);
+                }
+            });
+        }
+        Ok(Self {
+            pool,
+            threads,
+            kernels,
+            stop,
+        })
+    }
+
+    /// Kernels finished since the load started.
+    pub fn kernels(&self) -> u64 {
+        self.kernels.load(Relaxed)
+    }
+
+    /// The load as words for a scenario's frame.
+    pub fn describe(&self) -> String {
+        format!(
+            "a busy machine: a dedicated rayon pool of {} threads (one per CPU, normal \
+             priority) runs background CPU work the whole time, each thread hashing its own \
+             {KERNEL_BYTES}-byte buffer (64-bit FNV-1a, one kernel) in a tight loop and \
+             counting finished kernels in a shared relaxed atomic. The counter is read around \
+             every batch: background kernels/s is the kernels finished during the variant's \
+             batches, per second of their wall time; background / idle-baseline is that \
+             against a baseline batch per round, in the same rotation, in which the main \
+             thread sleeps for the mean wall time of the previous round's batches and the \
+             background runs alone (the median of the per-round ratios).",
+            self.threads
+        )
+    }
+}
+
+impl Drop for Load {
+    /// Stops the loops and waits until every thread has left its loop, so that the next
+    /// scenario runs on an idle machine.
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        // A broadcast job runs on each thread after the job in front of it, the loop, ends.
+        self.pool.broadcast(|_| ());
+    }
+}
+
+/// The scenario's name and frame on an idle machine, or under `load`.
+pub fn busy_frame(
+    name: &'static str,
+    busy_name: &'static str,
+    fixed: String,
+    load: Option<&Load>,
+) -> (&'static str, String) {
+    match load {
+        None => (name, fixed),
+        Some(load) => (
+            busy_name,
+            format!("{fixed} All of it on {}", load.describe()),
+        ),
+    }
+}
+
+/// The note that names the park-at-once peers of a busy scenario and why they count.
+pub fn park_at_once_note(peers: &[&str], why: &str) -> String {
+    format!(
+        "Park-at-once peers (the fastest of them is the reference of the goals under \
+         load): {}; {why}",
+        peers.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_kernel_is_fnv_1a() {
+        assert_eq!(kernel(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(kernel(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(kernel(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn the_load_counts_kernels_until_dropped() {
+        let load = Load::start().unwrap();
+        assert!(load.threads >= 1);
+        let start = Instant::now();
+        while load.kernels() == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no kernel finished"
+            );
+            std::thread::yield_now();
+        }
+        let counter = Arc::clone(&load.kernels);
+        drop(load);
+        let after = counter.load(Relaxed);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(counter.load(Relaxed), after, "a loop ran on after the drop");
+    }
+}
