@@ -524,3 +524,40 @@ fn a_poll_after_an_inline_claim_runs_nothing_and_reports_no_value() {
         assert_eq!(runs.load(SeqCst), 1);
     });
 }
+
+/// A result nobody takes, whose destructor panics with a payload of its own: the pool drops
+/// the result quietly and then the payload too (counted), instead of leaking it.
+#[test]
+fn the_payload_of_a_panicking_result_destructor_is_dropped_not_leaked() {
+    struct Payload(Arc<AtomicUsize>);
+    impl Drop for Payload {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    struct PanicsWithPayload(Arc<AtomicUsize>);
+    impl Drop for PanicsWithPayload {
+        fn drop(&mut self) {
+            panic::panic_any(Payload(Arc::clone(&self.0)));
+        }
+    }
+    watchdog(|| {
+        let payload_drops = Arc::new(AtomicUsize::new(0));
+        let pool = pool(1);
+        for _ in 0..10 {
+            let drops = Arc::clone(&payload_drops);
+            // Detached: the result is unwanted, and the pool thread drops it.
+            pool.spawn_task(move || PanicsWithPayload(drops)).detach();
+        }
+        drain(&pool);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while payload_drops.load(SeqCst) < 10 {
+            assert!(
+                Instant::now() < deadline,
+                "payloads leaked: {}",
+                payload_drops.load(SeqCst)
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
