@@ -3,7 +3,7 @@
 use crate::arms::arm;
 use crate::loom::thread;
 use crate::parker::Parker;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -22,6 +22,8 @@ use std::time::Instant;
 /// after the thread yields, not at once: whatever it waits for (a oneshot sender between its
 /// two steps, say) gets a chance to run, and `block_on` never spins.
 ///
+/// It takes anything that turns into a future (`IntoFuture`), as `.await` does.
+///
 /// Calls nest: a future polled by `block_on` may itself call `block_on`, and each call waits
 /// on its own wake flag, so a wake-up is never lost to another wait on the same thread. In
 /// steady state a call allocates nothing: each thread keeps the wake flags it has used.
@@ -38,8 +40,8 @@ use std::time::Instant;
 /// std::thread::spawn(move || tx.send("from another thread").unwrap());
 /// assert_eq!(bridge_core::block_on(rx), Ok("from another thread"));
 /// ```
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    match drive(future, None) {
+pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
+    match drive(future.into_future(), None) {
         Some(output) => output,
         None => unreachable!("without a deadline, only the output ends the wait"),
     }

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 /// std::thread::spawn(move || tx.send("done").unwrap());
 /// assert_eq!(bridge_core::block_on(rx), Ok("done"));
 /// ```
+#[must_use = "a Receiver does nothing unless it is awaited or received from; dropping it closes the channel"]
 pub struct Receiver<T> {
     channel: ChannelPtr<T>,
     // Invariant in `T`, like `Sender`. Auto traits come from the impls below.
