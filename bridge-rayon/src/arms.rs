@@ -10,7 +10,6 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("claim.waiter.not_home"),
     Decl::loom("claim.waiter.claims"),
     Decl::loom("claim.waiter.finds_pool"),
-    Decl::loom("claim.waiter.finds_waiter"),
     // The pool's copy.
     Decl::loom("claim.pool.starts"),
     Decl::loom("claim.pool.finds_waiter"),

@@ -327,11 +327,9 @@ fn timed_wait_then_cancel_vs_start() {
     });
 }
 
-/// A second poll after the waiter's own claim (the value already taken) against the pool's
-/// copy starting: the second poll finds the waiter's claim and runs nothing, whichever side
-/// won the first race; the closure runs once.
-///
-/// Reaches the claim's `finds_waiter` arm (and `finds_pool`, when the pool won).
+/// A second poll after the value was taken (by the waiter's own claim, or from the pool)
+/// against the pool's copy starting: the terminated task runs nothing and reports no value,
+/// whichever side won the race; the closure runs once.
 #[test]
 fn repoll_after_the_claim_vs_start() {
     use std::future::Future;

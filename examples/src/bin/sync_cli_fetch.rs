@@ -59,12 +59,8 @@ fn hash(bytes: &[u8]) -> u64 {
 /// returns only once the future is done, so the borrows end before this function does.
 fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<Bytes> {
     // `??`: the outer error is the bridge's (`BridgeError`: the future panicked, or its
-    // runtime went away), the inner one reqwest's (connection, status, body).
-    //
-    // Workaround: the plain `bridge::try_run_blocking(..)??` does not compile here, because
-    // `BridgeError` is not `Sync` (its `Panicked` variant holds the panic payload, a
-    // `Box<dyn Any + Send>`) and `anyhow::Error` takes only `Send + Sync` errors. So the
-    // bridge's error goes into anyhow as its message.
+    // runtime went away), the inner one reqwest's (connection, status, body). Both go into
+    // anyhow as they are, so a caller can still downcast them.
     let body = bridge::try_run_blocking(async {
         client
             .get(url)
@@ -73,8 +69,7 @@ fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<Bytes> {
             .error_for_status()?
             .bytes()
             .await
-    })
-    .map_err(|error| anyhow::anyhow!("{error}"))??;
+    })??;
     Ok(body)
 }
 
