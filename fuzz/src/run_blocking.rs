@@ -18,11 +18,11 @@
 //! | byte % 7 | call                                                                |
 //! |----------|---------------------------------------------------------------------|
 //! | 0        | `route()`                                                           |
-//! | 1        | `run_blocking` of a future that yields, sleeps and returns a tag    |
+//! | 1        | `run_blocking` of a future that yields, sleeps and returns a tag it borrows |
 //! | 2        | `run_blocking` of a future that spawns a tokio task and awaits it  |
 //! | 3        | `run_blocking` of a future that panics: the payload comes back      |
 //! | 4        | `try_run_blocking` of a panicking future: `Panicked` with the payload |
-//! | 5        | `try_run_blocking_timeout`: a future that never finishes times out, a quick one does not |
+//! | 5        | `try_run_blocking_timeout`: a borrowing future that never finishes times out, a quick one does not |
 //! | 6        | `run_blocking_local` of a `!Send` future: its output, or `NotSendOnHandoff` on a handoff route |
 //!
 //! A program ends when the whole stack has unwound; one that hangs fails after 60 seconds.
@@ -268,11 +268,15 @@ fn make_call(call: u8, want: Route, i: u32) {
     match call {
         0 => assert_eq!(route(), want, "call {i}: route()"),
         1 => {
-            let got = run_blocking(async move {
+            // The future borrows from this frame (a heap value, so AddressSanitizer sees a use
+            // after the call as a use after free).
+            let on_stack = Box::new(tag);
+            let got = run_blocking(async {
                 tokio::task::yield_now().await;
                 tokio::time::sleep(Duration::from_micros(100)).await;
-                tag
+                *on_stack
             });
+            drop(on_stack);
             assert_eq!(got, tag, "call {i}: run_blocking of a sleep");
         }
         2 => {
@@ -300,8 +304,15 @@ fn make_call(call: u8, want: Route, i: u32) {
             other => panic!("call {i}: try_run_blocking of a panic gave {other:?}"),
         },
         5 => {
-            let never = std::future::pending::<u32>();
+            // A borrowing future that times out: the call returns only once it is dropped, so
+            // freeing what it borrows right after is sound (AddressSanitizer checks).
+            let borrowed = Box::new(tag);
+            let never = async {
+                let _keep = &borrowed;
+                std::future::pending::<u32>().await
+            };
             let got = bridge_tokio::try_run_blocking_timeout(never, Duration::from_millis(1));
+            drop(borrowed);
             assert!(
                 matches!(got, Err(BridgeError::TimedOut)),
                 "call {i}: a future that never finishes gave {got:?}"
