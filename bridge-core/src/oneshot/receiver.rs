@@ -426,6 +426,7 @@ impl<T> Future for Receiver<T> {
 }
 
 impl<T> Drop for Receiver<T> {
+    #[inline]
     fn drop(&mut self) {
         self.release(DISCONNECTED);
     }
@@ -470,14 +471,33 @@ impl<T> Receiver<T> {
     }
 
     /// Gives up this handle: `gone` (DISCONNECTED or ABANDONED) tells a live sender how.
+    ///
+    /// Inlined for its common end, a channel already closed (the value was taken, or the
+    /// sender dropped): one plain load and the free, without the frame of the full state
+    /// machine in [`release_open`](Self::release_open).
+    #[inline]
     fn release(&mut self, gone: u8) {
+        // ORDERING: Acquire: on MESSAGE or DISCONNECTED the sender's accesses must
+        // happen-before our free (and the value's drop).
+        let state = self.channel().state.load(Acquire);
+        if state == DISCONNECTED {
+            release_arm!(gone, "closed");
+            // SAFETY: DISCONNECTED observed with Acquire: the sender is gone and the value
+            // slot is empty; we are last and do not touch the channel again.
+            unsafe { Channel::free(self.channel) };
+            return;
+        }
+        self.release_open(gone, state);
+    }
+
+    /// [`release`](Self::release) from any `state` (read with Acquire) but DISCONNECTED
+    /// seen on the first look: the sender may be alive, or have left a value.
+    #[inline(never)]
+    fn release_open(&mut self, gone: u8, mut state: u8) {
         let channel = self.channel();
         // Dropped only after the channel is settled, so a panicking destructor cannot leave
         // it half-closed.
         let mut stale_waker = None;
-        // ORDERING: Acquire: on MESSAGE or DISCONNECTED the sender's accesses must
-        // happen-before our free (and the value's drop).
-        let mut state = channel.state.load(Acquire);
         // The state whose compare-exchange the last round tried (coverage count only).
         let mut tried = None;
         let value = loop {

@@ -126,16 +126,36 @@ impl<T> Sender<T> {
 
     /// Moves the channel to `done` (`MESSAGE` or `DISCONNECTED`), waking the receiver if it
     /// waits. After `Delivered` the channel may already be freed: do not touch it.
+    ///
+    /// Inlined for its common case, a receiver that neither waits nor left: one
+    /// compare-exchange from EMPTY. Everything else is in [`finish_contended`](Self::finish_contended).
+    #[inline]
     fn finish(&self, done: u8) -> Finish {
-        let channel = self.channel();
         // No load first: the compare-exchange from EMPTY either succeeds or reports the actual
         // state, and it takes the cache line exclusively at once (a load would fetch it shared
         // from the receiver's core, and the compare-exchange then fetch it again).
-        let mut state = EMPTY;
+        // ORDERING: success Release publishes the value (or our last accesses, for a close)
+        // to the receiver's acquire of `done`. Failure Acquire: if it reads DISCONNECTED, the
+        // receiver's last accesses must happen-before our free.
+        match self
+            .channel()
+            .state
+            .compare_exchange(EMPTY, done, Release, Acquire)
+        {
+            Ok(_) => Finish::Delivered,
+            Err(actual) => self.finish_contended(done, actual),
+        }
+    }
+
+    /// [`finish`](Self::finish) after its compare-exchange from EMPTY found `state` (read
+    /// with Acquire) instead.
+    #[inline(never)]
+    fn finish_contended(&self, done: u8, mut state: u8) -> Finish {
+        let channel = self.channel();
         // The state whose compare-exchange the last round tried: a round after one that
         // tried EMPTY or RECEIVING means that compare-exchange failed (coverage count only;
         // release builds drop it).
-        let mut tried = None;
+        let mut tried = Some(EMPTY);
         loop {
             match tried {
                 Some(EMPTY) => arm!("oneshot.finish.empty_lost"),
