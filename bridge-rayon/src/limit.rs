@@ -226,6 +226,9 @@ impl Limit {
     /// assert_eq!(first.await + second.await, 3);
     /// # });
     /// ```
+    // The future gives the Task, itself a future, on purpose: the caller keeps the handle
+    // (and with it cancellation) instead of only the value.
+    #[allow(clippy::async_yields_async)]
     pub fn spawn<F, T>(&self, f: F) -> impl Future<Output = Task<T>> + Send + 'static
     where
         F: FnOnce() -> T + Send + 'static,
@@ -335,6 +338,7 @@ impl Limit {
     /// in for the pool. Not part of the API.
     #[cfg(bridge_loom)]
     #[doc(hidden)]
+    #[allow(clippy::async_yields_async)]
     pub fn __loom_spawn<F, T>(
         &self,
         f: F,
