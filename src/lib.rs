@@ -24,7 +24,9 @@
     doc = "- [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] and [`Task`] (feature `rayon`): CPU
   work on rayon, awaited (or waited for) through a oneshot; panics come back to whoever
   takes the result, and a dropped task cancels work that has not started.
-  [`cpu::ThreadPoolExt`] does the same on a pool of your own."
+  [`cpu::ThreadPoolExt`] does the same on a pool of your own. [`Limit`] bounds the
+  CPU tasks in flight: callers wait for room (async or blocking, first come, first served)
+  or are refused."
 )]
 #![cfg_attr(
     not(feature = "rayon"),
@@ -49,7 +51,7 @@ pub use bridge_core::oneshot;
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 #[doc(inline)]
 pub use bridge_rayon::{
-    CancelFlag, CatchUnwind, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
+    CancelFlag, CatchUnwind, Limit, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
 };
 
 /// CPU work on rayon pools: everything of `threadbridge-rayon`, including

@@ -28,6 +28,8 @@ fn rayon_paths_resolve() {
         .unwrap();
     let task: bridge::cpu::Task<u8> = pool.spawn_task(|| 3);
     assert_eq!(task.wait(), 3);
+    let limit: bridge::Limit = bridge::cpu::Limit::new(1);
+    assert_eq!(limit.spawn_or_wait(|| 4).wait(), 4);
 }
 
 #[cfg(feature = "tokio")]

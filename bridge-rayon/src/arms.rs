@@ -1,10 +1,10 @@
-//! The arms of bridge-rayon's state machine (a job's claim), for the coverage count (see
+//! The arms of bridge-rayon's state machines (a job's claim, a limit's queue), for the coverage count (see
 //! `bridge_core::__coverage`). `.ci/loom-coverage` fails on every arm here that no loom
 //! model reached.
 
 use bridge_core::__coverage::Decl;
 
-/// Every arm of the claim (`claim.rs`).
+/// Every arm of the claim (`claim.rs`) and of a limit (`limit.rs`).
 pub const ARMS: &[Decl] = &[
     // A waiter (`wait`, `join`, a poll).
     Decl::loom("claim.waiter.not_home"),
@@ -16,6 +16,19 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("claim.pool.drops_unrun"),
     Decl::loom("claim.pool.copy_ran"),
     Decl::loom("claim.pool.copy_after_waiter"),
+    // A limit (`limit.rs`): a wait for room (`Acquire`), from its polls and its drop.
+    Decl::loom("limit.acquire.immediate"),
+    Decl::loom("limit.acquire.queues"),
+    Decl::loom("limit.acquire.still_waiting"),
+    Decl::loom("limit.acquire.granted"),
+    Decl::loom("limit.drop.queued"),
+    Decl::loom("limit.drop.granted"),
+    // `try_spawn`.
+    Decl::loom("limit.try.takes"),
+    Decl::loom("limit.try.full"),
+    // A permit given back (a task's closure done or dropped, a granted waiter dropped).
+    Decl::loom("limit.release.to_waiter"),
+    Decl::loom("limit.release.frees"),
 ];
 
 /// Marks an arm of this crate: `arm!("claim.waiter.claims")`.

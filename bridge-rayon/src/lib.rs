@@ -10,6 +10,8 @@
 //!   [`TaskError`] instead.
 //! - Dropping a `Task` cancels the job if it has not started; [`CancelFlag`] lets a running
 //!   closure notice; [`Task::detach`] lets it run unobserved.
+//! - [`Limit`]: backpressure. At most N tasks of a limit in flight at once; callers wait for
+//!   room (async or blocking, one FIFO line) or are refused ([`Limit::try_spawn`]).
 //!
 //! # Inside rayon
 //!
@@ -37,12 +39,16 @@ mod arms;
 mod claim;
 mod error;
 mod job;
+mod limit;
 mod loom;
 mod spawn;
 mod task;
 
 pub use error::TaskError;
 pub use job::CancelFlag;
+pub use limit::Limit;
+#[doc(hidden)]
+pub use limit::{Acquire as __Acquire, Permit as __Permit};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use spawn::{__loom_claimable_task, __loom_task};
@@ -96,6 +102,6 @@ pub use task::{CatchUnwind, Task};
 #[cfg(doctest)]
 pub struct CompileFail;
 
-/// The arms of the claim state machine, for `.ci/loom-coverage`. Not part of the API.
+/// The arms of the claim and limit state machines, for `.ci/loom-coverage`. Not part of the API.
 #[doc(hidden)]
 pub use arms::ARMS as __ARMS;

@@ -357,3 +357,110 @@ fn repoll_after_the_claim_vs_start() {
 fn declare_the_claim_arms() {
     bridge_core::__coverage::declare(bridge_rayon::__ARMS);
 }
+
+// ---- Limit: the queue of waiters for room, and the permits that tasks carry ----
+
+use bridge_rayon::Limit;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+/// Polls once with a waker that does nothing.
+fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// A limit of 1, held by a permit, with two waiters queued behind it (the second polled
+/// twice: still waiting). One thread gives the permit back while the main thread drops the
+/// first waiter: every order of the release (which grants the first waiter) against the
+/// drop (which leaves the queue, or, once granted, hands the permit on). The second waiter
+/// then gets the room in every interleaving, and all the room comes back.
+///
+/// Catches: a granted waiter dropped without handing its permit on (the second waiter
+/// waits forever: loom's deadlock report; `limit.drop.granted`); a release that frees the
+/// room with waiters queued (a newcomer's `try` takes it: the assertion); a queued waiter
+/// dropped without leaving the queue (the permit goes to a dead waiter: deadlock).
+#[test]
+fn limit_grant_vs_waiter_drop() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let permit = limit.__try_acquire().expect("room");
+        assert!(limit.__try_acquire().is_none());
+        let mut first = limit.__acquire();
+        let mut second = limit.__acquire();
+        assert!(poll_once(&mut first).is_pending());
+        assert!(poll_once(&mut second).is_pending());
+        assert!(poll_once(&mut second).is_pending());
+        let releaser = thread::spawn(move || drop(permit));
+        drop(first);
+        // Nobody passes the queue, whatever the order above.
+        assert!(limit.__try_acquire().is_none());
+        let permit = bridge_core::block_on(second);
+        releaser.join().unwrap();
+        assert_eq!(limit.in_flight(), 1);
+        drop(permit);
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// A task spawned through a limit of 1 and dropped while its job starts on the pool, with a
+/// waiter queued for the room: a cancel that happened-before the start drops the closure
+/// (and its permit) unrun; a racing one lets it run at most once. Either way the permit
+/// comes back exactly once, in the closure's end or in its drop, and the waiter gets it.
+///
+/// Catches: `limit-loses-permit-on-cancel` (a cancelled job that forgets its permit: the
+/// waiter waits forever, loom's deadlock report); a permit given back twice (the count
+/// underflows: the final `in_flight` check, or an overflow panic).
+#[test]
+fn limit_cancel_before_start_gives_the_room_back() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let (task, job) = bridge_core::block_on(limit.__loom_spawn(move || {
+            counter.fetch_add(1, SeqCst);
+        }));
+        let mut waiter = limit.__acquire();
+        assert!(poll_once(&mut waiter).is_pending());
+        let pool = thread::spawn(job);
+        drop(task);
+        let permit = bridge_core::block_on(waiter);
+        pool.join().unwrap();
+        assert!(runs.load(SeqCst) <= 1);
+        drop(permit);
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// Two waiters, queued in that order on a limit of 1 held by a permit, each blocking on its
+/// own thread and giving its room back at once; a third thread gives the first permit
+/// back. Every interleaving of the three: the room goes to the older waiter first.
+///
+/// Catches: a queue served newest first (the order recorded is 2, 1); a grant that wakes
+/// nobody (a blocked waiter never returns: deadlock).
+#[test]
+fn limit_two_waiters_fifo() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let permit = limit.__try_acquire().expect("room");
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let waiters: Vec<_> = (1..=2)
+            .map(|n| {
+                let mut waiter = limit.__acquire();
+                assert!(poll_once(&mut waiter).is_pending());
+                let order = order.clone();
+                thread::spawn(move || {
+                    let permit = bridge_core::block_on(waiter);
+                    order.lock().unwrap().push(n);
+                    drop(permit);
+                })
+            })
+            .collect();
+        thread::spawn(move || drop(permit)).join().unwrap();
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), [1, 2]);
+        assert_eq!(limit.in_flight(), 0);
+    });
+}

@@ -1,0 +1,154 @@
+//! Random schedules on a `Limit` of 1..4 against a sequential model of it: waiters queue
+//! (first poll), are polled, are dropped (queued or granted); permits are taken by `try`,
+//! and given back by a task's end or its cancel (both drop the permit the job carries, so
+//! they are one step here; tests/limit.rs and the loom models run them through real jobs).
+//!
+//! Checked after every step: `in_flight` equals the model's and never exceeds the bound;
+//! `try` succeeds exactly when the model has free room; a waiter is ready exactly when the
+//! model granted it, which is in FIFO order of first polls; at the end, every permit came
+//! back (the bound's worth of `try`s succeed again).
+
+use bridge_rayon::{__Acquire, __Permit, Limit};
+use futures::FutureExt;
+use proptest::prelude::*;
+use std::collections::VecDeque;
+use std::task::{Context, Poll, Waker};
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// A new waiter, polled once.
+    Acquire,
+    /// `try`.
+    Try,
+    /// Poll the waiter at this index (modulo the live ones).
+    Poll(usize),
+    /// Drop the waiter at this index.
+    DropWaiter(usize),
+    /// Give back the permit at this index (a task's end, or its cancel).
+    Release(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => Just(Step::Acquire),
+        2 => Just(Step::Try),
+        2 => any::<usize>().prop_map(Step::Poll),
+        1 => any::<usize>().prop_map(Step::DropWaiter),
+        3 => any::<usize>().prop_map(Step::Release),
+    ]
+}
+
+/// The model: permits out, and the waiters (by number) queued and granted.
+struct Model {
+    in_flight: usize,
+    queue: VecDeque<usize>,
+    granted: Vec<usize>,
+}
+
+impl Model {
+    fn release(&mut self) {
+        match self.queue.pop_front() {
+            Some(next) => self.granted.push(next),
+            None => self.in_flight -= 1,
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn limit_matches_the_sequential_model(
+        max in 1usize..=4,
+        steps in proptest::collection::vec(step(), 1..60),
+    ) {
+        let limit = Limit::new(max);
+        let mut model = Model { in_flight: 0, queue: VecDeque::new(), granted: Vec::new() };
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut waiters: Vec<(usize, __Acquire)> = Vec::new();
+        let mut permits: Vec<__Permit> = Vec::new();
+        let mut grant_order = Vec::new();
+        let mut next = 0;
+        for step in steps {
+            match step {
+                Step::Acquire => {
+                    let mut waiter = limit.__acquire();
+                    let n = next;
+                    next += 1;
+                    match waiter.poll_unpin(&mut cx) {
+                        Poll::Ready(permit) => {
+                            prop_assert!(model.in_flight < max && model.queue.is_empty());
+                            model.in_flight += 1;
+                            grant_order.push(n);
+                            permits.push(permit);
+                        }
+                        Poll::Pending => {
+                            prop_assert_eq!(model.in_flight, max, "queued with room free");
+                            model.queue.push_back(n);
+                            waiters.push((n, waiter));
+                        }
+                    }
+                }
+                Step::Try => match limit.__try_acquire() {
+                    Some(permit) => {
+                        prop_assert!(model.in_flight < max, "try passed the bound");
+                        model.in_flight += 1;
+                        permits.push(permit);
+                    }
+                    None => prop_assert_eq!(model.in_flight, max, "try refused with room"),
+                },
+                Step::Poll(i) if !waiters.is_empty() => {
+                    let at = i % waiters.len();
+                    let n = waiters[at].0;
+                    match waiters[at].1.poll_unpin(&mut cx) {
+                        Poll::Ready(permit) => {
+                            let g = model.granted.iter().position(|&g| g == n);
+                            prop_assert!(g.is_some(), "waiter {} ready without a grant", n);
+                            model.granted.swap_remove(g.unwrap());
+                            // Done: its drop gives nothing back.
+                            drop(waiters.remove(at));
+                            permits.push(permit);
+                        }
+                        Poll::Pending => {
+                            prop_assert!(model.queue.contains(&n), "granted waiter {} pending", n);
+                        }
+                    }
+                }
+                Step::DropWaiter(i) if !waiters.is_empty() => {
+                    let (n, waiter) = waiters.remove(i % waiters.len());
+                    drop(waiter);
+                    if let Some(q) = model.queue.iter().position(|&q| q == n) {
+                        model.queue.remove(q);
+                    } else {
+                        let g = model.granted.iter().position(|&g| g == n).unwrap();
+                        model.granted.swap_remove(g);
+                        let before = model.queue.front().copied();
+                        model.release();
+                        grant_order.extend(before);
+                    }
+                }
+                Step::Release(i) if !permits.is_empty() => {
+                    drop(permits.remove(i % permits.len()));
+                    let before = model.queue.front().copied();
+                    model.release();
+                    grant_order.extend(before);
+                }
+                _ => {}
+            }
+            prop_assert_eq!(limit.in_flight(), model.in_flight);
+            prop_assert!(limit.in_flight() <= max);
+            // While waiters queue, all the room is out: nobody can pass them.
+            prop_assert!(model.queue.is_empty() || model.in_flight == max);
+        }
+        // Grants to queued waiters went out in the order they queued.
+        let queued_grants: Vec<_> = grant_order.to_vec();
+        let mut sorted = queued_grants.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(queued_grants, sorted, "grants out of FIFO order");
+        // Every permit comes back.
+        drop(waiters);
+        drop(permits);
+        prop_assert_eq!(limit.in_flight(), 0);
+        let again: Vec<_> = (0..max).map(|_| limit.__try_acquire()).collect();
+        prop_assert!(again.iter().all(Option::is_some));
+        prop_assert!(limit.__try_acquire().is_none());
+    }
+}
