@@ -46,7 +46,9 @@ fn install() {
 fn span_at(message: &str) -> Option<&'static str> {
     let seen = SEEN.lock().unwrap();
     let mut hits = seen.iter().filter(|(m, _)| m == message);
-    let (_, span) = hits.next().unwrap_or_else(|| panic!("no event {message:?}"));
+    let (_, span) = hits
+        .next()
+        .unwrap_or_else(|| panic!("no event {message:?}"));
     assert!(hits.next().is_none(), "event {message:?} logged twice");
     *span
 }
@@ -140,8 +142,7 @@ fn a_panicking_closure_leaves_the_span() {
         .num_threads(1)
         .build()
         .unwrap();
-    let task =
-        info_span!("panic_caller").in_scope(|| pool.spawn_task(|| -> u8 { panic!("bad") }));
+    let task = info_span!("panic_caller").in_scope(|| pool.spawn_task(|| -> u8 { panic!("bad") }));
     assert!(task.join().is_err());
     // The pool thread's next job sees no span left entered by the panic.
     pool.spawn_task(|| tracing::info!("after the panic")).wait();
