@@ -33,6 +33,12 @@
     doc = "- `spawn`, `Task` and the rest of module `cpu`: feature `rayon` (on by default, off in
   this build)."
 )]
+//! - Feature `tracing` (off by default): the [`tracing`](https://docs.rs/tracing) span
+//!   current at a spawn is current while its closure runs, and the span current at a
+//!   `run_blocking` call is current in every poll of its future, on every route; the bridge
+//!   logs its notable events (handoff-pool growth and queueing, a call moved off a dying
+//!   runtime, `Lost`, `Unavailable`). See the Tracing sections of `threadbridge-rayon` and
+//!   `threadbridge-tokio`. Without it, nothing of `tracing` is compiled in.
 //!
 //! The modules with everything of each half are named `rt` (tokio) and `cpu` (rayon), not
 //! `tokio` and `rayon`: `use bridge::*;` brings in no name that would hide your own `tokio`

@@ -33,6 +33,27 @@
 //!
 //! The result travels through `bridge_core::oneshot`, whose send happens-before the
 //! receive: what the closure wrote is visible to whoever takes its result.
+//!
+//! # Tracing
+//!
+//! With the feature `tracing` (off by default), the [`tracing`](https://docs.rs/tracing)
+//! span current where a task is spawned ([`spawn`], [`spawn_fifo`], [`spawn_cancellable`],
+//! [`ThreadPoolExt`]'s methods) is current while its closure runs: on the pool thread, or
+//! inline in the waiter that claims the job (the span of the spawn then, not the
+//! waiter's). The span is captured at the spawn and entered around the closure; with no
+//! subscriber that costs a few nanoseconds. Without the feature the crate does not depend on
+//! `tracing` at all.
+//!
+//! ```
+//! let span = tracing::info_span!("request", id = 7);
+//! let task = span.in_scope(|| {
+//!     bridge_rayon::spawn(|| {
+//!         tracing::debug!("hashing"); // inside `request` when the feature is on
+//!         42
+//!     })
+//! });
+//! assert_eq!(task.wait(), 42);
+//! ```
 #![forbid(unsafe_code)]
 
 mod arms;
@@ -43,6 +64,8 @@ mod limit;
 mod loom;
 mod spawn;
 mod task;
+#[cfg(feature = "tracing")]
+mod trace;
 
 pub use error::TaskError;
 pub use job::CancelFlag;

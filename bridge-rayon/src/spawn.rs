@@ -25,6 +25,8 @@ fn home_in(pool: &rayon_core::ThreadPool) -> Option<ThreadId> {
 /// `f` runs on a thread of that pool: a pool thread, or (if the task was spawned from a
 /// worker and that same worker waits for it before any thread started it) the spawning
 /// worker itself, inline in the wait; see [`Task`]'s section on waiting on a rayon worker.
+/// With the feature `tracing`, the span current here is current while `f` runs, wherever it
+/// runs (see the crate docs' [Tracing](crate#tracing) section).
 ///
 /// # Examples
 ///

@@ -113,6 +113,9 @@ impl<T: Send + 'static> Task<T> {
     where
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     {
+        // The span current at the spawn follows the closure (see `trace.rs`).
+        #[cfg(feature = "tracing")]
+        let f = crate::trace::in_current_span(f);
         let (tx, rx) = oneshot::channel();
         let job = Job::new(f, tx, home);
         let pool_job = PoolJob::new(Arc::clone(&job));

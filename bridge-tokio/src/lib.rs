@@ -30,6 +30,35 @@
 //! `select!`) loses none of their wake-ups. It installs no panic hook and probes nothing
 //! by panicking, so it works the same on a panicking thread, in a thread-local destructor
 //! and under a hook of yours.
+//!
+//! # Tracing
+//!
+//! With the feature `tracing` (off by default), the [`tracing`](https://docs.rs/tracing)
+//! span current where a call is made ([`run_blocking`] in every form, [`IoRuntime`]'s and
+//! [`RunBlocking`]'s calls) is current in every poll of its future and at its drop, on every
+//! route, a handoff worker included. The bridge also logs its notable events:
+//!
+//! | event | level |
+//! | --- | --- |
+//! | the handoff pool starts a worker thread | debug |
+//! | the handoff pool is at its cap and a call queues (once per burst: when the queue was empty) | info |
+//! | a call's multi-thread runtime is shutting down, so its future runs on the I/O runtime | info |
+//! | a call returns [`BridgeError::Lost`] | warn |
+//! | a call returns [`BridgeError::Unavailable`] | error |
+//!
+//! With no subscriber the cost is a few nanoseconds a call. Without the feature the crate
+//! does not depend on `tracing` at all.
+//!
+//! ```
+//! let span = tracing::info_span!("request", id = 7);
+//! let n = span.in_scope(|| {
+//!     bridge_tokio::run_blocking(async {
+//!         tracing::debug!("fetching"); // inside `request` when the feature is on
+//!         42
+//!     })
+//! });
+//! assert_eq!(n, 42);
+//! ```
 #![forbid(unsafe_code)]
 
 mod error;
@@ -41,6 +70,7 @@ mod options;
 mod route;
 mod run;
 mod shutdown;
+mod trace;
 mod workers;
 
 pub use error::{BridgeError, Panic};

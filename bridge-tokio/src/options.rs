@@ -198,11 +198,13 @@ impl<'a> RunBlocking<'a> {
         F::Output: Send,
     {
         match (ambient(), self.inline, self.deadline) {
-            (Ambient::None, InlineStrategy::RuntimePerCall, None) => per_call(future),
+            (Ambient::None, InlineStrategy::RuntimePerCall, None) => {
+                crate::trace::report(per_call(crate::trace::instrument(future)))
+            }
             // A thread-local destructor after this thread's runtime is gone takes the
             // default route instead.
             (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
-                per_thread(future)
+                crate::trace::report(per_thread(crate::trace::instrument(future)))
             }
             (_, _, deadline) => crate::run::dispatch_with(self.io, future, deadline),
         }

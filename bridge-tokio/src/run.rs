@@ -28,6 +28,9 @@ use tokio::runtime::Handle;
 ///   shutting down (a value dropped by its shutdown calls from its worker) is treated the
 ///   same way.
 ///
+/// With the feature `tracing`, the span current here is current in every poll of the future,
+/// wherever it runs (see the crate docs' [Tracing](crate#tracing) section).
+///
 /// The future may borrow from the caller (a client, a buffer, a `&str`), as a closure given
 /// to `std::thread::scope` may: the call does not return, nor unwind, before the future has
 /// been dropped, on every route and every path (finished, panicked, timed out, its runtime
@@ -175,11 +178,12 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    match Plan::of(ambient(), IoRuntime::global) {
+    let future = crate::trace::instrument(future);
+    crate::trace::report(match Plan::of(ambient(), IoRuntime::global) {
         Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
-    }
+    })
 }
 
 fn dispatch<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError>
@@ -213,6 +217,9 @@ impl<'a> Plan<'a> {
     /// The plan of [`run_blocking`] in `ambient`; `io` serves the calls that have no live
     /// multi-thread runtime of their own.
     pub(crate) fn of(ambient: Ambient, io: impl FnOnce() -> &'a IoRuntime) -> Self {
+        if matches!(ambient, Ambient::Dying) {
+            crate::trace::moved_off_dying_runtime();
+        }
         match ambient {
             Ambient::None | Ambient::Dying => {
                 Plan::Here(Cow::Borrowed(io().handle()), Leave::Nothing)
@@ -248,11 +255,14 @@ impl<'a> Plan<'a> {
         F: Future + Send,
         F::Output: Send,
     {
-        match self {
+        // Every `Send` call comes here (but `RunBlocking`'s runtime-per-call and per-thread
+        // paths): the one place its future takes the caller's span (feature `tracing`).
+        let future = crate::trace::instrument(future);
+        crate::trace::report(match self {
             Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
             Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
             Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
-        }
+        })
     }
 }
 

@@ -101,8 +101,9 @@ enum Placement {
     Delivered(Arc<Mailbox>),
     /// A new worker is to start with this job (counted in `threads` already).
     Start(Job),
-    /// The job is queued.
-    Queued,
+    /// The job is queued; the cap, if the queue was empty before (a burst of queued calls
+    /// starts: feature `tracing` logs it).
+    Queued(Option<usize>),
 }
 
 /// Every arm of the pool's state machine (see the module docs), for the coverage count of
@@ -234,14 +235,19 @@ impl Pool {
                 };
             }
             arm!("submit", queue);
+            let first = state.queue.is_empty().then_some(state.max);
             state.queue.push_back(job);
-            Placement::Queued
+            Placement::Queued(first)
         });
         match placement {
             // The unpark only shortens the worker's sleep.
             Placement::Delivered(worker) => worker.thread.unpark(),
             Placement::Start(job) => Pool::start(pool, job),
-            Placement::Queued => {}
+            Placement::Queued(first) => {
+                if let Some(max) = first {
+                    crate::trace::handoff_queue_started(max);
+                }
+            }
         }
     }
 
@@ -249,6 +255,7 @@ impl Pool {
     fn start(pool: &Arc<Self>, job: Job) {
         let worker_pool = Arc::clone(pool);
         if thread::spawn(THREAD_NAME, move || Pool::work(&worker_pool, job)).is_ok() {
+            crate::trace::handoff_worker_started();
             return;
         }
         // Without a thread the job has been dropped with the thread's closure, which closes

@@ -1,0 +1,60 @@
+//! Feature `tracing`: the span current at a call follows its future into every poll, and the
+//! bridge's notable events are logged. Without the feature every function here is a no-op
+//! (the future passes through unchanged) and nothing of tracing is compiled in.
+
+use crate::BridgeError;
+use std::future::Future;
+
+/// `future`, entering the span current here (at the call) around each of its polls and its
+/// drop, wherever they run: this thread, a runtime's worker, a handoff worker.
+#[cfg(feature = "tracing")]
+pub(crate) fn instrument<F: Future>(future: F) -> tracing::instrument::Instrumented<F> {
+    tracing::Instrument::instrument(future, tracing::Span::current())
+}
+
+#[cfg(not(feature = "tracing"))]
+pub(crate) fn instrument<F: Future>(future: F) -> F {
+    future
+}
+
+/// Logs what a call's result says about the bridge (not about the future): `Lost` (warn),
+/// `Unavailable` (error). Returns the result unchanged.
+pub(crate) fn report<T>(result: Result<T, BridgeError>) -> Result<T, BridgeError> {
+    #[cfg(feature = "tracing")]
+    match &result {
+        Err(BridgeError::Lost) => {
+            tracing::warn!("run_blocking: the runtime running the future shut down first (Lost)");
+        }
+        Err(BridgeError::Unavailable(error)) => {
+            tracing::error!(%error, "run_blocking: no thread or runtime to run the future (Unavailable)");
+        }
+        _ => {}
+    }
+    result
+}
+
+/// A call found its multi-thread runtime shutting down: the future goes to the I/O runtime.
+pub(crate) fn moved_off_dying_runtime() {
+    #[cfg(feature = "tracing")]
+    tracing::info!(
+        "run_blocking: the runtime is shutting down; the future runs on the I/O runtime"
+    );
+}
+
+/// The handoff pool started a worker thread.
+pub(crate) fn handoff_worker_started() {
+    #[cfg(feature = "tracing")]
+    tracing::debug!("handoff pool: a new worker thread started");
+}
+
+/// The handoff pool is at its cap and its queue was empty: a burst of queued calls starts.
+/// (Later calls of the same burst are not logged.)
+pub(crate) fn handoff_queue_started(max: usize) {
+    #[cfg(feature = "tracing")]
+    tracing::info!(
+        max,
+        "handoff pool at its cap: calls queue until a worker frees up"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = max;
+}
