@@ -40,9 +40,9 @@
 //! span current where a task is spawned ([`spawn`], [`spawn_fifo`], [`spawn_cancellable`],
 //! [`ThreadPoolExt`]'s methods) is current while its closure runs: on the pool thread, or
 //! inline in the waiter that claims the job (the span of the spawn then, not the
-//! waiter's). The span is captured at the spawn and entered around the closure; with no
-//! subscriber that costs a few nanoseconds. Without the feature the crate does not depend on
-//! `tracing` at all.
+//! waiter's). The span is captured at the spawn and entered around the closure, whether or
+//! not a subscriber is installed (tens of nanoseconds against a hop of microseconds).
+//! Without the feature the crate does not depend on `tracing` at all.
 //!
 //! ```
 //! let span = tracing::info_span!("request", id = 7);
