@@ -13,9 +13,12 @@
 //!    on (its affinity mask and cgroup quota): with one, the other side shares the CPU and
 //!    cannot run while this thread spins.
 //! 2. **Never on a saturated machine.** On Linux the number of runnable threads
-//!    (`/proc/loadavg`, read at most every [`SAMPLE`]) above the CPU count means some thread
-//!    is waiting for a CPU; a spin would take that CPU from it, and the other side of the
-//!    hand-off is as likely as anyone to be the thread that waits.
+//!    (`/proc/loadavg`, read at most every [`SAMPLE`]) above the CPU count plus one means
+//!    some thread is waiting for a CPU; a spin would take that CPU from it, and the other side
+//!    of the hand-off is as likely as anyone to be the thread that waits. (Plus one: the
+//!    reading counts the waiter and its partner, both runnable when a spin can win, so on two
+//!    CPUs a third runnable thread for a moment, a runtime worker that wakes, is no reason to
+//!    stop.)
 //! 3. **Only where spins have been catching.** Each site keeps a score of its recent outcomes:
 //!    a spin that caught its event raises it by [`HIT`], one that expired lowers it by
 //!    [`MISS`]; at zero the site stops spinning and only every [`PROBE`]th wait tries a spin
@@ -38,7 +41,7 @@ pub const MISS: u32 = 16;
 /// The highest score: four expired spins in a row stop a site that was sure.
 pub const MAX: u32 = 64;
 /// A site that stopped spinning tries once every this many waits.
-pub const PROBE: u32 = 32;
+pub const PROBE: u32 = 8;
 /// How often the machine's load is read, at most.
 pub const SAMPLE: Duration = Duration::from_millis(10);
 
@@ -179,7 +182,9 @@ pub fn saturated() -> bool {
     {
         return state & 1 == 1;
     }
-    let busy = runnable().is_some_and(|runnable| runnable > cpus());
+    // The waiter and the side it waits for are both runnable when a spin can win; a thread
+    // beyond those two and one per CPU means somebody is kept from a CPU.
+    let busy = runnable().is_some_and(|runnable| runnable > cpus() + 1);
     // ORDERING: Relaxed, as above.
     STATE.store(sampling_until | u64::from(busy), Relaxed);
     busy
