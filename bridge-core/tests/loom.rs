@@ -21,6 +21,12 @@
 //! run the other side first), and a side that only reads (`try_recv`) reads in a loop with
 //! `yield_now`, because loom does not reorder a lone read before a thread that starts with
 //! a read.
+//!
+//! Timed waits use a deadline far away (or one already passed): loom's timed park reports
+//! the deadline passed after a yield whatever its value, while the receive itself checks the
+//! real clock once ("already passed?"); a deadline a millisecond away would take either branch
+//! depending on how the machine scheduled the test, and loom needs every execution of a model
+//! to take the same branches.
 #![cfg(bridge_loom)]
 
 mod helpers;
@@ -124,7 +130,7 @@ fn send_vs_recv_timeout() {
         let (tx, mut rx) = oneshot::channel::<Value>();
         let sent = value(&drops, 3);
         let sender = thread::spawn(move || tx.send(sent).map_err(|_| "receiver gone"));
-        match rx.recv_timeout(Duration::from_millis(1)) {
+        match rx.recv_timeout(Duration::from_secs(3600)) {
             Ok(v) => {
                 assert_eq!(v.get_ref().id, 3);
                 drop(v);
@@ -195,7 +201,7 @@ fn sender_drop_vs_recv_timeout() {
     loom::model(|| {
         let (tx, mut rx) = oneshot::channel::<Value>();
         let sender = thread::spawn(move || drop(tx));
-        let first = rx.recv_timeout(Duration::from_millis(1));
+        let first = rx.recv_timeout(Duration::from_secs(3600));
         assert!(matches!(
             first,
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Closed)
@@ -318,7 +324,7 @@ fn timeout_then_send() {
     loom::model(|| {
         let (tx, mut rx) = oneshot::channel::<u32>();
         assert_eq!(
-            rx.recv_timeout(Duration::from_millis(1)),
+            rx.recv_timeout(Duration::from_secs(3600)),
             Err(RecvTimeoutError::Timeout)
         );
         let sender = thread::spawn(move || tx.send(12).map_err(|_| "receiver gone"));
@@ -430,7 +436,7 @@ fn poll_then_timeout_then_poll_vs_send() {
         let (_wakes, waker) = CountingWaker::new();
         let mut got = match poll_once(&mut rx, &waker) {
             Poll::Ready(v) => Some(v.unwrap()),
-            Poll::Pending => match rx.recv_timeout(Duration::from_millis(1)) {
+            Poll::Pending => match rx.recv_timeout(Duration::from_secs(3600)) {
                 Ok(v) => Some(v),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Closed) => panic!("closed although the sender sends"),

@@ -7,7 +7,10 @@ use bridge_core::__coverage::Decl;
 /// Every arm of the claim (`claim.rs`) and of a limit (`limit.rs`).
 pub const ARMS: &[Decl] = &[
     // A waiter (`wait`, `join`, a poll).
-    Decl::loom("claim.waiter.not_home"),
+    // loom threads share one OS thread, so under loom every waiter is the spawning worker:
+    // only the std tests (`wait::a_waiter_other_than_the_spawning_worker_blocks_instead_of_
+    // running_the_job`) reach this one.
+    Decl::std("claim.waiter.not_home"),
     Decl::loom("claim.waiter.claims"),
     Decl::loom("claim.waiter.finds_pool"),
     // The pool's copy.

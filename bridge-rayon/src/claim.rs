@@ -191,3 +191,33 @@ where
         }
     }
 }
+
+/// A job that no waiter may claim (nobody spawned it from a worker of its own pool): the
+/// pool's copy holds the closure and the sender itself, with no shared claim state to
+/// allocate or to race on. Dropped unrun, it drops them quietly, as [`PoolJob`] does.
+pub(crate) struct Unclaimable<F, T>(Option<Parts<F, T>>);
+
+impl<F, T> Unclaimable<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    pub(crate) fn new(f: F, tx: Sender<Outcome<T>>) -> Self {
+        Self(Some((f, tx)))
+    }
+
+    /// Runs the job on this pool thread. Never unwinds.
+    pub(crate) fn run(mut self) {
+        if let Some((f, tx)) = self.0.take() {
+            job::run(f, tx);
+        }
+    }
+}
+
+impl<F, T> Drop for Unclaimable<F, T> {
+    fn drop(&mut self) {
+        if let Some(parts) = self.0.take() {
+            job::drop_quietly(parts);
+        }
+    }
+}

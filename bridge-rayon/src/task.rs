@@ -1,7 +1,7 @@
 //! `Task<T>`: the handle on CPU work running on a rayon pool.
 
 use crate::TaskError;
-use crate::claim::{Claim, Job, PoolJob};
+use crate::claim::{Claim, Job, PoolJob, Unclaimable};
 use crate::job::{self, CancelFlag, Outcome};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use futures_core::future::FusedFuture;
@@ -92,8 +92,10 @@ pub struct Task<T> {
     /// completes it: `None` under a live task means a poll returned its outcome (the task is
     /// terminated, in `FusedFuture`'s terms).
     rx: Option<Receiver<Outcome<T>>>,
-    /// The job, shared with the pool's copy: the waiter's claim goes through it.
-    job: Arc<dyn Claim>,
+    /// The job, shared with the pool's copy: the waiter's claim goes through it. `None` when
+    /// no waiter may claim it (no worker spawned it into its own pool), which spares the
+    /// common hop from async code the shared claim state.
+    job: Option<Arc<dyn Claim>>,
 }
 
 // A `Task` is unwind-safe whatever `T` is, as tokio's `JoinHandle` is: nothing a panic can
@@ -117,11 +119,30 @@ impl<T: Send + 'static> Task<T> {
         #[cfg(feature = "tracing")]
         let f = crate::trace::in_current_span(f);
         let (tx, rx) = oneshot::channel();
-        let job = Job::new(f, tx, home);
-        let pool_job = PoolJob::new(Arc::clone(&job));
+        let (job, pool_job) = match home {
+            Some(_) => {
+                let job = Job::new(f, tx, home);
+                let pool_job = PoolJob::new(Arc::clone(&job));
+                (Some(job as Arc<dyn Claim>), PoolSide::Claimable(pool_job))
+            }
+            None => (None, PoolSide::Unclaimable(Unclaimable::new(f, tx))),
+        };
         let task = Self { rx: Some(rx), job };
-        (task, move || pool_job.run())
+        (task, move || match pool_job {
+            PoolSide::Claimable(pool_job) => pool_job.run(),
+            PoolSide::Unclaimable(pool_job) => pool_job.run(),
+        })
     }
+}
+
+/// The pool's copy of a task's job, claimable by its waiter or not.
+enum PoolSide<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Claimable(PoolJob<F, T>),
+    Unclaimable(Unclaimable<F, T>),
 }
 
 impl<T> Task<T> {
@@ -161,7 +182,9 @@ impl<T> Task<T> {
     /// assert_eq!(err.to_string(), "the task panicked: corrupt block");
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
-        self.job.run_if_mine();
+        if let Some(job) = &self.job {
+            job.run_if_mine();
+        }
         match self.rx.take() {
             Some(rx) => outcome(rx.recv_blocking()),
             // A poll already took the outcome.
@@ -310,7 +333,9 @@ impl<T> Task<T> {
         let Some(rx) = self.rx.as_mut() else {
             return Poll::Ready(Err(closed()));
         };
-        self.job.run_if_mine();
+        if let Some(job) = &self.job {
+            job.run_if_mine();
+        }
         let received = ready!(Pin::new(rx).poll(cx));
         // The outcome is out of the channel, so this drop runs no destructor of the user's.
         self.rx = None;
