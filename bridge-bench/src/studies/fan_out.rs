@@ -1048,7 +1048,7 @@ fn goal_lines(cells: &[Cell], counts: &[(u64, &str)]) -> String {
         }
     }
     out.push_str(
-        " Published for the IPC crate (REFERENCE.md section 3): a fixed pool held 4.5-5 M \
+        " Published for an IPC crate: a fixed pool held 4.5-5 M \
          items/s on ~20 OS threads from 1,000 to 100,000 consumers, one thread per consumer \
          stayed below 1 M items/s; the gap is the durable part, not the digits.",
     );
