@@ -3,7 +3,10 @@
 //!
 //! Its own test binary, so that no other test's threads disturb the thread count.
 
+mod common;
+
 use bridge_rayon::ThreadPoolExt;
+use common::{drain, pool};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
@@ -40,16 +43,4 @@ fn thread_count() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
     line["Threads:".len()..].trim().parse().unwrap()
-}
-
-/// Waits until every job queued on the pool so far has finished.
-fn drain(pool: &rayon::ThreadPool) {
-    pool.broadcast(|_| ());
-}
-
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
 }

@@ -1,29 +1,13 @@
 //! bridge-rayon on real rayon pools: results, panics, cancellation, nesting, executors.
 
+mod common;
+
 use bridge_rayon::{TaskError, ThreadPoolExt};
+use common::{gate, pool};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
-
-/// Blocks the pool's only thread until the returned sender is dropped or sent to.
-fn gate(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
-    let (open, gate) = mpsc::channel::<()>();
-    let (started_tx, started) = mpsc::channel();
-    pool.spawn(move || {
-        started_tx.send(()).unwrap();
-        let _ = gate.recv();
-    });
-    started.recv().unwrap();
-    open
-}
 
 /// Waits until every job queued on a one-thread pool so far has finished.
 fn drain(pool: &rayon::ThreadPool) {

@@ -4,7 +4,10 @@
 //! Each test runs its body under a watchdog: a wait that deadlocks fails the test after
 //! 20 s instead of hanging the suite.
 
+mod common;
+
 use bridge_rayon::{Task, TaskError, ThreadPoolExt};
+use common::{drain, gate, pool};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -40,37 +43,12 @@ fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
     }
 }
 
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
-
 fn named_pool(threads: usize, name: &'static str) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(move |i| format!("{name}-{i}"))
         .build()
         .unwrap()
-}
-
-/// Occupies one thread of `pool` until the returned sender is dropped or sent to; returns
-/// once the job has started.
-fn occupy(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
-    let (open, gate) = mpsc::channel::<()>();
-    let (started_tx, started) = mpsc::channel();
-    pool.spawn(move || {
-        started_tx.send(()).unwrap();
-        let _ = gate.recv();
-    });
-    started.recv().unwrap();
-    open
-}
-
-/// Waits until every job queued on `pool` so far has finished.
-fn drain(pool: &rayon::ThreadPool) {
-    pool.broadcast(|_| ());
 }
 
 /// Counts its drops.
@@ -174,7 +152,7 @@ fn waits_while_holding_a_lock(wait: fn(Task<u32>) -> u32) {
             *guard
         });
         locked.recv().unwrap();
-        let open = occupy(&pool);
+        let open = gate(&pool);
         let (u_lock, u_seen) = (Arc::clone(&lock), Arc::clone(&unrelated));
         pool.spawn(move || {
             let nested = HOLDING.with(Cell::get);
@@ -273,7 +251,7 @@ fn timed_waits_on_the_spawning_worker_never_run_the_job_inline() {
 fn timed_waits_off_a_worker_hold_their_limit() {
     watchdog(|| {
         let pool = pool(1);
-        let open = occupy(&pool);
+        let open = gate(&pool);
         let mut task = pool.spawn_task(|| 3);
         let start = Instant::now();
         assert_eq!(task.wait_timeout(LIMIT), None);
@@ -323,7 +301,7 @@ fn a_task_dropped_on_its_spawning_worker_never_runs() {
 fn a_claimed_job_runs_once_inline_and_gives_its_value_or_panic() {
     watchdog(|| {
         let pool = pool(2);
-        let open = occupy(&pool);
+        let open = gate(&pool);
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&runs);
         let outcome = pool.spawn_task(move || {
@@ -409,7 +387,7 @@ fn a_waiter_other_than_the_spawning_worker_blocks_instead_of_running_the_job() {
             started.recv().unwrap();
             // With the waiter in another pool, hold the home pool's other thread, which
             // would steal the task otherwise.
-            let hold = (!same_pool).then(|| occupy(&home));
+            let hold = (!same_pool).then(|| gate(&home));
             let (release_tx, release) = mpsc::channel::<()>();
             let (spawner_tx, spawner) = mpsc::channel();
             home.spawn(move || {
