@@ -199,12 +199,12 @@ impl<'a> RunBlocking<'a> {
     {
         match (ambient(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => {
-                crate::trace::report(per_call(crate::trace::instrument(future)))
+                crate::trace::report(per_call(future))
             }
             // A thread-local destructor after this thread's runtime is gone takes the
             // default route instead.
             (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
-                crate::trace::report(per_thread(crate::trace::instrument(future)))
+                crate::trace::report(per_thread(future))
             }
             (_, _, deadline) => crate::run::dispatch_with(self.io, future, deadline),
         }

@@ -178,7 +178,6 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    let future = crate::trace::instrument(future);
     crate::trace::report(match Plan::of(ambient(), IoRuntime::global) {
         Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
@@ -255,13 +254,15 @@ impl<'a> Plan<'a> {
         F: Future + Send,
         F::Output: Send,
     {
-        // Every `Send` call comes here (but `RunBlocking`'s runtime-per-call and per-thread
-        // paths): the one place its future takes the caller's span (feature `tracing`).
-        let future = crate::trace::instrument(future);
         crate::trace::report(match self {
             Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
             Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
-            Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
+            // The one route whose polls (and drop) happen on another thread: the future
+            // takes the caller's span with it (feature `tracing`). The routes above poll it
+            // on this thread, inside this call, where that span is current already.
+            Plan::Handoff(handle) => {
+                handoff::run(&handle, crate::trace::instrument(future), deadline)
+            }
         })
     }
 }
