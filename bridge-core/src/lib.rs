@@ -22,6 +22,9 @@
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
 #[doc(hidden)]
+#[path = "counters.rs"]
+pub mod __counters;
+#[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]
