@@ -28,6 +28,7 @@ use crate::loom::Ordering::Relaxed;
 use bridge_core::oneshot::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, ThreadId};
+use std::time::Instant;
 
 /// The values of a job's claim state.
 pub(crate) mod states {
@@ -42,8 +43,9 @@ pub(crate) mod states {
 
 use states::{POOL, QUEUED, WAITER};
 
-/// The closure and the sender of its outcome, until one side claims them.
-type Parts<F, T> = (F, Sender<Outcome<T>>);
+/// The closure, the sender of its outcome and the time of the spawn (if its queue wait is
+/// sampled, see `metrics.rs`), until one side claims them.
+type Parts<F, T> = (F, Sender<Outcome<T>>, Option<Instant>);
 
 /// The job shared by a task and its pool.
 pub(crate) struct Job<F, T> {
@@ -64,11 +66,11 @@ where
     T: Send + 'static,
 {
     /// A queued job; `home` is the worker that spawned it into its own pool, if any.
-    pub(crate) fn new(f: F, tx: Sender<Outcome<T>>, home: Option<ThreadId>) -> Arc<Self> {
+    pub(crate) fn new(parts: Parts<F, T>, home: Option<ThreadId>) -> Arc<Self> {
         Arc::new(Self {
             state: AtomicU8::new(QUEUED),
             home,
-            parts: Mutex::new(Some((f, tx))),
+            parts: Mutex::new(Some(parts)),
         })
     }
 
@@ -119,9 +121,9 @@ where
         match self.claim(WAITER) {
             // Not started: it runs here and sends its outcome to the channel this waiter is
             // about to read.
-            Ok((f, tx)) => {
+            Ok((f, tx, spawned_at)) => {
                 arm!("claim.waiter.claims");
-                job::run(f, tx);
+                job::run(f, tx, spawned_at);
             }
             // A worker has it (running, or finished): wait for it.
             Err(POOL) => arm!("claim.waiter.finds_pool"),
@@ -156,9 +158,9 @@ where
     pub(crate) fn run(self) {
         match self.job.claim(POOL) {
             // The closure runs here, unless the task was dropped.
-            Ok((f, tx)) => {
+            Ok((f, tx, spawned_at)) => {
                 arm!("claim.pool.starts");
-                job::run(f, tx);
+                job::run(f, tx, spawned_at);
             }
             // The waiter runs (or ran) it; nothing to do. The pool runs its copy once, so it
             // cannot find its own claim.
@@ -182,6 +184,7 @@ where
             // `Lost` instead of leaving it waiting.
             Ok(parts) => {
                 arm!("claim.pool.drops_unrun");
+                crate::metrics::cancelled();
                 job::drop_quietly(parts);
             }
             // Dropped after `run` took the job.
@@ -202,14 +205,14 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    pub(crate) fn new(f: F, tx: Sender<Outcome<T>>) -> Self {
-        Self(Some((f, tx)))
+    pub(crate) fn new(parts: Parts<F, T>) -> Self {
+        Self(Some(parts))
     }
 
     /// Runs the job on this pool thread. Never unwinds.
     pub(crate) fn run(mut self) {
-        if let Some((f, tx)) = self.0.take() {
-            job::run(f, tx);
+        if let Some((f, tx, spawned_at)) = self.0.take() {
+            job::run(f, tx, spawned_at);
         }
     }
 }
@@ -217,6 +220,7 @@ where
 impl<F, T> Drop for Unclaimable<F, T> {
     fn drop(&mut self) {
         if let Some(parts) = self.0.take() {
+            crate::metrics::cancelled();
             job::drop_quietly(parts);
         }
     }

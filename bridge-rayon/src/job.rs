@@ -1,10 +1,12 @@
 //! Running a task's job (on the pool, or inline by the waiter that claimed it), and the
 //! cancellation flag the closure reads.
 
+use crate::metrics;
 use bridge_core::oneshot::{SendError, Sender};
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
 
 /// What the closure produced: its value, or its panic payload.
 pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
@@ -95,7 +97,11 @@ impl<T> ReceiverGone for Sender<T> {
 /// to the task. Called by whichever side claimed the job (see `claim.rs`): a pool thread, or
 /// the task's waiter. Never unwinds: a panic of `f` travels to the task, and dropping what
 /// nobody wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here.
-pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>)
+///
+/// Counts the job in the metrics: cancelled, or started (with its queue wait if `spawned_at`
+/// is the time of a sampled spawn) and then finished or panicked, before the outcome is sent,
+/// so that whoever receives it sees the counts.
+pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>, spawned_at: Option<Instant>)
 where
     F: FnOnce(CancelFlag<'_>) -> T,
     T: Send,
@@ -103,11 +109,14 @@ where
     // A drop of the task that happened-before this check is seen here (the channel's state
     // is one atomic location), so a cancelled job never starts.
     if tx.is_closed() {
+        metrics::cancelled();
         drop_quietly(f);
         return;
     }
+    metrics::started(spawned_at);
     let flag = CancelFlag { receiver_gone: &tx };
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(flag)));
+    metrics::ended(outcome.is_err());
     if let Err(SendError(unwanted)) = tx.send(outcome) {
         drop_quietly(unwanted);
     }

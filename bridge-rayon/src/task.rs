@@ -119,13 +119,14 @@ impl<T: Send + 'static> Task<T> {
         #[cfg(feature = "tracing")]
         let f = crate::trace::in_current_span(f);
         let (tx, rx) = oneshot::channel();
+        let parts = (f, tx, crate::metrics::spawned());
         let (job, pool_job) = match home {
             Some(_) => {
-                let job = Job::new(f, tx, home);
+                let job = Job::new(parts, home);
                 let pool_job = PoolJob::new(Arc::clone(&job));
                 (Some(job as Arc<dyn Claim>), PoolSide::Claimable(pool_job))
             }
-            None => (None, PoolSide::Unclaimable(Unclaimable::new(f, tx))),
+            None => (None, PoolSide::Unclaimable(Unclaimable::new(parts))),
         };
         let task = Self { rx: Some(rx), job };
         (task, move || match pool_job {

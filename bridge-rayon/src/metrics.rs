@@ -1,0 +1,465 @@
+//! Counts of the tasks spawned, started, finished, panicked and cancelled, and how long they
+//! waited between their spawn and their start.
+//!
+//! Every count goes to the counting thread's shard of bridge-core's `__counters`: a relaxed
+//! load and store on a cache line that thread owns. Counted where it happens: a spawn in
+//! `Task::new`, the rest in `job::run`, on whichever thread runs the job (a pool thread, or
+//! the waiter that claimed it).
+
+use bridge_core::__counters::{Counters, Local};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// The counters, by index in the set.
+const SPAWNED: usize = 0;
+const STARTED: usize = 1;
+const FINISHED: usize = 2;
+const PANICKED: usize = 3;
+const CANCELLED: usize = 4;
+/// The first of the queue-wait histogram's buckets.
+const WAIT: usize = 5;
+/// Buckets of the queue-wait histogram: below 1 µs, then one per power of two of
+/// microseconds up to 2^20 µs (about 1.05 s), then one for everything longer.
+const BUCKETS: usize = 22;
+const COUNT: usize = WAIT + BUCKETS;
+
+static COUNTERS: Counters<COUNT> = Counters::new();
+
+thread_local! {
+    static SHARD: Local<COUNT> = Local::new(&COUNTERS);
+}
+
+/// One spawn in this many, per spawning thread, is timed; a power of two, less one.
+static SAMPLING_MASK: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLING - 1);
+
+/// The default sampling period of the queue wait.
+const DEFAULT_SAMPLING: u32 = 16;
+
+fn count(counter: usize) -> u64 {
+    COUNTERS.add(&SHARD, counter, 1)
+}
+
+/// Counts a spawn; the time of the spawn if this task's queue wait is to be sampled: the
+/// first spawn of each thread, then one in [`DEFAULT_SAMPLING`] (or what the test hook set).
+/// `Instant::now` costs about a tenth of a hop on a virtual machine, so timing every task
+/// would cost more than the metrics are allowed.
+#[inline]
+pub(crate) fn spawned() -> Option<Instant> {
+    let before = count(SPAWNED);
+    // ORDERING: Relaxed: a setting read on its own; a spawn that sees the old period after
+    // a change merely samples by the old one.
+    let mask = SAMPLING_MASK.load(Relaxed);
+    (u64::from(mask) & before == 0).then(Instant::now)
+}
+
+/// Counts a job that found its task dropped and never ran the closure.
+#[inline]
+pub(crate) fn cancelled() {
+    count(CANCELLED);
+}
+
+/// Counts a start, and the queue wait of a sampled task.
+#[inline]
+pub(crate) fn started(spawned_at: Option<Instant>) {
+    count(STARTED);
+    if let Some(at) = spawned_at {
+        count(WAIT + bucket(at.elapsed()));
+    }
+}
+
+/// Counts the closure's return, or its panic.
+#[inline]
+pub(crate) fn ended(panicked: bool) {
+    count(if panicked { PANICKED } else { FINISHED });
+}
+
+/// The bucket of a wait: 0 below 1 µs, `k` for `[2^(k-1), 2^k)` µs, the last one above.
+fn bucket(wait: Duration) -> usize {
+    let micros = wait.as_micros();
+    let k = (u128::BITS - micros.leading_zeros()) as usize;
+    k.min(BUCKETS - 1)
+}
+
+/// The upper bound (exclusive) of bucket `k`; `Duration::MAX` for the last one.
+fn upper_bound(k: usize) -> Duration {
+    if k + 1 < BUCKETS {
+        Duration::from_micros(1 << k)
+    } else {
+        Duration::MAX
+    }
+}
+
+/// A snapshot of the CPU tasks' counters, from [`metrics`].
+///
+/// The counters count from the start of the process, across every pool (the global one and
+/// every `rayon::ThreadPool` the [`ThreadPoolExt`](crate::ThreadPoolExt) methods use) and
+/// every way to spawn ([`spawn`](crate::spawn), [`spawn_fifo`](crate::spawn_fifo),
+/// [`spawn_cancellable`](crate::spawn_cancellable), [`ThreadPoolExt`](crate::ThreadPoolExt),
+/// [`Limit`](crate::Limit)).
+///
+/// Every task is spawned once, then either starts (and then finishes or panics) or is
+/// cancelled: at rest, `spawned == started + cancelled` and `started == finished +
+/// panicked`. A snapshot taken while tasks run is eventually consistent: each thread counts
+/// on its own shard, and the snapshot reads the shards one after the other, so it may see a
+/// task's start (counted on the thread that ran it) without its spawn (counted on the
+/// thread that spawned it). [`queued`](Self::queued) and [`running`](Self::running)
+/// saturate at zero for that reason. Whatever happened-before the call to [`metrics`] is in
+/// the snapshot: after `task.wait()` returns, the task's start and finish are counted.
+///
+/// # Examples
+///
+/// ```
+/// let before = bridge_rayon::metrics();
+/// assert_eq!(bridge_rayon::spawn(|| 2 + 2).wait(), 4);
+/// let after = bridge_rayon::metrics();
+/// assert!(after.spawned > before.spawned);
+/// assert!(after.finished > before.finished);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Tasks spawned: counted on the spawning thread when the task is made, before its job
+    /// goes to the pool.
+    pub spawned: u64,
+    /// Tasks whose closure started: counted on the thread that runs it (a pool thread, or
+    /// the spawning worker that waits for the task and runs its job inline) just before the
+    /// closure is called.
+    pub started: u64,
+    /// Started tasks whose closure returned a value, counted when it returns (before the
+    /// value is sent to the task, so a waiter that has the value sees it counted). A task
+    /// dropped while its closure runs still counts here when the closure returns.
+    pub finished: u64,
+    /// Started tasks whose closure panicked, counted when the panic is caught on the
+    /// thread that ran it.
+    pub panicked: u64,
+    /// Tasks cancelled before they started: their job found the task dropped (not
+    /// [detached](crate::Task::detach)) and never called the closure. Counted when the pool
+    /// gets to the job, not at the drop. A job that rayon would drop without running it
+    /// (rayon never does) counts here too.
+    pub cancelled: u64,
+    /// How long sampled tasks waited between their spawn and the start of their closure.
+    pub queue_wait: QueueWait,
+}
+
+impl Metrics {
+    /// Tasks spawned and neither started nor cancelled yet: queued in a pool, or, for a
+    /// cancelled task, not yet reached by it (`spawned - started - cancelled`, 0 if the
+    /// snapshot saw a start before its spawn).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_rayon::ThreadPoolExt;
+    ///
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let (open, gate) = std::sync::mpsc::channel::<()>();
+    /// let (started, has_started) = std::sync::mpsc::channel();
+    /// let blocker = pool.spawn_task(move || {
+    ///     started.send(()).unwrap();
+    ///     gate.recv().unwrap();
+    /// });
+    /// has_started.recv().unwrap();
+    ///
+    /// // Behind the blocker on the pool's only thread, the task is queued.
+    /// let waiting = pool.spawn_task(|| 1);
+    /// println!("{} CPU tasks queued", bridge_rayon::metrics().queued());
+    /// open.send(()).unwrap();
+    /// blocker.wait();
+    /// assert_eq!(waiting.wait(), 1);
+    /// ```
+    pub fn queued(&self) -> u64 {
+        self.spawned
+            .saturating_sub(self.started)
+            .saturating_sub(self.cancelled)
+    }
+
+    /// Tasks whose closure has started and not yet returned or panicked (`started - finished
+    /// - panicked`, saturating at 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (started, has_started) = std::sync::mpsc::channel();
+    /// let (open, gate) = std::sync::mpsc::channel::<()>();
+    /// let task = bridge_rayon::spawn(move || {
+    ///     started.send(()).unwrap();
+    ///     gate.recv().unwrap();
+    /// });
+    /// has_started.recv().unwrap();
+    /// println!("{} CPU tasks running", bridge_rayon::metrics().running());
+    /// open.send(()).unwrap();
+    /// task.wait();
+    /// ```
+    pub fn running(&self) -> u64 {
+        self.started
+            .saturating_sub(self.finished)
+            .saturating_sub(self.panicked)
+    }
+
+    /// What was counted after `earlier`, an older snapshot: each counter's difference, and
+    /// the queue waits sampled since (for a rate, or the percentiles of the last interval).
+    /// Saturates at 0, so a snapshot passed in the wrong order gives zeros, not a panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let before = bridge_rayon::metrics();
+    /// bridge_rayon::spawn(|| ()).wait();
+    /// let delta = bridge_rayon::metrics().since(&before);
+    /// // This thread's spawn and start are in; other threads may have added theirs.
+    /// assert!(delta.spawned >= 1 && delta.finished >= 1);
+    /// ```
+    #[must_use]
+    pub fn since(&self, earlier: &Metrics) -> Metrics {
+        Metrics {
+            spawned: self.spawned.saturating_sub(earlier.spawned),
+            started: self.started.saturating_sub(earlier.started),
+            finished: self.finished.saturating_sub(earlier.finished),
+            panicked: self.panicked.saturating_sub(earlier.panicked),
+            cancelled: self.cancelled.saturating_sub(earlier.cancelled),
+            queue_wait: self.queue_wait.since(&earlier.queue_wait),
+        }
+    }
+}
+
+/// A histogram of the time tasks waited between their spawn and the start of their
+/// closure, in [`Metrics::queue_wait`].
+///
+/// **Sampled:** each thread times the first task it spawns and then one in 16, since
+/// reading the clock at every spawn and start would cost a tenth of a hop. Every way to
+/// spawn is sampled alike, so the histogram describes all tasks, from [`samples`](Self::samples)
+/// of them. A task cancelled before it started has no queue wait.
+///
+/// **Resolution:** a wait lands in one of 22 buckets by powers of two: below 1 µs, then
+/// `[1, 2)` µs, `[2, 4)` µs, ... up to `[2^19, 2^20)` µs (0.52 to 1.05 s), then everything
+/// from 1.05 s on. [`percentile`](Self::percentile) answers with a bucket's upper bound, so
+/// it may be up to twice the true value, never less.
+///
+/// # Examples
+///
+/// ```
+/// let waits = bridge_rayon::metrics().queue_wait;
+/// if let Some(p99) = waits.percentile(99.0) {
+///     println!("p99 queue wait below {p99:?}, from {} samples", waits.samples());
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueWait {
+    counts: [u64; BUCKETS],
+}
+
+impl QueueWait {
+    /// How many queue waits were sampled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// assert_eq!(waits.samples(), waits.buckets().map(|(_, n)| n).sum::<u64>());
+    /// ```
+    pub fn samples(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The buckets, shortest first: each one's upper bound (exclusive) and how many sampled
+    /// waits fell in it. The first bucket holds the waits below 1 µs; the last one, whose
+    /// bound is `Duration::MAX`, those of about 1.05 s (2^20 µs) and more.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// let bounds: Vec<Duration> = waits.buckets().map(|(bound, _)| bound).collect();
+    /// assert_eq!(bounds[0], Duration::from_micros(1));
+    /// assert_eq!(bounds[1], Duration::from_micros(2));
+    /// assert_eq!(bounds[20], Duration::from_micros(1 << 20));
+    /// assert_eq!(bounds.last(), Some(&Duration::MAX));
+    /// ```
+    pub fn buckets(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(k, &count)| (upper_bound(k), count))
+    }
+
+    /// The wait that `p` percent of the samples did not exceed, as the upper bound of the
+    /// bucket that holds it (`Duration::MAX` if that is the last bucket, above 1.05 s);
+    /// `None` without samples. `percentile(50.0)` is the median, `percentile(100.0)` bounds
+    /// the longest wait sampled.
+    ///
+    /// # Panics
+    ///
+    /// If `p` is not within `0.0..=100.0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// match (waits.percentile(50.0), waits.percentile(99.0)) {
+    ///     (Some(p50), Some(p99)) => assert!(p50 <= p99),
+    ///     (p50, p99) => assert!(p50.is_none() && p99.is_none() && waits.samples() == 0),
+    /// }
+    /// ```
+    pub fn percentile(&self, p: f64) -> Option<Duration> {
+        assert!(
+            (0.0..=100.0).contains(&p),
+            "bridge_rayon: a percentile must be within 0..=100, not {p}"
+        );
+        let samples = self.samples();
+        if samples == 0 {
+            return None;
+        }
+        // The rank (1-based) of the sample at `p`: at least the first one.
+        let rank = ((p / 100.0 * samples as f64).ceil() as u64).clamp(1, samples);
+        let mut seen = 0;
+        self.buckets().find_map(|(bound, count)| {
+            seen += count;
+            (seen >= rank).then_some(bound)
+        })
+    }
+
+    /// The waits sampled after `earlier`, an older snapshot's histogram (bucket by bucket,
+    /// saturating at 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let before = bridge_rayon::metrics().queue_wait;
+    /// let now = bridge_rayon::metrics().queue_wait;
+    /// assert!(now.since(&before).samples() <= now.samples());
+    /// ```
+    #[must_use]
+    pub fn since(&self, earlier: &QueueWait) -> QueueWait {
+        QueueWait {
+            counts: std::array::from_fn(|k| self.counts[k].saturating_sub(earlier.counts[k])),
+        }
+    }
+}
+
+/// A snapshot of the CPU tasks' counters: spawned, started, finished, panicked, cancelled
+/// before they started, queued now, and a histogram of their queue wait. See [`Metrics`]
+/// for what each counts.
+///
+/// Cheap to call (it sums one small block of counters per thread that has spawned or run a
+/// task), and cheap to feed: each count is a relaxed increment on a cache line that the
+/// counting thread owns, with no lock and no shared write on the spawn or run path.
+///
+/// # Examples
+///
+/// ```
+/// let before = bridge_rayon::metrics();
+/// let task = bridge_rayon::spawn(|| -> u8 { panic!("bad input") });
+/// assert!(task.join().is_err());
+/// let after = bridge_rayon::metrics();
+/// assert!(after.panicked > before.panicked);
+/// println!(
+///     "cpu tasks: {} spawned, {} queued, p99 queue wait {:?}",
+///     after.spawned,
+///     after.queued(),
+///     after.queue_wait.percentile(99.0),
+/// );
+/// ```
+pub fn metrics() -> Metrics {
+    let counts = COUNTERS.snapshot();
+    Metrics {
+        spawned: counts[SPAWNED],
+        started: counts[STARTED],
+        finished: counts[FINISHED],
+        panicked: counts[PANICKED],
+        cancelled: counts[CANCELLED],
+        queue_wait: QueueWait {
+            counts: std::array::from_fn(|k| counts[WAIT + k]),
+        },
+    }
+}
+
+/// Test hook: each spawning thread times one task in `period` (rounded up to a power of
+/// two; 0 counts as 1) from its next spawn on; returns the previous period. `1` times every
+/// task, for exact tests. Not part of the API.
+#[doc(hidden)]
+pub fn __set_queue_wait_sampling(period: u32) -> u32 {
+    let mask = period.max(1).checked_next_power_of_two().unwrap_or(1 << 31) - 1;
+    // ORDERING: Relaxed: see `spawned`.
+    SAMPLING_MASK.swap(mask, Relaxed) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BUCKETS, QueueWait, bucket, upper_bound};
+    use std::time::Duration;
+
+    #[test]
+    fn each_wait_lands_in_the_bucket_whose_bounds_hold_it() {
+        assert_eq!(bucket(Duration::ZERO), 0);
+        assert_eq!(bucket(Duration::from_nanos(999)), 0);
+        assert_eq!(bucket(Duration::from_micros(1)), 1);
+        assert_eq!(bucket(Duration::from_nanos(1999)), 1);
+        assert_eq!(bucket(Duration::from_micros(2)), 2);
+        assert_eq!(bucket(Duration::from_micros(3)), 2);
+        assert_eq!(bucket(Duration::from_micros(4)), 3);
+        assert_eq!(bucket(Duration::from_micros((1 << 20) - 1)), 20);
+        assert_eq!(bucket(Duration::from_micros(1 << 20)), 21);
+        assert_eq!(bucket(Duration::MAX), BUCKETS - 1);
+        for micros in [
+            0,
+            1,
+            2,
+            3,
+            5,
+            100,
+            999,
+            1000,
+            65_535,
+            1 << 19,
+            (1 << 20) - 1,
+        ] {
+            let wait = Duration::from_micros(micros);
+            let k = bucket(wait);
+            assert!(wait < upper_bound(k), "{wait:?} in bucket {k}");
+            assert!(
+                k == 0 || wait >= upper_bound(k - 1),
+                "{wait:?} in bucket {k}"
+            );
+        }
+    }
+
+    #[test]
+    fn percentiles_answer_with_the_bound_of_the_bucket_holding_the_rank() {
+        let mut counts = [0; BUCKETS];
+        counts[0] = 90; // below 1 µs
+        counts[10] = 9; // [512, 1024) µs
+        counts[BUCKETS - 1] = 1; // over a second
+        let waits = QueueWait { counts };
+        assert_eq!(waits.samples(), 100);
+        assert_eq!(waits.percentile(0.0), Some(Duration::from_micros(1)));
+        assert_eq!(waits.percentile(50.0), Some(Duration::from_micros(1)));
+        assert_eq!(waits.percentile(90.0), Some(Duration::from_micros(1)));
+        assert_eq!(waits.percentile(90.5), Some(Duration::from_micros(1024)));
+        assert_eq!(waits.percentile(99.0), Some(Duration::from_micros(1024)));
+        assert_eq!(waits.percentile(99.5), Some(Duration::MAX));
+        assert_eq!(waits.percentile(100.0), Some(Duration::MAX));
+        assert_eq!(
+            QueueWait {
+                counts: [0; BUCKETS]
+            }
+            .percentile(50.0),
+            None
+        );
+        let earlier = QueueWait {
+            counts: std::array::from_fn(|k| u64::from(k == 10)),
+        };
+        assert_eq!(waits.since(&earlier).samples(), 99);
+        assert_eq!(earlier.since(&waits).samples(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "within 0..=100")]
+    fn a_percentile_out_of_range_panics() {
+        let _ = QueueWait {
+            counts: [0; BUCKETS],
+        }
+        .percentile(101.0);
+    }
+}
