@@ -1,8 +1,7 @@
 //! `IoRuntime`: the process's shared multi-thread runtime for I/O.
 
 use crate::BridgeError;
-use crate::route::ambient;
-use crate::run::Plan;
+use crate::run::{Plan, ambient_of_call};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -229,7 +228,7 @@ impl IoRuntime {
         F: Future + Send,
         F::Output: Send,
     {
-        Plan::on(ambient(), self).run(future, deadline)
+        Plan::on(ambient_of_call(), self).run(future, deadline)
     }
 }
 

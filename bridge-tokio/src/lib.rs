@@ -22,6 +22,8 @@
 //!   callers, and the narrower contract of always driving a future there.
 //! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
 //!   when there is no runtime, which I/O runtime, a time limit).
+//! - [`metrics`]: `run_blocking` calls by route, and the handoff pool's threads (see
+//!   [Metrics](#metrics)).
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
 //! driver of a runtime while the future needs that runtime. Every poll loop owns its wake
@@ -30,6 +32,25 @@
 //! `select!`) loses none of their wake-ups. It installs no panic hook and probes nothing
 //! by panicking, so it works the same on a panicking thread, in a thread-local destructor
 //! and under a hook of yours.
+//!
+//! # Metrics
+//!
+//! [`metrics()`](metrics()) takes a snapshot: the calls made by each [`Route`] since the
+//! process started, and the handoff pool's threads alive, idle and at most, and the calls
+//! queued for its cap now. Counting a call costs a relaxed increment on a cache line that
+//! the calling thread owns (each thread counts on a shard of its own, which a snapshot
+//! sums): no lock and no shared write on the call's path. See [`Metrics`] for what each
+//! field counts.
+//!
+//! ```
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let before = bridge_tokio::metrics();
+//! rt.block_on(async {
+//!     tokio::spawn(async { bridge_tokio::run_blocking(async { 1 }) }).await.unwrap()
+//! });
+//! let after = bridge_tokio::metrics();
+//! assert!(after.block_in_place > before.block_in_place);
+//! ```
 //!
 //! # Tracing
 //!
@@ -67,6 +88,7 @@ mod handoff;
 mod here;
 mod io_runtime;
 mod loom;
+mod metrics;
 mod options;
 mod route;
 mod run;
@@ -79,6 +101,9 @@ pub use error::{BridgeError, Panic};
 #[doc(hidden)]
 pub use handoff::__loom_handoff;
 pub use io_runtime::IoRuntime;
+pub use metrics::Metrics;
+#[cfg(not(bridge_loom))]
+pub use metrics::metrics;
 pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};

@@ -1,7 +1,8 @@
 //! `RunBlocking`: `run_blocking` with choices: how to drive a future when there is no
 //! runtime, which I/O runtime to use, and a time limit.
 
-use crate::route::{Ambient, ambient};
+use crate::route::Ambient;
+use crate::run::ambient_of_call;
 use crate::shutdown::classify;
 use crate::{BridgeError, IoRuntime};
 use std::cell::RefCell;
@@ -197,7 +198,7 @@ impl<'a> RunBlocking<'a> {
         F: Future + Send,
         F::Output: Send,
     {
-        match (ambient(), self.inline, self.deadline) {
+        match (ambient_of_call(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => {
                 crate::trace::report(per_call(future))
             }
@@ -206,7 +207,7 @@ impl<'a> RunBlocking<'a> {
             (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
                 crate::trace::report(per_thread(future))
             }
-            (_, _, deadline) => crate::run::dispatch_with(self.io, future, deadline),
+            (ambient, _, deadline) => crate::run::dispatch_with(self.io, ambient, future, deadline),
         }
     }
 }

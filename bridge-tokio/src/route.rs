@@ -54,11 +54,7 @@ pub enum Route {
 /// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
 /// ```
 pub fn route() -> Route {
-    match ambient() {
-        Ambient::None | Ambient::Dying => Route::Inline,
-        Ambient::CurrentThread | Ambient::Exiting => Route::Handoff,
-        Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
-    }
+    ambient().route()
 }
 
 /// The runtime context of the calling thread.
@@ -80,6 +76,17 @@ pub(crate) enum Ambient {
     /// The thread is exiting and tokio's thread-locals are gone (a thread-local destructor
     /// that runs after tokio's): no runtime can be entered here, only handed a task.
     Exiting,
+}
+
+impl Ambient {
+    /// The route of a call made in this context.
+    pub(crate) fn route(&self) -> Route {
+        match self {
+            Ambient::None | Ambient::Dying => Route::Inline,
+            Ambient::CurrentThread | Ambient::Exiting => Route::Handoff,
+            Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
+        }
+    }
 }
 
 pub(crate) fn ambient() -> Ambient {

@@ -178,7 +178,7 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    crate::trace::report(match Plan::of(ambient(), IoRuntime::global) {
+    crate::trace::report(match Plan::of(ambient_of_call(), IoRuntime::global) {
         Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
@@ -190,7 +190,16 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    dispatch_with(None, future, deadline)
+    dispatch_with(None, ambient_of_call(), future, deadline)
+}
+
+/// The context of a call about to run a future, counted in the metrics by its route. Every
+/// public form of `run_blocking` (the free functions, [`RunBlocking`](crate::RunBlocking),
+/// [`IoRuntime`]'s calls, [`run_blocking_local`]) reads its context here, once per call.
+pub(crate) fn ambient_of_call() -> Ambient {
+    let ambient = ambient();
+    crate::metrics::call(ambient.route());
+    ambient
 }
 
 /// What the calling thread must leave before it blocks.
@@ -267,10 +276,12 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// Runs `future` by the route of this context; `io` (default [`IoRuntime::global`], only
-/// built when needed) serves the calls that have no multi-thread runtime of their own.
+/// Runs `future` by the route of `ambient`, the caller's context (from
+/// [`ambient_of_call`]); `io` (default [`IoRuntime::global`], only built when needed) serves
+/// the calls that have no multi-thread runtime of their own.
 pub(crate) fn dispatch_with<F>(
     io: Option<&IoRuntime>,
+    ambient: Ambient,
     future: F,
     deadline: Option<Instant>,
 ) -> Result<F::Output, BridgeError>
@@ -278,7 +289,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    Plan::of(ambient(), || io.unwrap_or_else(|| IoRuntime::global())).run(future, deadline)
+    Plan::of(ambient, || io.unwrap_or_else(|| IoRuntime::global())).run(future, deadline)
 }
 
 #[track_caller]

@@ -84,10 +84,20 @@ struct State {
     queue: VecDeque<Job>,
     /// Workers alive: counted from the decision to start one until it retires.
     threads: usize,
+    /// The highest `threads` has been.
+    peak: usize,
     /// The cap on `threads` for submits from outside the pool (at least 1).
     max: usize,
     /// How long an idle worker waits before it retires.
     idle_time: Duration,
+}
+
+impl State {
+    /// Counts a worker about to start.
+    fn add_thread(&mut self) {
+        self.threads += 1;
+        self.peak = self.peak.max(self.threads);
+    }
 }
 
 /// The handoff workers and the jobs queued for them.
@@ -134,11 +144,12 @@ macro_rules! arm {
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (threads, idle, queued, max) = self.state.with(|state| {
+        let (threads, idle, queued, peak, max) = self.state.with(|state| {
             (
                 state.threads,
                 state.idle.len(),
                 state.queue.len(),
+                state.peak,
                 state.max,
             )
         });
@@ -146,6 +157,7 @@ impl std::fmt::Debug for Pool {
             .field("threads", &threads)
             .field("idle", &idle)
             .field("queued", &queued)
+            .field("peak", &peak)
             .field("max", &max)
             .finish()
     }
@@ -165,6 +177,7 @@ impl Pool {
                 idle: Vec::new(),
                 queue: VecDeque::new(),
                 threads: 0,
+                peak: 0,
                 max: max.max(1),
                 idle_time: IDLE,
             }),
@@ -202,6 +215,12 @@ impl Pool {
             .with(|state| (state.threads, state.idle.len(), state.queue.len()))
     }
 
+    /// The most workers alive at once since the pool was made. Read after [`stats`](Self::stats)
+    /// it is at least the count of workers alive that `stats` gave.
+    pub fn peak(&self) -> usize {
+        self.state.with(|state| state.peak)
+    }
+
     /// Runs `job` on an idle worker of `pool`, on a new one below the cap, or queues it.
     pub fn submit(pool: &Arc<Self>, job: Job) {
         let nested = ON_WORKER.with(Cell::get);
@@ -216,11 +235,11 @@ impl Pool {
             if nested {
                 // Queued, this job could wait for the worker that waits for it.
                 arm!("submit", start_nested);
-                state.threads += 1;
+                state.add_thread();
                 return Placement::Start(job);
             }
             if state.threads < state.max {
-                state.threads += 1;
+                state.add_thread();
                 return match state.queue.pop_front() {
                     None => {
                         arm!("submit", start);
@@ -458,4 +477,64 @@ pub fn __set_handoff_idle_time(idle_time: Duration) -> Duration {
 #[doc(hidden)]
 pub fn __loom_fail_spawns(n: usize) {
     thread::fail_spawns(n);
+}
+
+#[cfg(all(test, not(bridge_loom)))]
+mod tests {
+    use super::{Job, Pool};
+    use std::sync::{Arc, mpsc};
+    use std::time::{Duration, Instant};
+
+    /// Waits (up to 10 s) until `done` holds.
+    fn until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting: {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A job that says it started, then holds its worker until its sender is used or dropped.
+    fn held(started: &mpsc::Sender<()>) -> (Job, mpsc::Sender<()>) {
+        let (release, hold) = mpsc::channel::<()>();
+        let started = started.clone();
+        let job: Job = Box::new(move |_| {
+            started.send(()).unwrap();
+            let _ = hold.recv();
+        });
+        (job, release)
+    }
+
+    #[test]
+    fn the_peak_is_the_most_workers_alive_at_once() {
+        let pool = Arc::new(Pool::new(2));
+        pool.set_idle_time(Duration::from_millis(20));
+        assert_eq!(pool.peak(), 0);
+        let (started, has_started) = mpsc::channel();
+        let releases: Vec<_> = (0..3)
+            .map(|_| {
+                let (job, release) = held(&started);
+                Pool::submit(&pool, job);
+                release
+            })
+            .collect();
+        has_started.recv().unwrap();
+        has_started.recv().unwrap();
+        // Two workers at the cap, the third job queued.
+        assert_eq!(pool.stats(), (2, 0, 1));
+        assert_eq!(pool.peak(), 2);
+        drop(releases);
+        has_started.recv().unwrap();
+        // Every job done: both workers idle, then retired; the peak stays.
+        until("the workers retire", || pool.stats() == (0, 0, 0));
+        assert_eq!(pool.peak(), 2);
+        // One job at a time needs one worker: the peak does not move.
+        let (job, release) = held(&started);
+        Pool::submit(&pool, job);
+        has_started.recv().unwrap();
+        assert_eq!(pool.stats(), (1, 0, 0));
+        drop(release);
+        until("the worker retires", || pool.stats() == (0, 0, 0));
+        assert_eq!(pool.peak(), 2);
+    }
 }

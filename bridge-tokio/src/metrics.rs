@@ -1,0 +1,156 @@
+//! Counts of the `run_blocking` calls by route, and the handoff pool's threads.
+//!
+//! A call counts on the calling thread's shard of bridge-core's `__counters` (a relaxed
+//! load and store on a cache line that thread owns), once, where it reads its context
+//! (`run::ambient_of_call`). The pool's numbers are read under its lock at snapshot time.
+
+use crate::Route;
+use bridge_core::__counters::{Counters, Local};
+
+/// The counters, by index in the set.
+const BLOCK_IN_PLACE: usize = 0;
+const HANDOFF: usize = 1;
+const INLINE: usize = 2;
+const COUNT: usize = 3;
+
+static COUNTERS: Counters<COUNT> = Counters::new();
+
+thread_local! {
+    static SHARD: Local<COUNT> = Local::new(&COUNTERS);
+}
+
+/// Counts a call that takes `route`.
+#[inline]
+pub(crate) fn call(route: Route) {
+    let counter = match route {
+        Route::BlockInPlace => BLOCK_IN_PLACE,
+        Route::Handoff => HANDOFF,
+        Route::Inline => INLINE,
+    };
+    COUNTERS.add(&SHARD, counter, 1);
+}
+
+/// A snapshot of the synchronous side's counters, from [`metrics`].
+///
+/// The call counters count from the start of the process, every public form of the call
+/// alike: [`run_blocking`](crate::run_blocking), [`try_run_blocking`](crate::try_run_blocking),
+/// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout),
+/// [`run_blocking_local`](crate::run_blocking_local), [`RunBlocking`](crate::RunBlocking)'s
+/// `run` and `try_run`, and [`IoRuntime`](crate::IoRuntime)'s methods. A call is counted
+/// once, when it starts, by the [`Route`] that [`route`](crate::route) gives for the calling
+/// context, whatever the call's outcome (a panic, a timeout, [`Lost`](crate::BridgeError::Lost),
+/// [`NotSendOnHandoff`](crate::BridgeError::NotSendOnHandoff)). Each thread counts on a shard
+/// of its own, which the snapshot sums: a call made on another thread at the moment of the
+/// snapshot may or may not be in it, one that happened-before it always is.
+///
+/// The handoff pool's numbers are read under its lock: a consistent view of the pool at
+/// one moment (with the peak read just after).
+///
+/// # Examples
+///
+/// ```
+/// let before = bridge_tokio::metrics();
+/// bridge_tokio::run_blocking(async { 1 }); // a plain thread: no runtime, inline
+/// let after = bridge_tokio::metrics();
+/// assert!(after.inline > before.inline);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Calls made on a thread of a live multi-thread runtime ([`Route::BlockInPlace`]): a
+    /// worker, which leaves the scheduler with `block_in_place` unless the future is ready
+    /// at its first poll, or another thread of the runtime, which blocks as it is.
+    pub block_in_place: u64,
+    /// Calls made on a current-thread runtime, its `LocalSet`s and `spawn_blocking` threads,
+    /// or in a thread-local destructor after tokio's ([`Route::Handoff`]): the future went
+    /// to a handoff thread (a `run_blocking_local` there is refused, and counted here too).
+    pub handoff: u64,
+    /// Calls made with no runtime, or on a multi-thread runtime that is shutting down
+    /// ([`Route::Inline`]): the future was polled on the calling thread. The runtimes that
+    /// [`RunBlocking`](crate::RunBlocking)'s [`InlineStrategy`](crate::InlineStrategy) builds
+    /// count here too.
+    pub inline: u64,
+    /// Handoff threads alive now, busy or idle (a thread counts from the moment the pool
+    /// decides to start it until it retires after 10 s idle).
+    pub handoff_threads_alive: usize,
+    /// Handoff threads idle now, waiting for a call.
+    pub handoff_threads_idle: usize,
+    /// The most handoff threads alive at once since the process started.
+    pub handoff_threads_peak: usize,
+    /// Handoff calls waiting now for a thread: the pool is at its cap
+    /// ([`set_max_handoff_threads`](crate::set_max_handoff_threads)) and none is idle.
+    pub handoff_queued: usize,
+}
+
+impl Metrics {
+    /// Every call counted, whatever its route.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let m = bridge_tokio::metrics();
+    /// assert_eq!(m.calls(), m.block_in_place + m.handoff + m.inline);
+    /// ```
+    pub fn calls(&self) -> u64 {
+        self.block_in_place
+            .wrapping_add(self.handoff)
+            .wrapping_add(self.inline)
+    }
+
+    /// The calls counted for `route`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_tokio::Route;
+    ///
+    /// let before = bridge_tokio::metrics().calls_by(Route::Handoff);
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async { bridge_tokio::run_blocking(async { 1 }) });
+    /// assert!(bridge_tokio::metrics().calls_by(Route::Handoff) > before);
+    /// ```
+    pub fn calls_by(&self, route: Route) -> u64 {
+        match route {
+            Route::BlockInPlace => self.block_in_place,
+            Route::Handoff => self.handoff,
+            Route::Inline => self.inline,
+        }
+    }
+}
+
+/// A snapshot of the synchronous side's counters: `run_blocking` calls by route, and the
+/// handoff pool's threads alive, idle and at most, and calls queued for its cap. See
+/// [`Metrics`] for what each counts.
+///
+/// Cheap to call: it sums one small block of counters per thread that has made a call and
+/// takes the handoff pool's lock for a moment. Counting costs each call a relaxed
+/// increment on a cache line that the calling thread owns: no lock, no shared write.
+///
+/// # Examples
+///
+/// ```
+/// let m = bridge_tokio::metrics();
+/// println!(
+///     "io: calls block_in_place={} handoff={} inline={}; handoff threads alive={} idle={} peak={} queued={}",
+///     m.block_in_place, m.handoff, m.inline,
+///     m.handoff_threads_alive, m.handoff_threads_idle, m.handoff_threads_peak, m.handoff_queued,
+/// );
+/// assert!(m.handoff_threads_peak >= m.handoff_threads_alive);
+/// ```
+#[cfg(not(bridge_loom))]
+pub fn metrics() -> Metrics {
+    let counts = COUNTERS.snapshot();
+    let pool = crate::workers::Pool::global();
+    let (alive, idle, queued) = pool.stats();
+    // After `stats`: the peak only grows, so it is at least the `alive` just read.
+    let peak = pool.peak();
+    Metrics {
+        block_in_place: counts[BLOCK_IN_PLACE],
+        handoff: counts[HANDOFF],
+        inline: counts[INLINE],
+        handoff_threads_alive: alive,
+        handoff_threads_idle: idle,
+        handoff_threads_peak: peak,
+        handoff_queued: queued,
+    }
+}
