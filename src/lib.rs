@@ -33,6 +33,10 @@
     doc = "- `spawn`, `Task` and the rest of module `cpu`: feature `rayon` (on by default, off in
   this build)."
 )]
+//! - [`metrics()`]: a cheap snapshot of the bridge's counters: CPU tasks spawned, started,
+//!   finished, panicked, cancelled, queued and their queue wait; `run_blocking` calls by
+//!   route and the handoff pool's threads. Counting costs a relaxed increment on a cache
+//!   line the counting thread owns.
 //! - Feature `tracing` (off by default): the [`tracing`](https://docs.rs/tracing) span
 //!   current at a spawn is current while its closure runs, and the span current at a
 //!   `run_blocking` call is current in every poll of its future, on every route; the bridge
@@ -104,6 +108,97 @@ pub use bridge_tokio::{
 pub mod rt {
     #[doc(inline)]
     pub use bridge_tokio::*;
+}
+
+/// A snapshot of the bridge's counters, from [`metrics()`]: one part per half of the bridge
+/// that this build has.
+///
+/// Each part counts from the start of the process. Counting costs the hot paths a relaxed
+/// increment on a cache line that the counting thread owns (each thread counts on a shard of
+/// its own, which a snapshot sums): no lock and no shared write on a spawn, a task's run or
+/// a `run_blocking` call. A snapshot taken while work runs is eventually consistent: the
+/// shards are read one after the other, so counts made on other threads at that moment may
+/// or may not be in it; whatever happened-before the call to [`metrics()`] is.
+#[cfg_attr(
+    feature = "rayon",
+    doc = "
+- [`cpu`](Self::cpu): the CPU tasks (feature `rayon`); see [`cpu::Metrics`]."
+)]
+#[cfg_attr(
+    feature = "tokio",
+    doc = "
+- [`io`](Self::io): the `run_blocking` calls and the handoff pool (feature `tokio`); see
+  [`rt::Metrics`]."
+)]
+///
+/// # Examples
+///
+/// ```
+/// // One line for a log, whatever the features.
+/// println!("bridge metrics: {:?}", bridge::metrics());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// The CPU tasks: spawned, started, finished, panicked, cancelled, queued, and their
+    /// queue wait (see [`cpu::Metrics`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let before = bridge::metrics().cpu;
+    /// bridge::spawn(|| 1).wait();
+    /// assert!(bridge::metrics().cpu.since(&before).finished >= 1);
+    /// ```
+    #[cfg(feature = "rayon")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
+    pub cpu: bridge_rayon::Metrics,
+    /// The `run_blocking` calls by route, and the handoff pool's threads (see
+    /// [`rt::Metrics`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let before = bridge::metrics().io;
+    /// bridge::run_blocking(async {}); // no runtime here: inline
+    /// assert!(bridge::metrics().io.inline > before.inline);
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub io: bridge_tokio::Metrics,
+}
+
+/// A snapshot of the bridge's counters; see [`Metrics`] for the parts and what each field
+/// counts. Cheap: it sums one small block of counters per thread that has counted, and
+/// takes the handoff pool's lock for a moment.
+///
+/// For an export, call it every few seconds from a thread of your own and log the fields
+/// or set gauges from them (the example program `metrics_export` in the repository's
+/// `examples/` does this); `cpu.since(&earlier)` gives the CPU counts of an interval.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(all(feature = "rayon", feature = "tokio"))] {
+/// let m = bridge::metrics();
+/// println!(
+///     "cpu spawned={} queued={} p99_wait={:?} | io inline={} handoff={} handoff_threads={}",
+///     m.cpu.spawned,
+///     m.cpu.queued(),
+///     m.cpu.queue_wait.percentile(99.0),
+///     m.io.inline,
+///     m.io.handoff,
+///     m.io.handoff_threads_alive,
+/// );
+/// # }
+/// ```
+pub fn metrics() -> Metrics {
+    Metrics {
+        #[cfg(feature = "rayon")]
+        cpu: bridge_rayon::metrics(),
+        #[cfg(feature = "tokio")]
+        io: bridge_tokio::metrics(),
+    }
 }
 
 /// `docs/guide.md`, compiled and run as doctests.
