@@ -35,6 +35,7 @@ static SAMPLING_MASK: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLING - 1);
 /// The default sampling period of the queue wait.
 const DEFAULT_SAMPLING: u32 = 16;
 
+#[inline]
 fn count(counter: usize) -> u64 {
     COUNTERS.add(&SHARD, counter, 1)
 }

@@ -1,7 +1,8 @@
 //! `IoRuntime`: the process's shared multi-thread runtime for I/O.
 
 use crate::BridgeError;
-use crate::run::{Plan, ambient_of_call};
+use crate::route::ambient;
+use crate::run::Plan;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -228,7 +229,7 @@ impl IoRuntime {
         F: Future + Send,
         F::Output: Send,
     {
-        Plan::on(ambient_of_call(), self).run(future, deadline)
+        Plan::on(ambient(), self).run(future, deadline)
     }
 }
 

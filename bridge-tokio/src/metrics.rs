@@ -1,8 +1,9 @@
 //! Counts of the `run_blocking` calls by route, and the handoff pool's threads.
 //!
 //! A call counts on the calling thread's shard of bridge-core's `__counters` (a relaxed
-//! load and store on a cache line that thread owns), once, where it reads its context
-//! (`run::ambient_of_call`). The pool's numbers are read under its lock at snapshot time.
+//! load and store on a cache line that thread owns), once, where its plan is made
+//! (`run::Plan::of` and `Plan::on`), or where `RunBlocking` runs it on a runtime of its own.
+//! The pool's numbers are read under its lock at snapshot time.
 
 use crate::Route;
 use bridge_core::__counters::{Counters, Local};

@@ -1,10 +1,9 @@
 //! `RunBlocking`: `run_blocking` with choices: how to drive a future when there is no
 //! runtime, which I/O runtime to use, and a time limit.
 
-use crate::route::Ambient;
-use crate::run::ambient_of_call;
+use crate::route::{Ambient, ambient};
 use crate::shutdown::classify;
-use crate::{BridgeError, IoRuntime};
+use crate::{BridgeError, IoRuntime, Route};
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -198,13 +197,15 @@ impl<'a> RunBlocking<'a> {
         F: Future + Send,
         F::Output: Send,
     {
-        match (ambient_of_call(), self.inline, self.deadline) {
+        match (ambient(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => {
+                crate::metrics::call(Route::Inline);
                 crate::trace::report(per_call(future))
             }
             // A thread-local destructor after this thread's runtime is gone takes the
             // default route instead.
             (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
+                crate::metrics::call(Route::Inline);
                 crate::trace::report(per_thread(future))
             }
             (ambient, _, deadline) => crate::run::dispatch_with(self.io, ambient, future, deadline),

@@ -178,7 +178,7 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    crate::trace::report(match Plan::of(ambient_of_call(), IoRuntime::global) {
+    crate::trace::report(match Plan::of(ambient(), IoRuntime::global) {
         Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
@@ -190,16 +190,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    dispatch_with(None, ambient_of_call(), future, deadline)
-}
-
-/// The context of a call about to run a future, counted in the metrics by its route. Every
-/// public form of `run_blocking` (the free functions, [`RunBlocking`](crate::RunBlocking),
-/// [`IoRuntime`]'s calls, [`run_blocking_local`]) reads its context here, once per call.
-pub(crate) fn ambient_of_call() -> Ambient {
-    let ambient = ambient();
-    crate::metrics::call(ambient.route());
-    ambient
+    dispatch_with(None, ambient(), future, deadline)
 }
 
 /// What the calling thread must leave before it blocks.
@@ -224,7 +215,15 @@ pub(crate) enum Plan<'a> {
 impl<'a> Plan<'a> {
     /// The plan of [`run_blocking`] in `ambient`; `io` serves the calls that have no live
     /// multi-thread runtime of their own.
+    ///
+    /// Every call but those that [`RunBlocking`](crate::RunBlocking) runs on a runtime of
+    /// its own makes its plan here or in [`on`](Self::on), once: the place where it is
+    /// counted in the metrics, by its route. (Counted here rather than where the context is
+    /// read: a wrapper that counted and returned the context made the caller copy it just
+    /// after `ambient` stored it, a store-forwarding stall that cost a ready call a fifth
+    /// of its time.)
     pub(crate) fn of(ambient: Ambient, io: impl FnOnce() -> &'a IoRuntime) -> Self {
+        crate::metrics::call(ambient.route());
         if matches!(ambient, Ambient::Dying) {
             crate::trace::moved_off_dying_runtime();
         }
@@ -242,6 +241,7 @@ impl<'a> Plan<'a> {
 
     /// The plan of [`IoRuntime`]'s calls, which always drive the future with `io`.
     pub(crate) fn on(ambient: Ambient, io: &'a IoRuntime) -> Self {
+        crate::metrics::call(ambient.route());
         let handle = Cow::Borrowed(io.handle());
         match ambient {
             Ambient::Worker(_) => Plan::Here(handle, Leave::Scheduler),
@@ -276,8 +276,8 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// Runs `future` by the route of `ambient`, the caller's context (from
-/// [`ambient_of_call`]); `io` (default [`IoRuntime::global`], only built when needed) serves
+/// Runs `future` by the route of `ambient`, the caller's context (read once per call);
+/// `io` (default [`IoRuntime::global`], only built when needed) serves
 /// the calls that have no multi-thread runtime of their own.
 pub(crate) fn dispatch_with<F>(
     io: Option<&IoRuntime>,
