@@ -44,7 +44,7 @@
 //! histogram of sampled tasks ([`QueueWait`]). Counting costs a relaxed increment on a cache
 //! line that the counting thread owns (each thread counts on a shard of its own, which a
 //! snapshot sums), so the hot path takes no lock and writes nothing shared; the queue wait
-//! reads the clock for one spawn in 16 per thread. See [`Metrics`] for what each field
+//! reads the clock for one spawn in 64 per thread. See [`Metrics`] for what each field
 //! counts and what a snapshot taken while tasks run may see.
 //!
 //! ```

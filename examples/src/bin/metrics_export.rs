@@ -79,7 +79,7 @@ fn main() -> anyhow::Result<()> {
         end.cpu.queued() == 0 && end.cpu.running() == 0,
         "tasks left: {end:?}"
     );
-    // The first spawn of each thread, then one in 16, has its queue wait timed.
+    // The first spawn of each thread, then one in 64, has its queue wait timed.
     ensure!(cpu.queue_wait.samples() > 0, "no queue wait sampled");
     let io = &end.io;
     ensure!(
