@@ -127,7 +127,13 @@ where
 /// that drop panics as well (a payload whose own destructor panics) is the second payload
 /// forgotten: a leak of one payload per such double panic, and none otherwise.
 pub(crate) fn drop_quietly<V>(value: V) {
-    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+    contain(move || drop(value));
+}
+
+/// Runs `f`, which only drops things (a value, a channel holding one), containing a panic
+/// from it as [`drop_quietly`] does.
+pub(crate) fn contain(f: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
         if let Err(second) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
             std::mem::forget(second);
         }

@@ -313,6 +313,9 @@ impl<T> Task<T> {
 
     /// Lets the job run to the end with nobody waiting: it is not cancelled, its
     /// [`CancelFlag`] stays clear, and its result (or panic) is dropped on the pool thread.
+    /// A result that arrived before the call is dropped here instead, inside
+    /// `catch_unwind`, as a dropped `Task` drops it: a panic from its destructor never
+    /// escapes `detach`.
     ///
     /// # Examples
     ///
@@ -323,7 +326,8 @@ impl<T> Task<T> {
     /// ```
     pub fn detach(mut self) {
         if let Some(rx) = self.rx.take() {
-            rx.abandon();
+            // Abandoning a channel that holds the outcome drops it, user destructors and all.
+            job::contain(move || rx.abandon());
         }
     }
 

@@ -506,6 +506,39 @@ fn a_poll_after_an_inline_claim_runs_nothing_and_reports_no_value() {
 /// A result nobody takes, whose destructor panics with a payload of its own: the pool drops
 /// the result quietly and then the payload too (counted), instead of leaking it.
 #[test]
+fn detaching_a_task_whose_result_arrived_contains_its_destructor_panic() {
+    // The result is in the channel before `detach`: the detaching thread drops it, and its
+    // destructor's panic must stay inside `detach` (as in a `Task`'s drop), payload dropped.
+    struct Payload(Arc<AtomicUsize>);
+    impl Drop for Payload {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    struct PanicsWithPayload(Arc<AtomicUsize>);
+    impl Drop for PanicsWithPayload {
+        fn drop(&mut self) {
+            panic::panic_any(Payload(Arc::clone(&self.0)));
+        }
+    }
+    watchdog(|| {
+        let payload_drops = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::clone(&payload_drops);
+        let task = bridge_rayon::spawn(move || PanicsWithPayload(drops));
+        while !task.is_finished() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        let detached = panic::catch_unwind(AssertUnwindSafe(move || task.detach()));
+        assert!(detached.is_ok(), "the destructor's panic escaped detach");
+        assert_eq!(
+            payload_drops.load(SeqCst),
+            1,
+            "the panic payload was not dropped"
+        );
+    });
+}
+
+#[test]
 fn the_payload_of_a_panicking_result_destructor_is_dropped_not_leaked() {
     struct Payload(Arc<AtomicUsize>);
     impl Drop for Payload {
