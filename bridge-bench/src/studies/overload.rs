@@ -993,14 +993,26 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
     out
 }
 
-/// The study's goals, checked against the cells of this run.
-fn goals(cells: &[Cell], bound: usize) -> String {
-    let met = |ok: bool| if ok { "met" } else { "NOT met" };
-    let bounded = [Variant::Wait, Variant::Shed];
-    let mut out = String::new();
+/// The study's goals in words, in the order [`goals`] checks them.
+const GOALS: [&str; 5] = [
+    "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their own at 0.5x",
+    "at 2x capacity the bounded variants' work in the pool stays under the bound",
+    "at 2x capacity the bounded variants' tasks queued at the end stay under the bound",
+    "the unbounded variants' queue grows with the run's length at 2x capacity",
+    "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
+];
 
-    let text = "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their \
-                own at 0.5x";
+/// Each goal's verdict in the runs of this process so far: `main` runs a study `--runs`
+/// times in one process, and each run's notes are kept apart, so the last run's notes tell
+/// how many of the runs met each goal.
+static VERDICTS: Mutex<Vec<[Option<bool>; GOALS.len()]>> = Mutex::new(Vec::new());
+
+/// The study's goals, checked against the cells of this run: each met (`Some(true)`), missed
+/// or not measured (`None`), with the numbers behind it.
+fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
+    let bounded = [Variant::Wait, Variant::Shed];
+    let mut out = Vec::new();
+
     let pairs: Vec<(Variant, f64, f64)> = bounded
         .iter()
         .filter_map(|&v| {
@@ -1011,8 +1023,7 @@ fn goals(cells: &[Cell], bound: usize) -> String {
             ))
         })
         .collect();
-    if pairs.len() == bounded.len() {
-        let ok = pairs.iter().all(|&(_, lo, hi)| hi <= IO_SLACK * lo);
+    out.push(if pairs.len() == bounded.len() {
         let detail: Vec<String> = pairs
             .iter()
             .map(|&(v, lo, hi)| {
@@ -1025,62 +1036,54 @@ fn goals(cells: &[Cell], bound: usize) -> String {
                 )
             })
             .collect();
-        let _ = write!(
-            out,
-            "Goal \"{text}\": {} ({}; needed at most {IO_SLACK:.2}x).",
-            met(ok),
-            detail.join(", ")
-        );
+        (
+            Some(pairs.iter().all(|&(_, lo, hi)| hi <= IO_SLACK * lo)),
+            format!("{}; needed at most {IO_SLACK:.2}x", detail.join(", ")),
+        )
     } else {
-        let _ = write!(out, "Goal \"{text}\": not measured.");
-    }
+        (None, String::new())
+    });
 
     let at_2x: Vec<&Cell> = bounded
         .iter()
         .filter_map(|&v| find(cells, v, 2.0))
         .collect();
-    let text = "at 2x capacity the bounded variants' work in the pool stays under the bound";
     if at_2x.len() == bounded.len() {
-        let ok = at_2x.iter().all(|c| c.out.limit_max <= bound as f64);
         let detail: Vec<String> = at_2x
             .iter()
             .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max))
             .collect();
-        let _ = write!(
-            out,
-            " Goal \"{text}\": {} (tasks in the limit, queued or running, at every generator \
-             tick: {}; bound {bound}).",
-            met(ok),
-            detail.join(", ")
-        );
-        let text = "at 2x capacity the bounded variants' tasks queued at the end stay under the \
-                    bound";
-        let ok = at_2x.iter().all(|c| c.out.queued_end <= bound as f64);
+        out.push((
+            Some(at_2x.iter().all(|c| c.out.limit_max <= bound as f64)),
+            format!(
+                "tasks in the limit, queued or running, at every generator tick: {}; bound \
+                 {bound}",
+                detail.join(", ")
+            ),
+        ));
         let detail: Vec<String> = at_2x
             .iter()
             .map(|c| format!("{} {:.0}", c.variant.name(), c.out.queued_end))
             .collect();
-        let _ = write!(
-            out,
-            " Goal \"{text}\": {} (requests that arrived, were not shed and whose CPU step had \
-             not finished when the window closed: {}; bound {bound}).",
-            met(ok),
-            detail.join(", ")
-        );
+        out.push((
+            Some(at_2x.iter().all(|c| c.out.queued_end <= bound as f64)),
+            format!(
+                "requests that arrived, were not shed and whose CPU step had not finished \
+                 when the window closed: {}; bound {bound}",
+                detail.join(", ")
+            ),
+        ));
     } else {
-        let _ = write!(out, " Goal \"{text}\": not measured.");
+        out.push((None, String::new()));
+        out.push((None, String::new()));
     }
 
-    let text = "the unbounded variants' queue grows with the run's length at 2x capacity";
     let unbounded = [Variant::Bridge, Variant::SpawnBlocking, Variant::Inline];
     let grow: Vec<&Cell> = unbounded
         .iter()
         .filter_map(|&v| find(cells, v, 2.0))
         .collect();
-    if grow.len() == unbounded.len() {
-        let ok = grow.iter().all(|c| {
-            c.out.queued_end >= GROWTH * c.out.queued_half && c.out.queued_end > 4.0 * bound as f64
-        });
+    out.push(if grow.len() == unbounded.len() {
         let detail: Vec<String> = grow
             .iter()
             .map(|c| {
@@ -1093,22 +1096,23 @@ fn goals(cells: &[Cell], bound: usize) -> String {
                 )
             })
             .collect();
-        let _ = write!(
-            out,
-            " Goal \"{text}\": {} ({}; needed at least {GROWTH:.1}x from the middle to the end, \
-             and over 4x the bound).",
-            met(ok),
-            detail.join(", ")
-        );
+        (
+            Some(grow.iter().all(|c| {
+                c.out.queued_end >= GROWTH * c.out.queued_half
+                    && c.out.queued_end > 4.0 * bound as f64
+            })),
+            format!(
+                "{}; needed at least {GROWTH:.1}x from the middle to the end, and over 4x the \
+                 bound",
+                detail.join(", ")
+            ),
+        )
     } else {
-        let _ = write!(out, " Goal \"{text}\": not measured.");
-    }
+        (None, String::new())
+    });
 
-    let text = "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's \
-                throughput";
     let mut detail = Vec::new();
     let mut ok = true;
-    let mut measured = false;
     for load in [0.5, 0.9] {
         let Some(base) = find(cells, Variant::Bridge, load) else {
             continue;
@@ -1117,7 +1121,6 @@ fn goals(cells: &[Cell], bound: usize) -> String {
             let Some(c) = find(cells, v, load) else {
                 continue;
             };
-            measured = true;
             let cost = base.throughput() / c.throughput();
             ok &= cost <= THROUGHPUT_SLACK;
             detail.push(format!(
@@ -1128,15 +1131,57 @@ fn goals(cells: &[Cell], bound: usize) -> String {
             ));
         }
     }
-    if measured {
+    out.push(if detail.is_empty() {
+        (None, String::new())
+    } else {
+        (
+            Some(ok),
+            format!(
+                "{}; needed at most {THROUGHPUT_SLACK:.2}x",
+                detail.join(", ")
+            ),
+        )
+    });
+    out
+}
+
+/// The goals of this run as a paragraph, and when this process has run the study more than
+/// once, how many of its runs met each.
+fn goals_note(cells: &[Cell], bound: usize) -> String {
+    let checked = goals(cells, bound);
+    let mut out = String::new();
+    for (k, (text, (verdict, detail))) in GOALS.iter().zip(&checked).enumerate() {
+        let sep = if k == 0 { "" } else { " " };
+        let _ = match verdict {
+            Some(met) => write!(
+                out,
+                "{sep}Goal \"{text}\": {} ({detail}).",
+                if *met { "met" } else { "NOT met" }
+            ),
+            None => write!(out, "{sep}Goal \"{text}\": not measured."),
+        };
+    }
+    let mut verdicts = VERDICTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut this = [None; GOALS.len()];
+    for (slot, (verdict, _)) in this.iter_mut().zip(&checked) {
+        *slot = *verdict;
+    }
+    verdicts.push(this);
+    if verdicts.len() > 1 {
         let _ = write!(
             out,
-            " Goal \"{text}\": {} ({}; needed at most {THROUGHPUT_SLACK:.2}x).",
-            met(ok),
-            detail.join(", ")
+            "\n\nOver the {} runs of this study in this process so far:",
+            verdicts.len()
         );
-    } else {
-        let _ = write!(out, " Goal \"{text}\": not measured.");
+        for (k, text) in GOALS.iter().enumerate() {
+            let met = verdicts.iter().filter(|run| run[k] == Some(true)).count();
+            let _ = write!(
+                out,
+                " \"{text}\" met in {met} of {}{}",
+                verdicts.len(),
+                if k + 1 == GOALS.len() { "." } else { ";" }
+            );
+        }
     }
     out
 }
@@ -1418,7 +1463,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         goals: Vec::new(),
         budgets: Vec::new(),
         notes: vec![
-            goals(&cells, bound),
+            goals_note(&cells, bound),
             reading(&cells, bound),
             format!(
                 "Load average (/proc/loadavg, 1/5/15 min) before the first cell {}, after the \
@@ -1481,6 +1526,67 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(CpuTicks::now().is_some());
         }
+    }
+
+    #[test]
+    fn goals_judge_the_cells_of_a_run() {
+        let window = Duration::from_secs(1);
+        let cell = |variant, load, out: Outcome| Cell {
+            variant,
+            load,
+            rate: 1000.0 * load,
+            window,
+            out,
+        };
+        let healthy = |served: f64, io_p99: f64| Outcome {
+            served_in_window: served,
+            io_p99,
+            ..Outcome::default()
+        };
+        let mut cells = Vec::new();
+        for load in [0.5, 0.9] {
+            cells.push(cell(Variant::Bridge, load, healthy(1000.0 * load, 2e6)));
+            cells.push(cell(Variant::Wait, load, healthy(1000.0 * load, 2e6)));
+            // Sheds a tenth at 0.9x: costs 1.11x the unbounded throughput.
+            let shed = if load < 0.7 { 500.0 } else { 810.0 };
+            cells.push(cell(Variant::Shed, load, healthy(shed, 2e6)));
+        }
+        let queue = |half: f64, end: f64, limit_max: f64, io_p99: f64| Outcome {
+            queued_half: half,
+            queued_end: end,
+            limit_max,
+            io_p99,
+            ..Outcome::default()
+        };
+        cells.push(cell(Variant::Wait, 2.0, queue(400.0, 800.0, 8.0, 2.5e6)));
+        cells.push(cell(Variant::Shed, 2.0, queue(8.0, 7.0, 8.0, 3.5e6)));
+        cells.push(cell(Variant::Bridge, 2.0, queue(400.0, 800.0, 0.0, 2e6)));
+        cells.push(cell(
+            Variant::SpawnBlocking,
+            2.0,
+            queue(400.0, 790.0, 0.0, 9e6),
+        ));
+        cells.push(cell(Variant::Inline, 2.0, queue(400.0, 700.0, 0.0, 9e8)));
+        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Some(false),
+                Some(true),
+                Some(false),
+                Some(true),
+                Some(false)
+            ]
+        );
+        let detail = &goals(&cells, 8)[0].1;
+        assert!(
+            detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
+            "{detail}"
+        );
+        // Without the cells at 2x, those goals are not measured.
+        cells.retain(|c| c.load < 1.0);
+        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
+        assert_eq!(verdicts, [None, None, None, None, Some(false)]);
     }
 
     #[test]
