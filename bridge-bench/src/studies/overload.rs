@@ -993,6 +993,21 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
     out
 }
 
+/// How much of the CPUs everything else took during `cells`: `; others' CPU in these cells
+/// up to N%`, empty if not read.
+fn others(cells: &[&Cell]) -> String {
+    let max = cells
+        .iter()
+        .map(|c| c.out.cpu_others)
+        .filter(|x| x.is_finite())
+        .fold(f64::NAN, f64::max);
+    if max.is_finite() {
+        format!("; others' CPU in these cells up to {max:.0}%")
+    } else {
+        String::new()
+    }
+}
+
 /// The study's goals in words, in the order [`goals`] checks them.
 const GOALS: [&str; 5] = [
     "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their own at 0.5x",
@@ -1038,7 +1053,17 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             .collect();
         (
             Some(pairs.iter().all(|&(_, lo, hi)| hi <= IO_SLACK * lo)),
-            format!("{}; needed at most {IO_SLACK:.2}x", detail.join(", ")),
+            format!(
+                "{}; needed at most {IO_SLACK:.2}x{}",
+                detail.join(", "),
+                others(
+                    &bounded
+                        .iter()
+                        .flat_map(|&v| [find(cells, v, 0.5), find(cells, v, 2.0)])
+                        .flatten()
+                        .collect::<Vec<_>>()
+                )
+            ),
         )
     } else {
         (None, String::new())
@@ -1057,8 +1082,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             Some(at_2x.iter().all(|c| c.out.limit_max <= bound as f64)),
             format!(
                 "tasks in the limit, queued or running, at every generator tick: {}; bound \
-                 {bound}",
-                detail.join(", ")
+                 {bound}{}",
+                detail.join(", "),
+                others(&at_2x)
             ),
         ));
         let detail: Vec<String> = at_2x
@@ -1069,8 +1095,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             Some(at_2x.iter().all(|c| c.out.queued_end <= bound as f64)),
             format!(
                 "requests that arrived, were not shed and whose CPU step had not finished \
-                 when the window closed: {}; bound {bound}",
-                detail.join(", ")
+                 when the window closed: {}; bound {bound}{}",
+                detail.join(", "),
+                others(&at_2x)
             ),
         ));
     } else {
@@ -1103,8 +1130,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             })),
             format!(
                 "{}; needed at least {GROWTH:.1}x from the middle to the end, and over 4x the \
-                 bound",
-                detail.join(", ")
+                 bound{}",
+                detail.join(", "),
+                others(&grow)
             ),
         )
     } else {
@@ -1113,6 +1141,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
 
     let mut detail = Vec::new();
     let mut ok = true;
+    let mut involved = Vec::new();
     for load in [0.5, 0.9] {
         let Some(base) = find(cells, Variant::Bridge, load) else {
             continue;
@@ -1121,6 +1150,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             let Some(c) = find(cells, v, load) else {
                 continue;
             };
+            involved.extend([base, c]);
             let cost = base.throughput() / c.throughput();
             ok &= cost <= THROUGHPUT_SLACK;
             detail.push(format!(
@@ -1137,8 +1167,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
         (
             Some(ok),
             format!(
-                "{}; needed at most {THROUGHPUT_SLACK:.2}x",
-                detail.join(", ")
+                "{}; needed at most {THROUGHPUT_SLACK:.2}x{}",
+                detail.join(", "),
+                others(&involved)
             ),
         )
     });
@@ -1239,6 +1270,14 @@ fn reading(cells: &[Cell], bound: usize) -> String {
             thread::available_parallelism().map_or(0, usize::from),
         );
     }
+    let busy = cells.iter().filter(|c| c.out.cpu_others > 10.0).count();
+    let _ = write!(
+        out,
+        " Everything else on the machine took over 10% of the CPUs during {busy} of the {} \
+         cells (the CPU column): there the true capacity was lower than the one computed, and \
+         a nominal 0.5x or 0.9x may have been an overload.",
+        cells.len()
+    );
     let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
     let lag = cells
         .iter()
