@@ -1279,16 +1279,34 @@ fn reading(cells: &[Cell], bound: usize) -> String {
         cells.len()
     );
     let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
-    let lag = cells
-        .iter()
-        .map(|c| c.out.generator_lag)
-        .fold(0.0, f64::max);
+    let lag = |of: &dyn Fn(&Cell) -> bool| {
+        cells
+            .iter()
+            .filter(|c| of(c))
+            .max_by(|a, b| a.out.generator_lag.total_cmp(&b.out.generator_lag))
+    };
     let _ = write!(
         out,
-        " Over all cells: {errors:.0} failed requests; the generator spawned a request at most \
-         {} ms after it was due (latencies count from the due time, so that lag is included, \
-         not hidden).",
-        ms(lag)
+        " Over all cells: {errors:.0} failed requests. The generator is one more thread \
+         competing for the CPUs: it spawned a request at most {} ms after it was due in the \
+         cells of the bridge variants",
+        lag(&|c| matches!(c.variant, Variant::Bridge | Variant::Wait | Variant::Shed))
+            .map_or_else(|| "-".to_owned(), |c| ms(c.out.generator_lag)),
+    );
+    if let Some(c) = lag(&|_| true) {
+        let _ = write!(
+            out,
+            ", and at most {} ms overall ({} at {}x, {:.0} OS threads at the end of its \
+             window)",
+            ms(c.out.generator_lag),
+            c.variant.name(),
+            c.load,
+            c.out.threads_end,
+        );
+    }
+    out.push_str(
+        "; latencies count from the due time, so a late arrival's wait is included, not \
+         hidden.",
     );
     out
 }
