@@ -262,10 +262,14 @@ struct Outcome {
     /// else (other processes, the kernel's own work), in percent; NaN if not read.
     cpu_this: f64,
     cpu_others: f64,
+    /// How long after the middle and the end of the window the generator read the queue,
+    /// ns: a generator starved of CPU reads it late, when more steps have finished.
+    half_late: f64,
+    end_late: f64,
 }
 
 impl Outcome {
-    const KEYS: [&'static str; 20] = [
+    const KEYS: [&'static str; 22] = [
         "arrived",
         "served_in_window",
         "shed",
@@ -286,9 +290,11 @@ impl Outcome {
         "generator_lag",
         "cpu_this",
         "cpu_others",
+        "half_late",
+        "end_late",
     ];
 
-    fn values(&self) -> [f64; 20] {
+    fn values(&self) -> [f64; 22] {
         [
             self.arrived,
             self.served_in_window,
@@ -310,6 +316,8 @@ impl Outcome {
             self.generator_lag,
             self.cpu_this,
             self.cpu_others,
+            self.half_late,
+            self.end_late,
         ]
     }
 
@@ -352,6 +360,8 @@ impl Outcome {
             generator_lag: get("generator_lag")?,
             cpu_this: get("cpu_this")?,
             cpu_others: get("cpu_others")?,
+            half_late: get("half_late")?,
+            end_late: get("end_late")?,
         })
     }
 }
@@ -822,16 +832,19 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             next_probe += 1;
         }
         let queued = service.queued() as f64;
+        let sampled = Instant::now();
         out.queued_max = out.queued_max.max(queued);
         if let Some(limit) = &service.limit {
             out.limit_max = out.limit_max.max(limit.in_flight() as f64);
         }
         if !half_seen && now >= half {
             out.queued_half = queued;
+            out.half_late = (sampled - half).as_nanos() as f64;
             half_seen = true;
         }
         if now >= end {
             out.queued_end = queued;
+            out.end_late = (sampled - end).as_nanos() as f64;
             break;
         }
         let mut due = end;
@@ -937,6 +950,15 @@ fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
         .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
 }
 
+/// A queue length read `late` ns after its moment, with the delay when it is over 10 ms.
+fn sample(queued: f64, late: f64) -> String {
+    if late > 10e6 {
+        format!("{queued:.0} (read {} ms late)", ms(late))
+    } else {
+        format!("{queued:.0}")
+    }
+}
+
 fn ms(ns: f64) -> String {
     format!("{:.2}", ns / 1e6)
 }
@@ -966,7 +988,7 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
         let o = &c.out;
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {:.0} | {:.0} | {} | {:.0} | {} (+{}) | \
+            "| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {:.0} | {} (+{}) | \
              {:.0}% / {:.0}% |",
             variant.name(),
             c.throughput(),
@@ -975,8 +997,8 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
             ms(o.full_p99),
             o.full_unfinished,
             ms(o.io_p99),
-            o.queued_half,
-            o.queued_end,
+            sample(o.queued_half, o.half_late),
+            sample(o.queued_end, o.end_late),
             if variant.bounded() {
                 format!("{:.0}", o.limit_max)
             } else {
@@ -1115,10 +1137,10 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             .iter()
             .map(|c| {
                 format!(
-                    "{} {:.0} at ½ window, {:.0} at its end ({:.2}x)",
+                    "{} {} at ½ window, {} at its end ({:.2}x)",
                     c.variant.name(),
-                    c.out.queued_half,
-                    c.out.queued_end,
+                    sample(c.out.queued_half, c.out.half_late),
+                    sample(c.out.queued_end, c.out.end_late),
                     c.out.queued_end / c.out.queued_half
                 )
             })
@@ -1354,9 +1376,10 @@ fn fixed(
          own task (tokio Handle::spawn) when it is due, whatever happened to the earlier \
          ones; I/O-only probes (the read alone) arrive at {PROBE_RATE:.0}/s on the same \
          runtime at every load. Latency is from a request's scheduled arrival to its answer, \
-         so queueing before the task runs counts. Each cell: {} ms of arrivals; at the end of \
-         the window, the requests queued (arrived, not shed, CPU step not finished) and the \
-         threads are read; {} ms later, the cutoff: latencies are read, a request not yet \
+         so queueing before the task runs counts. Each cell: {} ms of arrivals; at the middle \
+         and at the end of the window the generator reads the requests queued (arrived, not \
+         shed, CPU step not finished; a reading more than 10 ms late, by a generator starved \
+         of CPU, says so), and at the end the threads; {} ms later, the cutoff: latencies are read, a request not yet \
          answered counts with its latency so far (so p99 is a lower bound when there are \
          unfinished ones), then everything still queued is told to skip its work and the \
          cell drains. Completed req/s = full requests answered within the window, per second \
@@ -1653,7 +1676,10 @@ mod tests {
         assert_eq!(status_kib(status, "VmRSS"), Some(10240.0));
         assert_eq!(status_kib(status, "VmSwap"), None);
         if cfg!(target_os = "linux") {
-            assert!(self_kib("VmHWM") >= self_kib("VmRSS"));
+            // One text for both: the other tests allocate meanwhile.
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            assert!(status_kib(&status, "VmHWM") >= status_kib(&status, "VmRSS"));
+            assert!(self_kib("VmRSS") > 0.0);
         }
     }
 
@@ -1699,7 +1725,8 @@ mod tests {
                 out.io_p50 >= DELAY.as_nanos() as f64,
                 "{variant:?}: {out:?}"
             );
-            assert!(out.served_in_window >= 15.0, "{variant:?}: {out:?}");
+            // All but the last few, which may still be in flight when the window closes.
+            assert!(out.served_in_window >= 10.0, "{variant:?}: {out:?}");
         }
         // A limit of 1 with steps far longer than the gap between arrivals must shed.
         let spec = Spec {
