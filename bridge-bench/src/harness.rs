@@ -10,6 +10,7 @@ use crate::busy::Load;
 use crate::progress;
 use std::fmt;
 use std::future::Future;
+use std::io;
 use std::time::{Duration, Instant};
 
 /// How long and how often to measure.
@@ -133,6 +134,65 @@ pub fn warm_up_rayon() {
     for _ in 0..100 {
         rayon::broadcast(|_| std::hint::black_box(()));
     }
+}
+
+/// The environment variable that makes a copy of this binary started by [`in_child`] run one
+/// cell of a study instead of the whole study: `STUDY:SPEC`.
+pub const CHILD_ENV: &str = "BRIDGE_BENCH_CHILD";
+
+/// The start of the line on a child's stdout that carries its result.
+const CHILD_RESULT: &str = "bridge-bench child result: ";
+
+/// Runs one cell of `study`, described by `spec`, in a fresh copy of this binary, and returns
+/// the result the child handed back with [`child_reply`].
+///
+/// A study that measures what is per process, e.g. peak memory (`VmHWM`), or that leaves
+/// threads and freed-but-kept heap behind, gets a clean process per cell this way. The child
+/// is started as `EXE STUDY` with [`CHILD_ENV`] set; the study's `run` finds the spec with
+/// [`child_spec`], runs the cell and calls [`child_reply`], which ends the child.
+///
+/// # Errors
+///
+/// If the child cannot be started, fails, or ends without a result; the error carries the
+/// end of its stderr.
+pub fn in_child(study: &str, spec: &str) -> io::Result<String> {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .arg(study)
+        .env(CHILD_ENV, format!("{study}:{spec}"))
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(CHILD_RESULT))
+    {
+        Some(result) if out.status.success() => Ok(result.to_owned()),
+        _ => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
+            Err(io::Error::other(format!(
+                "the child for `{study}` ({spec}) ended with {} and no result: {tail}",
+                out.status
+            )))
+        }
+    }
+}
+
+/// The spec this process was started with by [`in_child`] for `study`; `None` in the
+/// parent.
+pub fn child_spec(study: &str) -> Option<String> {
+    let value = std::env::var(CHILD_ENV).ok()?;
+    let (name, spec) = value.split_once(':')?;
+    (name == study).then(|| spec.to_owned())
+}
+
+/// Hands `result` (one line) to the parent that ran [`in_child`], and ends this process.
+pub fn child_reply(result: &str) -> ! {
+    use std::io::Write as _;
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{CHILD_RESULT}{}", result.replace('\n', " "));
+    let _ = out.flush();
+    std::process::exit(0)
 }
 
 /// One contender: a name and a function that runs a batch of `n` iterations.

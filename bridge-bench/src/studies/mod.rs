@@ -10,6 +10,7 @@ pub mod hop;
 pub mod io_vs_ingress;
 pub mod no_runtime;
 pub mod oneshot;
+pub mod overload;
 pub mod run;
 pub mod wrong_pool;
 
@@ -51,6 +52,10 @@ pub const ALL: &[Study] = &[
     Study {
         name: "wrong-pool",
         run: wrong_pool::run,
+    },
+    Study {
+        name: "overload",
+        run: overload::run,
     },
 ];
 

@@ -1,0 +1,1743 @@
+//! The overload study: an async service offered more CPU work than the machine can do.
+//!
+//! A tokio multi-thread runtime with [`WORKERS`] workers serves requests that each carry an
+//! [`BODY`]-byte body, run one CPU step over it (hashing it, calibrated at start to about
+//! [`STEP_TARGET`]) and then make one loopback read that a backend answers [`DELAY`] later.
+//! The machine's capacity is known from the calibration: the CPU threads that can run steps
+//! at once (the CPUs, rayon's threads and the runtime's workers, whichever is fewest) over
+//! the step's time. Requests arrive at a fixed rate from 0.5x to 2x that capacity, open
+//! loop: a generator thread outside the runtime spawns each request as its own task when it
+//! is due, whatever became of the earlier ones, and every latency is measured from the
+//! request's scheduled arrival, so a generator that fell behind cannot hide queueing
+//! (coordinated omission). Alongside, I/O-only probe requests (the read alone) arrive at
+//! [`PROBE_RATE`] per second on the same runtime: their latency shows whether the runtime's
+//! workers stay responsive under the CPU load.
+//!
+//! Where the CPU step runs is what we vary: inline on the tokio worker, on tokio's blocking
+//! pool (`spawn_blocking`), on rayon through `bridge::spawn` without a bound, and through a
+//! `bridge::Limit` that either waits for room (`limit.spawn(f).await`) or sheds (`try_spawn`,
+//! answering "busy" at once when full).
+//!
+//! Each (variant, load) cell runs in a fresh copy of this binary ([`in_child`]), so that its
+//! peak memory (`VmHWM` of /proc/self/status) is its own, and no thread, queue or kept heap
+//! of one cell is left for the next.
+
+use crate::busy::kernel;
+use crate::harness::{
+    Measured, Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon,
+};
+use crate::progress;
+use crate::report::{BASELINE, ScenarioReport, rows};
+use crate::threads::os_threads;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io::{self, Read as _, Write as _};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::runtime::{Builder, Runtime};
+
+/// The study's name, on the command line and for its child processes.
+const STUDY: &str = "overload";
+
+/// Workers of the service's tokio runtime.
+const WORKERS: usize = 2;
+
+/// The backend's answer time: it replies this long after it received a request.
+const DELAY: Duration = Duration::from_millis(2);
+
+/// The CPU time one step is calibrated to on an idle thread.
+const STEP_TARGET: Duration = Duration::from_millis(1);
+
+/// Bytes of a request's body: allocated (and written) when the request arrives, hashed by
+/// its CPU step and freed after it, so every request waiting for its step holds one.
+const BODY: usize = 8 * 1024;
+
+/// I/O-only probe requests per second, whatever the load.
+const PROBE_RATE: f64 = 200.0;
+
+/// The bound of the limited variants per rayon thread: `Limit::new(4 x threads)`.
+const BOUND_PER_THREAD: usize = 4;
+
+/// How long after the arrival window closes the requests still in flight may finish before
+/// the latencies are read; one still unfinished counts with its latency so far.
+const GRACE: Duration = Duration::from_millis(100);
+
+/// The longest a cell waits for its requests to drain once they are told to stop.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections to the backend opened (and used once) before a cell starts; more are opened
+/// when a read finds none idle.
+const WARM_CONNECTIONS: usize = 32;
+
+/// The most the bounded variants' I/O-only p99 at 2x may exceed their own at 0.5x (goal).
+const IO_SLACK: f64 = 1.5;
+
+/// The most the unbounded `bridge::spawn`'s throughput may exceed the bounded variants' at
+/// 0.5x-0.9x (goal).
+const THROUGHPUT_SLACK: f64 = 1.05;
+
+/// How much an unbounded variant's queue at the end of the window must exceed the one at its
+/// middle to count as growing with the run's length (goal); a queue that grows linearly
+/// from empty doubles.
+const GROWTH: f64 = 1.5;
+
+/// The offered loads of the full run, as multiples of capacity, with the name of the
+/// scenario that charts each one's I/O-only p99.
+const LOADS: [(f64, &str); 5] = [
+    (0.5, "io-p99-at-0.5x"),
+    (0.9, "io-p99-at-0.9x"),
+    (1.0, "io-p99-at-1.0x"),
+    (1.5, "io-p99-at-1.5x"),
+    (2.0, "io-p99-at-2x"),
+];
+
+/// The loads of the quick run: those the goals need.
+const QUICK_LOADS: [f64; 3] = [0.5, 0.9, 2.0];
+
+/// Where a request's CPU step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// On the tokio worker that polls the request.
+    Inline,
+    /// On tokio's blocking pool, `spawn_blocking`.
+    SpawnBlocking,
+    /// On rayon's global pool, `bridge::spawn`, no bound.
+    Bridge,
+    /// Through a `bridge::Limit`: `limit.spawn(f).await` waits for room.
+    Wait,
+    /// Through a `bridge::Limit`: `try_spawn`, answering "busy" at once when full.
+    Shed,
+}
+
+/// Every variant, in the order of the tables.
+const VARIANTS: [Variant; 5] = [
+    Variant::Bridge,
+    Variant::Wait,
+    Variant::Shed,
+    Variant::SpawnBlocking,
+    Variant::Inline,
+];
+
+impl Variant {
+    /// The variant's name in the tables.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::SpawnBlocking => "spawn_blocking",
+            Self::Bridge => BASELINE,
+            Self::Wait => "bridge limit-wait",
+            Self::Shed => "bridge limit-shed",
+        }
+    }
+
+    /// The variant's word in a child's spec.
+    fn code(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::SpawnBlocking => "blocking",
+            Self::Bridge => "bridge",
+            Self::Wait => "wait",
+            Self::Shed => "shed",
+        }
+    }
+
+    fn from_code(code: &str) -> Option<Self> {
+        VARIANTS.into_iter().find(|v| v.code() == code)
+    }
+
+    /// Whether it goes through a `bridge::Limit`.
+    fn bounded(self) -> bool {
+        matches!(self, Self::Wait | Self::Shed)
+    }
+}
+
+/// How long and which loads: the full run and the quick one.
+#[derive(Debug, Clone, PartialEq)]
+struct Plan {
+    /// The offered loads, as multiples of capacity.
+    loads: Vec<f64>,
+    /// The arrival window of every cell.
+    window: Duration,
+}
+
+impl Plan {
+    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
+    fn of(settings: &Settings) -> Self {
+        if settings.rounds <= Settings::quick().rounds {
+            Self {
+                loads: QUICK_LOADS.to_vec(),
+                window: Duration::from_millis(600),
+            }
+        } else {
+            Self {
+                loads: LOADS.iter().map(|&(load, _)| load).collect(),
+                window: Duration::from_secs(4),
+            }
+        }
+    }
+}
+
+/// What a cell runs: handed to its child process as one line of `key=value` words.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spec {
+    variant: Variant,
+    /// Full requests per second.
+    rate: f64,
+    /// The arrival window.
+    window: Duration,
+    /// Passes of [`kernel`] over the body in one CPU step.
+    passes: u32,
+    /// The limit of the bounded variants.
+    bound: usize,
+}
+
+impl Spec {
+    fn line(&self) -> String {
+        format!(
+            "variant={} rate={:.3} window_us={} passes={} bound={}",
+            self.variant.code(),
+            self.rate,
+            self.window.as_micros(),
+            self.passes,
+            self.bound
+        )
+    }
+
+    fn parse(line: &str) -> Option<Self> {
+        let words: BTreeMap<&str, &str> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .collect();
+        Some(Self {
+            variant: Variant::from_code(words.get("variant")?)?,
+            rate: words.get("rate")?.parse().ok()?,
+            window: Duration::from_micros(words.get("window_us")?.parse().ok()?),
+            passes: words.get("passes")?.parse().ok()?,
+            bound: words.get("bound")?.parse().ok()?,
+        })
+    }
+}
+
+/// What one cell measured; its child hands it back as one line of `key=value` words.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Outcome {
+    /// Full requests that arrived (all of them in the window).
+    arrived: f64,
+    /// Full requests served (CPU step and read done) within the window.
+    served_in_window: f64,
+    /// Full requests answered "busy" (shed variant), of those that arrived.
+    shed: f64,
+    /// Requests (full or probe) whose read or step failed.
+    errors: f64,
+    /// Latency percentiles of the served full requests, ns; those unfinished at the cutoff
+    /// count with their latency so far.
+    full_p50: f64,
+    full_p99: f64,
+    /// Full requests (not shed) still unfinished at the cutoff.
+    full_unfinished: f64,
+    /// Latency percentiles of the I/O-only probes, ns, likewise.
+    io_p50: f64,
+    io_p99: f64,
+    io_unfinished: f64,
+    /// Requests that arrived and were not shed, whose CPU step had not finished: at the
+    /// middle of the window, at its end, and the most seen at any generator tick.
+    queued_half: f64,
+    queued_end: f64,
+    queued_max: f64,
+    /// The most tasks the limit held at any generator tick (bounded variants; else 0).
+    limit_max: f64,
+    /// VmRSS when the arrival window opened, and VmHWM (peak RSS) at the cutoff, KiB.
+    rss_start_kib: f64,
+    hwm_kib: f64,
+    /// The process's OS threads when the window closed.
+    threads_end: f64,
+    /// The most the generator spawned a request after it was due, ns.
+    generator_lag: f64,
+    /// The share of all CPUs' time during the window used by this process and by everything
+    /// else (other processes, the kernel's own work), in percent; NaN if not read.
+    cpu_this: f64,
+    cpu_others: f64,
+    /// How long after the middle and the end of the window the generator read the queue,
+    /// ns: a generator starved of CPU reads it late, when more steps have finished.
+    half_late: f64,
+    end_late: f64,
+}
+
+impl Outcome {
+    const KEYS: [&'static str; 22] = [
+        "arrived",
+        "served_in_window",
+        "shed",
+        "errors",
+        "full_p50",
+        "full_p99",
+        "full_unfinished",
+        "io_p50",
+        "io_p99",
+        "io_unfinished",
+        "queued_half",
+        "queued_end",
+        "queued_max",
+        "limit_max",
+        "rss_start_kib",
+        "hwm_kib",
+        "threads_end",
+        "generator_lag",
+        "cpu_this",
+        "cpu_others",
+        "half_late",
+        "end_late",
+    ];
+
+    fn values(&self) -> [f64; 22] {
+        [
+            self.arrived,
+            self.served_in_window,
+            self.shed,
+            self.errors,
+            self.full_p50,
+            self.full_p99,
+            self.full_unfinished,
+            self.io_p50,
+            self.io_p99,
+            self.io_unfinished,
+            self.queued_half,
+            self.queued_end,
+            self.queued_max,
+            self.limit_max,
+            self.rss_start_kib,
+            self.hwm_kib,
+            self.threads_end,
+            self.generator_lag,
+            self.cpu_this,
+            self.cpu_others,
+            self.half_late,
+            self.end_late,
+        ]
+    }
+
+    fn line(&self) -> String {
+        Self::KEYS
+            .iter()
+            .zip(self.values())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn parse(line: &str) -> Option<Self> {
+        let words: BTreeMap<&str, f64> = line
+            .split_whitespace()
+            .filter_map(|w| {
+                let (k, v) = w.split_once('=')?;
+                Some((k, v.parse().ok()?))
+            })
+            .collect();
+        let get = |k: &str| words.get(k).copied();
+        Some(Self {
+            arrived: get("arrived")?,
+            served_in_window: get("served_in_window")?,
+            shed: get("shed")?,
+            errors: get("errors")?,
+            full_p50: get("full_p50")?,
+            full_p99: get("full_p99")?,
+            full_unfinished: get("full_unfinished")?,
+            io_p50: get("io_p50")?,
+            io_p99: get("io_p99")?,
+            io_unfinished: get("io_unfinished")?,
+            queued_half: get("queued_half")?,
+            queued_end: get("queued_end")?,
+            queued_max: get("queued_max")?,
+            limit_max: get("limit_max")?,
+            rss_start_kib: get("rss_start_kib")?,
+            hwm_kib: get("hwm_kib")?,
+            threads_end: get("threads_end")?,
+            generator_lag: get("generator_lag")?,
+            cpu_this: get("cpu_this")?,
+            cpu_others: get("cpu_others")?,
+            half_late: get("half_late")?,
+            end_late: get("end_late")?,
+        })
+    }
+}
+
+/// The CPU step: `passes` FNV-1a hashes of the body, each fed back into its first byte so
+/// that no pass can be skipped or hoisted.
+fn step(body: &mut [u8], passes: u32) -> u64 {
+    let mut hash = 0;
+    for _ in 0..black_box(passes) {
+        hash = kernel(black_box(&*body));
+        if let Some(first) = body.first_mut() {
+            *first = hash as u8;
+        }
+    }
+    hash
+}
+
+/// The passes of [`step`] that take about [`STEP_TARGET`] on this thread: doubles the passes
+/// until a step takes at least 1 ms, then scales by the fastest of 20 such steps (a step
+/// that was preempted is slower, never faster).
+fn calibrate_passes() -> u32 {
+    let mut body = vec![1u8; BODY];
+    let mut passes = 8u32;
+    for _ in 0..20 {
+        let start = Instant::now();
+        step(&mut body, passes);
+        if start.elapsed() >= Duration::from_millis(1) {
+            break;
+        }
+        passes *= 2;
+    }
+    let fastest = (0..20)
+        .map(|_| {
+            let start = Instant::now();
+            step(&mut body, passes);
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    (STEP_TARGET.as_secs_f64() / (fastest / f64::from(passes))).max(1.0) as u32
+}
+
+/// The median time of `runs` steps of `passes` passes on this thread.
+fn step_cost(passes: u32, runs: usize) -> Duration {
+    let mut body = vec![1u8; BODY];
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            step(&mut body, passes);
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(percentile(&times, 0.5))
+}
+
+/// The nearest-rank percentile `p` (0 < p <= 1) of samples sorted ascending; NaN if empty.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A field in KiB (`VmRSS:`, `VmHWM:`) of a `/proc/<pid>/status` text.
+fn status_kib(status: &str, field: &str) -> Option<f64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A field in KiB of this process's /proc/self/status; NaN where it cannot be read.
+fn self_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status_kib(&status, field))
+        .unwrap_or(f64::NAN)
+}
+
+/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes); `None` where it cannot
+/// be read.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    (fields.len() == 3).then(|| fields.join(" "))
+}
+
+/// CPU time in clock ticks: of all CPUs (busy and in all), from the `cpu` line of
+/// /proc/stat, and of this process, from /proc/self/stat.
+#[derive(Debug, Clone, Copy)]
+struct CpuTicks {
+    total: u64,
+    busy: u64,
+    this: u64,
+}
+
+impl CpuTicks {
+    /// Now; `None` where /proc cannot be read.
+    fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let this = std::fs::read_to_string("/proc/self/stat").ok()?;
+        Self::parse(&stat, &this)
+    }
+
+    fn parse(stat: &str, this: &str) -> Option<Self> {
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        let total: u64 = cpu.iter().take(8).sum();
+        let idle = cpu.get(3)? + cpu.get(4).copied().unwrap_or(0);
+        // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+        let fields: Vec<&str> = this.rsplit_once(')')?.1.split_whitespace().collect();
+        let utime: u64 = fields.get(11)?.parse().ok()?;
+        let stime: u64 = fields.get(12)?.parse().ok()?;
+        Some(Self {
+            total,
+            busy: total - idle,
+            this: utime + stime,
+        })
+    }
+
+    /// The shares of all CPUs' time since `earlier` used by this process and by everything
+    /// else, in percent.
+    fn shares_since(self, earlier: Self) -> (f64, f64) {
+        let total = self.total.saturating_sub(earlier.total).max(1) as f64;
+        let busy = self.busy.saturating_sub(earlier.busy) as f64;
+        let this = self.this.saturating_sub(earlier.this) as f64;
+        (100.0 * this / total, 100.0 * (busy - this).max(0.0) / total)
+    }
+}
+
+/// The backend: a TCP server on 127.0.0.1 in this process, with a plain thread per
+/// connection (none of the service runtime's workers), that answers each 8-byte request
+/// with the same 8 bytes [`DELAY`] after it arrived.
+struct Backend {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Backend {
+    fn start() -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let accept = thread::Builder::new()
+            .name("backend-accept".to_owned())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || {
+                    for stream in listener.incoming() {
+                        if stop.load(Relaxed) {
+                            return;
+                        }
+                        let Ok(stream) = stream else { continue };
+                        // A connection whose thread cannot start is dropped: its reads fail
+                        // and are counted as errors.
+                        let _ = thread::Builder::new()
+                            .name("backend".to_owned())
+                            .stack_size(64 * 1024)
+                            .spawn(move || serve(stream));
+                    }
+                }
+            })?;
+        Ok(Self {
+            addr,
+            stop,
+            accept: Some(accept),
+        })
+    }
+}
+
+/// Answers requests on one connection until the client closes it.
+fn serve(mut stream: std::net::TcpStream) {
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut request = [0u8; 8];
+    while stream.read_exact(&mut request).is_ok() {
+        thread::sleep(DELAY);
+        if stream.write_all(&request).is_err() {
+            return;
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = std::net::TcpStream::connect(self.addr);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// The service's side of the backend: idle connections, reused by one read at a time.
+struct Connections {
+    addr: SocketAddr,
+    idle: Mutex<Vec<tokio::net::TcpStream>>,
+}
+
+impl Connections {
+    /// One loopback read: write the request's id, read it back [`DELAY`] later.
+    async fn read(&self, id: u64) -> io::Result<()> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut stream = match idle {
+            Some(stream) => stream,
+            None => {
+                let stream = tokio::net::TcpStream::connect(self.addr).await?;
+                stream.set_nodelay(true)?;
+                stream
+            }
+        };
+        stream.write_all(&id.to_le_bytes()).await?;
+        let mut reply = [0u8; 8];
+        stream.read_exact(&mut reply).await?;
+        if u64::from_le_bytes(reply) != id {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "wrong reply"));
+        }
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(stream);
+        Ok(())
+    }
+}
+
+/// A latency slot not yet filled.
+const PENDING: u64 = 0;
+/// The slot of a request answered "busy".
+const SHED: u64 = u64::MAX;
+
+/// What the requests of one cell share.
+struct Service {
+    variant: Variant,
+    passes: u32,
+    limit: Option<bridge::Limit>,
+    backend: Connections,
+    /// Set after the cutoff: what is still queued skips its step and read, so the cell
+    /// drains at once.
+    stop: AtomicBool,
+    /// Full requests spawned so far.
+    arrived: AtomicU64,
+    shed: AtomicU64,
+    /// CPU steps finished.
+    steps_done: AtomicU64,
+    errors: AtomicU64,
+    /// Request tasks spawned and not yet ended.
+    outstanding: AtomicU64,
+    /// Each full request's latency in ns (at least 1), [`PENDING`] or [`SHED`].
+    full: Vec<AtomicU64>,
+    /// Each probe's latency in ns (at least 1), or [`PENDING`].
+    probes: Vec<AtomicU64>,
+}
+
+/// Counts a request task as ended when dropped.
+struct Ends(Arc<Service>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        self.0.outstanding.fetch_sub(1, Relaxed);
+    }
+}
+
+impl Service {
+    /// Requests that arrived, were not shed, and whose step has not finished.
+    fn queued(&self) -> u64 {
+        let done = self.shed.load(Relaxed) + self.steps_done.load(Relaxed);
+        self.arrived.load(Relaxed).saturating_sub(done)
+    }
+
+    /// The CPU step of one request, where the pool runs it.
+    fn run_step(&self, mut body: Vec<u8>) -> u64 {
+        if self.stop.load(Relaxed) {
+            return 0;
+        }
+        let hash = step(&mut body, self.passes);
+        drop(body);
+        self.steps_done.fetch_add(1, Relaxed);
+        hash
+    }
+
+    /// Records a latency into `slot`.
+    fn record(slot: &AtomicU64, at: Instant) {
+        let ns = at.elapsed().as_nanos().min(u128::from(SHED - 1)) as u64;
+        slot.store(ns.max(1), Relaxed);
+    }
+}
+
+/// A full request: its CPU step where the variant runs it, then its read.
+async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u8>) {
+    let _ends = Ends(Arc::clone(&service));
+    let s = Arc::clone(&service);
+    let hash = match service.variant {
+        Variant::Inline => service.run_step(body),
+        Variant::SpawnBlocking => {
+            match tokio::task::spawn_blocking(move || s.run_step(body)).await {
+                Ok(hash) => hash,
+                Err(_) => {
+                    service.errors.fetch_add(1, Relaxed);
+                    return;
+                }
+            }
+        }
+        Variant::Bridge => bridge::spawn(move || s.run_step(body)).await,
+        Variant::Wait | Variant::Shed => {
+            let Some(limit) = &service.limit else {
+                service.errors.fetch_add(1, Relaxed);
+                return;
+            };
+            if service.variant == Variant::Wait {
+                limit.spawn(move || s.run_step(body)).await.await
+            } else {
+                match limit.try_spawn(move || s.run_step(body)) {
+                    Ok(task) => task.await,
+                    Err(refused) => {
+                        drop(refused);
+                        service.shed.fetch_add(1, Relaxed);
+                        service.full[id].store(SHED, Relaxed);
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    black_box(hash);
+    if service.stop.load(Relaxed) {
+        return;
+    }
+    match service.backend.read(id as u64).await {
+        Ok(()) => Service::record(&service.full[id], at),
+        Err(_) => {
+            service.errors.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// An I/O-only probe: the read alone.
+async fn probe(service: Arc<Service>, id: usize, at: Instant) {
+    let _ends = Ends(Arc::clone(&service));
+    match service.backend.read(1 << 40 | id as u64).await {
+        Ok(()) => Service::record(&service.probes[id], at),
+        Err(_) => {
+            service.errors.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// The service's runtime: [`WORKERS`] workers, every worker started, its blocking pool
+/// holding one thread.
+fn service_runtime() -> io::Result<Runtime> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .thread_name("service")
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+    Ok(rt)
+}
+
+/// Runs one cell in this process: a backend, a service runtime, the open-loop generator on
+/// this thread, then the cutoff and a drain.
+///
+/// # Errors
+///
+/// If the backend, the runtime or the warm-up connections cannot be made, or the requests do
+/// not drain within [`DRAIN_TIMEOUT`].
+fn run_cell(spec: &Spec) -> io::Result<Outcome> {
+    let backend = Backend::start()?;
+    let rt = service_runtime()?;
+    let window = spec.window.as_secs_f64();
+    let n_full = (spec.rate * window).floor() as usize;
+    let n_probes = (PROBE_RATE * window).floor() as usize;
+    let connections = rt.block_on(async {
+        let mut idle = Vec::with_capacity(WARM_CONNECTIONS);
+        for _ in 0..WARM_CONNECTIONS {
+            let stream = tokio::net::TcpStream::connect(backend.addr).await?;
+            stream.set_nodelay(true)?;
+            idle.push(stream);
+        }
+        io::Result::Ok(Connections {
+            addr: backend.addr,
+            idle: Mutex::new(idle),
+        })
+    })?;
+    let service = Arc::new(Service {
+        variant: spec.variant,
+        passes: spec.passes,
+        limit: spec
+            .variant
+            .bounded()
+            .then(|| bridge::Limit::new(spec.bound)),
+        backend: connections,
+        stop: AtomicBool::new(false),
+        arrived: AtomicU64::new(0),
+        shed: AtomicU64::new(0),
+        steps_done: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        outstanding: AtomicU64::new(0),
+        full: (0..n_full).map(|_| AtomicU64::new(PENDING)).collect(),
+        probes: (0..n_probes).map(|_| AtomicU64::new(PENDING)).collect(),
+    });
+    // Every warm connection makes one read, so the backend's threads are running.
+    rt.block_on(async {
+        let reads: Vec<_> = (0..WARM_CONNECTIONS as u64)
+            .map(|k| {
+                let service = Arc::clone(&service);
+                tokio::spawn(async move { service.backend.read(1 << 41 | k).await })
+            })
+            .collect();
+        for read in reads {
+            read.await.map_err(io::Error::other)??;
+        }
+        io::Result::Ok(())
+    })?;
+
+    let handle = rt.handle().clone();
+    let full_at = |k: usize| Duration::from_secs_f64(k as f64 / spec.rate);
+    let probe_at = |k: usize| Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
+    let rss_start_kib = self_kib("VmRSS");
+    let t0 = Instant::now() + Duration::from_millis(5);
+    let half = t0 + spec.window / 2;
+    let end = t0 + spec.window;
+    let (mut next_full, mut next_probe) = (0usize, 0usize);
+    let mut out = Outcome {
+        rss_start_kib,
+        ..Outcome::default()
+    };
+    let mut half_seen = false;
+    let cpu_start = CpuTicks::now();
+    loop {
+        let now = Instant::now();
+        while next_full < n_full && t0 + full_at(next_full) <= now {
+            let at = t0 + full_at(next_full);
+            out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
+            // The body arrives with the request: written here, on the generator's thread.
+            let body = vec![next_full as u8 | 1; BODY];
+            service.arrived.fetch_add(1, Relaxed);
+            service.outstanding.fetch_add(1, Relaxed);
+            handle.spawn(full_request(Arc::clone(&service), next_full, at, body));
+            next_full += 1;
+        }
+        while next_probe < n_probes && t0 + probe_at(next_probe) <= now {
+            let at = t0 + probe_at(next_probe);
+            out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
+            service.outstanding.fetch_add(1, Relaxed);
+            handle.spawn(probe(Arc::clone(&service), next_probe, at));
+            next_probe += 1;
+        }
+        let queued = service.queued() as f64;
+        let sampled = Instant::now();
+        out.queued_max = out.queued_max.max(queued);
+        if let Some(limit) = &service.limit {
+            out.limit_max = out.limit_max.max(limit.in_flight() as f64);
+        }
+        if !half_seen && now >= half {
+            out.queued_half = queued;
+            out.half_late = (sampled - half).as_nanos() as f64;
+            half_seen = true;
+        }
+        if now >= end {
+            out.queued_end = queued;
+            out.end_late = (sampled - end).as_nanos() as f64;
+            break;
+        }
+        let mut due = end;
+        if next_full < n_full {
+            due = due.min(t0 + full_at(next_full));
+        }
+        if next_probe < n_probes {
+            due = due.min(t0 + probe_at(next_probe));
+        }
+        if !half_seen {
+            due = due.min(half);
+        }
+        thread::sleep(due.saturating_duration_since(Instant::now()));
+    }
+    out.threads_end = os_threads().map_or(f64::NAN, f64::from);
+    (out.cpu_this, out.cpu_others) = CpuTicks::now()
+        .zip(cpu_start)
+        .map_or((f64::NAN, f64::NAN), |(now, start)| now.shares_since(start));
+    thread::sleep((end + GRACE).saturating_duration_since(Instant::now()));
+
+    // The cutoff: what has not finished counts with its latency so far.
+    let cutoff = Instant::now();
+    out.hwm_kib = self_kib("VmHWM");
+    let so_far = |at: Instant| (cutoff - at).as_nanos() as f64;
+    let mut full = Vec::with_capacity(n_full);
+    for (k, slot) in service.full.iter().enumerate() {
+        let at = t0 + full_at(k);
+        match slot.load(Relaxed) {
+            SHED => {}
+            PENDING => {
+                out.full_unfinished += 1.0;
+                full.push(so_far(at));
+            }
+            ns => {
+                if full_at(k) + Duration::from_nanos(ns) <= spec.window {
+                    out.served_in_window += 1.0;
+                }
+                full.push(ns as f64);
+            }
+        }
+    }
+    let mut io = Vec::with_capacity(n_probes);
+    for (k, slot) in service.probes.iter().enumerate() {
+        match slot.load(Relaxed) {
+            PENDING => {
+                out.io_unfinished += 1.0;
+                io.push(so_far(t0 + probe_at(k)));
+            }
+            ns => io.push(ns as f64),
+        }
+    }
+    full.sort_by(f64::total_cmp);
+    io.sort_by(f64::total_cmp);
+    out.arrived = n_full as f64;
+    out.shed = service.shed.load(Relaxed) as f64;
+    out.full_p50 = percentile(&full, 0.5);
+    out.full_p99 = percentile(&full, 0.99);
+    out.io_p50 = percentile(&io, 0.5);
+    out.io_p99 = percentile(&io, 0.99);
+
+    service.stop.store(true, Relaxed);
+    let drain = Instant::now();
+    while service.outstanding.load(Relaxed) > 0 {
+        if drain.elapsed() > DRAIN_TIMEOUT {
+            return Err(io::Error::other(format!(
+                "{} requests of {:?} did not drain in {DRAIN_TIMEOUT:?}",
+                service.outstanding.load(Relaxed),
+                spec.variant
+            )));
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    out.errors = service.errors.load(Relaxed) as f64;
+    drop(service);
+    drop(rt);
+    drop(backend);
+    Ok(out)
+}
+
+/// One cell as measured by its child process, with what it was.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    variant: Variant,
+    load: f64,
+    rate: f64,
+    window: Duration,
+    out: Outcome,
+}
+
+impl Cell {
+    fn throughput(&self) -> f64 {
+        self.out.served_in_window / self.window.as_secs_f64()
+    }
+
+    fn busy_per_s(&self) -> f64 {
+        self.out.shed / self.window.as_secs_f64()
+    }
+}
+
+fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
+    cells
+        .iter()
+        .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
+}
+
+/// A queue length read `late` ns after its moment, with the delay when it is over 10 ms.
+fn sample(queued: f64, late: f64) -> String {
+    if late > 10e6 {
+        format!("{queued:.0} (read {} ms late)", ms(late))
+    } else {
+        format!("{queued:.0}")
+    }
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.2}", ns / 1e6)
+}
+
+fn mib(kib: f64) -> String {
+    format!("{:.1}", kib / 1024.0)
+}
+
+/// The table of one load: a line per variant.
+fn table(cells: &[Cell], load: f64, bound: usize) -> String {
+    let mut out = format!(
+        "At {load}x capacity ({:.0} full requests/s offered, {PROBE_RATE:.0} I/O-only probes/s):\n\n\
+         | variant | completed req/s | busy req/s | full p50 ms | full p99 ms | unfinished | \
+         I/O-only p99 ms | queued at ½ window | queued at end | in the limit, max (bound \
+         {bound}) | OS threads | peak RSS MiB (growth) | CPU: this process / others |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | \
+         ---: |\n",
+        cells
+            .iter()
+            .find(|c| (c.load - load).abs() < 1e-9)
+            .map_or(f64::NAN, |c| c.rate),
+    );
+    for variant in VARIANTS {
+        let Some(c) = find(cells, variant, load) else {
+            continue;
+        };
+        let o = &c.out;
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {:.0} | {} (+{}) | \
+             {:.0}% / {:.0}% |",
+            variant.name(),
+            c.throughput(),
+            c.busy_per_s(),
+            ms(o.full_p50),
+            ms(o.full_p99),
+            o.full_unfinished,
+            ms(o.io_p99),
+            sample(o.queued_half, o.half_late),
+            sample(o.queued_end, o.end_late),
+            if variant.bounded() {
+                format!("{:.0}", o.limit_max)
+            } else {
+                "-".to_owned()
+            },
+            o.threads_end,
+            mib(o.hwm_kib),
+            mib(o.hwm_kib - o.rss_start_kib),
+            o.cpu_this,
+            o.cpu_others,
+        );
+    }
+    out.pop();
+    out
+}
+
+/// How much of the CPUs everything else took during `cells`: `; others' CPU in these cells
+/// up to N%`, empty if not read.
+fn others(cells: &[&Cell]) -> String {
+    let max = cells
+        .iter()
+        .map(|c| c.out.cpu_others)
+        .filter(|x| x.is_finite())
+        .fold(f64::NAN, f64::max);
+    if max.is_finite() {
+        format!("; others' CPU in these cells up to {max:.0}%")
+    } else {
+        String::new()
+    }
+}
+
+/// The study's goals in words, in the order [`goals`] checks them.
+const GOALS: [&str; 5] = [
+    "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their own at 0.5x",
+    "at 2x capacity the bounded variants' work in the pool stays under the bound",
+    "at 2x capacity the bounded variants' tasks queued at the end stay under the bound",
+    "the unbounded variants' queue grows with the run's length at 2x capacity",
+    "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
+];
+
+/// Each goal's verdict in the runs of this process so far: `main` runs a study `--runs`
+/// times in one process, and each run's notes are kept apart, so the last run's notes tell
+/// how many of the runs met each goal.
+static VERDICTS: Mutex<Vec<[Option<bool>; GOALS.len()]>> = Mutex::new(Vec::new());
+
+/// The study's goals, checked against the cells of this run: each met (`Some(true)`), missed
+/// or not measured (`None`), with the numbers behind it.
+fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
+    let bounded = [Variant::Wait, Variant::Shed];
+    let mut out = Vec::new();
+
+    let pairs: Vec<(Variant, f64, f64)> = bounded
+        .iter()
+        .filter_map(|&v| {
+            Some((
+                v,
+                find(cells, v, 0.5)?.out.io_p99,
+                find(cells, v, 2.0)?.out.io_p99,
+            ))
+        })
+        .collect();
+    out.push(if pairs.len() == bounded.len() {
+        let detail: Vec<String> = pairs
+            .iter()
+            .map(|&(v, lo, hi)| {
+                format!(
+                    "{} {} ms at 2x against {} ms at 0.5x = {:.2}x",
+                    v.name(),
+                    ms(hi),
+                    ms(lo),
+                    hi / lo
+                )
+            })
+            .collect();
+        (
+            Some(pairs.iter().all(|&(_, lo, hi)| hi <= IO_SLACK * lo)),
+            format!(
+                "{}; needed at most {IO_SLACK:.2}x{}",
+                detail.join(", "),
+                others(
+                    &bounded
+                        .iter()
+                        .flat_map(|&v| [find(cells, v, 0.5), find(cells, v, 2.0)])
+                        .flatten()
+                        .collect::<Vec<_>>()
+                )
+            ),
+        )
+    } else {
+        (None, String::new())
+    });
+
+    let at_2x: Vec<&Cell> = bounded
+        .iter()
+        .filter_map(|&v| find(cells, v, 2.0))
+        .collect();
+    if at_2x.len() == bounded.len() {
+        let detail: Vec<String> = at_2x
+            .iter()
+            .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max))
+            .collect();
+        out.push((
+            Some(at_2x.iter().all(|c| c.out.limit_max <= bound as f64)),
+            format!(
+                "tasks in the limit, queued or running, at every generator tick: {}; bound \
+                 {bound}{}",
+                detail.join(", "),
+                others(&at_2x)
+            ),
+        ));
+        let detail: Vec<String> = at_2x
+            .iter()
+            .map(|c| format!("{} {:.0}", c.variant.name(), c.out.queued_end))
+            .collect();
+        out.push((
+            Some(at_2x.iter().all(|c| c.out.queued_end <= bound as f64)),
+            format!(
+                "requests that arrived, were not shed and whose CPU step had not finished \
+                 when the window closed: {}; bound {bound}{}",
+                detail.join(", "),
+                others(&at_2x)
+            ),
+        ));
+    } else {
+        out.push((None, String::new()));
+        out.push((None, String::new()));
+    }
+
+    let unbounded = [Variant::Bridge, Variant::SpawnBlocking, Variant::Inline];
+    let grow: Vec<&Cell> = unbounded
+        .iter()
+        .filter_map(|&v| find(cells, v, 2.0))
+        .collect();
+    out.push(if grow.len() == unbounded.len() {
+        let detail: Vec<String> = grow
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} at ½ window, {} at its end ({:.2}x)",
+                    c.variant.name(),
+                    sample(c.out.queued_half, c.out.half_late),
+                    sample(c.out.queued_end, c.out.end_late),
+                    c.out.queued_end / c.out.queued_half
+                )
+            })
+            .collect();
+        (
+            Some(grow.iter().all(|c| {
+                c.out.queued_end >= GROWTH * c.out.queued_half
+                    && c.out.queued_end > 4.0 * bound as f64
+            })),
+            format!(
+                "{}; needed at least {GROWTH:.1}x from the middle to the end, and over 4x the \
+                 bound{}",
+                detail.join(", "),
+                others(&grow)
+            ),
+        )
+    } else {
+        (None, String::new())
+    });
+
+    let mut detail = Vec::new();
+    let mut ok = true;
+    let mut involved = Vec::new();
+    for load in [0.5, 0.9] {
+        let Some(base) = find(cells, Variant::Bridge, load) else {
+            continue;
+        };
+        for v in bounded {
+            let Some(c) = find(cells, v, load) else {
+                continue;
+            };
+            involved.extend([base, c]);
+            let cost = base.throughput() / c.throughput();
+            ok &= cost <= THROUGHPUT_SLACK;
+            detail.push(format!(
+                "{} at {load}x: {:.0} req/s against {:.0}, {cost:.3}x",
+                v.name(),
+                c.throughput(),
+                base.throughput()
+            ));
+        }
+    }
+    out.push(if detail.is_empty() {
+        (None, String::new())
+    } else {
+        (
+            Some(ok),
+            format!(
+                "{}; needed at most {THROUGHPUT_SLACK:.2}x{}",
+                detail.join(", "),
+                others(&involved)
+            ),
+        )
+    });
+    out
+}
+
+/// The goals of this run as a paragraph, and when this process has run the study more than
+/// once, how many of its runs met each.
+fn goals_note(cells: &[Cell], bound: usize) -> String {
+    let checked = goals(cells, bound);
+    let mut out = String::new();
+    for (k, (text, (verdict, detail))) in GOALS.iter().zip(&checked).enumerate() {
+        let sep = if k == 0 { "" } else { " " };
+        let _ = match verdict {
+            Some(met) => write!(
+                out,
+                "{sep}Goal \"{text}\": {} ({detail}).",
+                if *met { "met" } else { "NOT met" }
+            ),
+            None => write!(out, "{sep}Goal \"{text}\": not measured."),
+        };
+    }
+    let mut verdicts = VERDICTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut this = [None; GOALS.len()];
+    for (slot, (verdict, _)) in this.iter_mut().zip(&checked) {
+        *slot = *verdict;
+    }
+    verdicts.push(this);
+    if verdicts.len() > 1 {
+        let _ = write!(
+            out,
+            "\n\nOver the {} runs of this study in this process so far:",
+            verdicts.len()
+        );
+        for (k, text) in GOALS.iter().enumerate() {
+            let met = verdicts.iter().filter(|run| run[k] == Some(true)).count();
+            let _ = write!(
+                out,
+                " \"{text}\" met in {met} of {}{}",
+                verdicts.len(),
+                if k + 1 == GOALS.len() { "." } else { ";" }
+            );
+        }
+    }
+    out
+}
+
+/// What the numbers say beyond the goals, computed from them.
+fn reading(cells: &[Cell], bound: usize) -> String {
+    let mut out = String::from("Reading the numbers:");
+    if let Some(c) = find(cells, Variant::Wait, 2.0) {
+        let _ = write!(
+            out,
+            " the limit bounds the work in rayon's queue, not the requests: under an open loop \
+             at 2x, `bridge limit-wait` kept at most {:.0} tasks in the limit, but {:.0} \
+             requests were waiting for room when the window closed (each holding its body), \
+             so its queue and memory grow like the unbounded variants'. Only shedding \
+             (`bridge limit-shed`) or back-pressure upstream bounds the requests.",
+            c.out.limit_max, c.out.queued_end,
+        );
+    }
+    if let Some(c) = find(cells, Variant::Shed, 2.0) {
+        let _ = write!(
+            out,
+            " `bridge limit-shed` answered {:.0} of {:.0} requests at 2x \"busy\" ({:.0}/s) and \
+             served the rest with a p99 of {} ms, bound {bound} x step / threads + read.",
+            c.out.shed,
+            c.out.arrived,
+            c.busy_per_s(),
+            ms(c.out.full_p99),
+        );
+    }
+    if let Some(c) = find(cells, Variant::Inline, 2.0) {
+        let _ = write!(
+            out,
+            " Inline, the probes queue behind the CPU steps on the same workers: I/O-only p99 \
+             {} ms at 2x ({:.0} probes unfinished at the cutoff, counted with their wait so \
+             far).",
+            ms(c.out.io_p99),
+            c.out.io_unfinished,
+        );
+    }
+    if let Some(c) = find(cells, Variant::Inline, 2.0) {
+        let _ = write!(
+            out,
+            " A read keeps its connection until its task is polled again, so where answers \
+             wait for a busy worker more connections are opened, each with a backend thread: \
+             part of inline's {:.0} OS threads.",
+            c.out.threads_end,
+        );
+    }
+    if let Some(c) = find(cells, Variant::SpawnBlocking, 2.0) {
+        let _ = write!(
+            out,
+            " spawn_blocking starts a thread per step that finds none idle: {:.0} OS threads \
+             at the end of the window at 2x, time-slicing {} CPUs.",
+            c.out.threads_end,
+            thread::available_parallelism().map_or(0, usize::from),
+        );
+    }
+    let busy = cells.iter().filter(|c| c.out.cpu_others > 10.0).count();
+    let _ = write!(
+        out,
+        " Everything else on the machine took over 10% of the CPUs during {busy} of the {} \
+         cells (the CPU column): there the true capacity was lower than the one computed, and \
+         a nominal 0.5x or 0.9x may have been an overload.",
+        cells.len()
+    );
+    let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
+    let lag = |of: &dyn Fn(&Cell) -> bool| {
+        cells
+            .iter()
+            .filter(|c| of(c))
+            .max_by(|a, b| a.out.generator_lag.total_cmp(&b.out.generator_lag))
+    };
+    let _ = write!(
+        out,
+        " Over all cells: {errors:.0} failed requests. The generator is one more thread \
+         competing for the CPUs: it spawned a request at most {} ms after it was due in the \
+         cells of the bridge variants",
+        lag(&|c| matches!(c.variant, Variant::Bridge | Variant::Wait | Variant::Shed))
+            .map_or_else(|| "-".to_owned(), |c| ms(c.out.generator_lag)),
+    );
+    if let Some(c) = lag(&|_| true) {
+        let _ = write!(
+            out,
+            ", and at most {} ms overall ({} at {}x, {:.0} OS threads at the end of its \
+             window)",
+            ms(c.out.generator_lag),
+            c.variant.name(),
+            c.load,
+            c.out.threads_end,
+        );
+    }
+    out.push_str(
+        "; latencies count from the due time, so a late arrival's wait is included, not \
+         hidden.",
+    );
+    out
+}
+
+fn varied() -> String {
+    format!(
+        "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool, no \
+         bound); `{}` awaits bridge::Limit::spawn (waits for room, FIFO), `{}` calls \
+         Limit::try_spawn and answers \"busy\" at once when the limit is full (both on the \
+         same pool); `{}` is tokio::task::spawn_blocking; `{}` runs it on the tokio worker \
+         that polls the request. This table: the p99 latency of the I/O-only probes, in ns.",
+        Variant::Bridge.name(),
+        Variant::Wait.name(),
+        Variant::Shed.name(),
+        Variant::SpawnBlocking.name(),
+        Variant::Inline.name(),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fixed(
+    plan: &Plan,
+    passes: u32,
+    cost: Duration,
+    cpu_threads: usize,
+    capacity: f64,
+    bound: usize,
+    load_before: Option<&str>,
+) -> String {
+    let cpus = thread::available_parallelism().map_or(0, usize::from);
+    format!(
+        "{cpus} CPUs; the service is a tokio multi-thread runtime with {WORKERS} workers and \
+         enable_all; rayon's global pool has {} threads. A full request carries a {} KiB body \
+         (written when it arrives), runs one CPU step over it ({passes} passes of 64-bit \
+         FNV-1a, calibrated at start to {} ms and measured at {:.3} ms, median of 51 steps on \
+         an idle thread), then makes one loopback read: it writes 8 bytes to the backend and \
+         reads them back. The backend runs in the same process but on none of the service's \
+         threads: a thread per connection that answers {} ms after the request arrived \
+         (thread::sleep); connections are reused, one read at a time. Capacity = CPU threads \
+         / step = min(CPUs, rayon threads, tokio workers) / step = {cpu_threads} / {:.3} ms = \
+         {capacity:.0} requests/s (spawn_blocking may start many threads, but they share \
+         the same {cpus} CPUs; the reads, the generator and the backend also take some CPU, \
+         so the true capacity is a little lower). Offered loads: {} x capacity, at a fixed \
+         rate, open loop: a generator thread outside the runtime spawns each request as its \
+         own task (tokio Handle::spawn) when it is due, whatever happened to the earlier \
+         ones; I/O-only probes (the read alone) arrive at {PROBE_RATE:.0}/s on the same \
+         runtime at every load. Latency is from a request's scheduled arrival to its answer, \
+         so queueing before the task runs counts. Each cell: {} ms of arrivals; at the middle \
+         and at the end of the window the generator reads the requests queued (arrived, not \
+         shed, CPU step not finished; a reading more than 10 ms late, by a generator starved \
+         of CPU, says so), and at the end the threads; {} ms later, the cutoff: latencies are read, a request not yet \
+         answered counts with its latency so far (so p99 is a lower bound when there are \
+         unfinished ones), then everything still queued is told to skip its work and the \
+         cell drains. Completed req/s = full requests answered within the window, per second \
+         of window; busy req/s = requests the shed variant refused (answered at once, not \
+         counted as completed, and not in the full-request percentiles). The limit of the \
+         bounded variants is Limit::new({bound}) ({BOUND_PER_THREAD} per rayon thread). \
+         Every cell runs in a fresh process (this binary, re-executed), so peak RSS is that \
+         cell's VmHWM (/proc/self/status, read at the cutoff; the process's baseline \
+         included), with its growth over the VmRSS at the start of the window in \
+         parentheses. CPU: the share of all CPUs' time during the window used by this \
+         process and by everything else (other processes, the kernel; /proc/stat), so a busy \
+         machine shows. Variants run in an order rotated per load. Load average \
+         (/proc/loadavg, 1/5/15 min) before the first cell: {}.",
+        rayon::current_num_threads(),
+        BODY / 1024,
+        STEP_TARGET.as_millis(),
+        cost.as_secs_f64() * 1e3,
+        DELAY.as_millis(),
+        cost.as_secs_f64() * 1e3,
+        plan.loads
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.window.as_millis(),
+        GRACE.as_millis(),
+        load_before.unwrap_or("not read"),
+    )
+}
+
+/// The scenario name of the I/O-only p99 at `load`.
+fn scenario_name(load: f64) -> &'static str {
+    LOADS
+        .iter()
+        .find(|&&(l, _)| (l - load).abs() < 1e-9)
+        .map_or("io-p99", |&(_, name)| name)
+}
+
+/// The measurement of one value per variant (one sample each) from the cells at `load`.
+fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {
+    Measurement {
+        iters_per_round: 1,
+        ops_per_iter: 1,
+        rounds: 1,
+        variants: VARIANTS
+            .into_iter()
+            .filter_map(|v| {
+                let c = find(cells, v, load)?;
+                Some(Measured {
+                    name: v.name(),
+                    samples: vec![value(&c.out)],
+                    background: Vec::new(),
+                })
+            })
+            .collect(),
+        load: None,
+    }
+}
+
+/// Runs the study: every variant at every load of the plan, each cell in a child process.
+/// In a child (see [`in_child`]), runs its one cell and ends the process.
+///
+/// # Errors
+///
+/// If a child cannot be started or fails.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    if let Some(spec) = child_spec(STUDY) {
+        let spec = Spec::parse(&spec)
+            .ok_or_else(|| io::Error::other(format!("a bad cell spec: {spec}")))?;
+        warm_up_rayon();
+        let out = run_cell(&spec)?;
+        child_reply(&out.line());
+    }
+    let plan = Plan::of(settings);
+    warm_up_rayon();
+    let passes = calibrate_passes();
+    let cost = step_cost(passes, 51);
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let cpu_threads = cpus.min(rayon::current_num_threads()).min(WORKERS);
+    let capacity = cpu_threads as f64 / cost.as_secs_f64();
+    let bound = BOUND_PER_THREAD * rayon::current_num_threads();
+    let load_before = load_average();
+
+    let mut cells = Vec::new();
+    for (k, &load) in plan.loads.iter().enumerate() {
+        progress::measurement_started(VARIANTS.len(), VARIANTS.iter().map(|v| v.name()));
+        progress::step_done(true);
+        for j in 0..VARIANTS.len() {
+            let variant = VARIANTS[(j + k) % VARIANTS.len()];
+            let spec = Spec {
+                variant,
+                rate: load * capacity,
+                window: plan.window,
+                passes,
+                bound,
+            };
+            let line = in_child(STUDY, &spec.line())?;
+            let out = Outcome::parse(&line)
+                .ok_or_else(|| io::Error::other(format!("a bad cell result: {line}")))?;
+            cells.push(Cell {
+                variant,
+                load,
+                rate: spec.rate,
+                window: plan.window,
+                out,
+            });
+            progress::step_done(false);
+        }
+    }
+    let load_after = load_average();
+
+    let fixed = fixed(
+        &plan,
+        passes,
+        cost,
+        cpu_threads,
+        capacity,
+        bound,
+        load_before.as_deref(),
+    );
+    let mut reports: Vec<ScenarioReport> = plan
+        .loads
+        .iter()
+        .enumerate()
+        .map(|(k, &load)| {
+            let name = scenario_name(load);
+            ScenarioReport {
+                name,
+                varied: varied(),
+                fixed: if k == 0 {
+                    fixed.clone()
+                } else {
+                    format!(
+                        "as in `{}`, at {load}x capacity ({:.0} full requests/s offered).",
+                        scenario_name(plan.loads[0]),
+                        load * capacity
+                    )
+                },
+                goals: Vec::new(),
+                budgets: Vec::new(),
+                notes: vec![table(&cells, load, bound)],
+                rows: rows(name, &measurement(&cells, load, |o| o.io_p99)),
+                load_goals: Vec::new(),
+                runs: Vec::new(),
+            }
+        })
+        .collect();
+    // Both plans end at 2x.
+    let top = 2.0;
+    let name = "full-p99-at-2x";
+    reports.push(ScenarioReport {
+        name,
+        varied: varied().replace(
+            "This table: the p99 latency of the I/O-only probes, in ns.",
+            "This table: the p99 latency of the full requests served (not shed), in ns.",
+        ),
+        fixed: format!(
+            "the cells at {top}x capacity of the scenarios above; a request still unanswered \
+             at the cutoff counts with its latency so far."
+        ),
+        goals: Vec::new(),
+        budgets: Vec::new(),
+        notes: vec![
+            goals_note(&cells, bound),
+            reading(&cells, bound),
+            format!(
+                "Load average (/proc/loadavg, 1/5/15 min) before the first cell {}, after the \
+                 last {}: anything else running on this machine competes for the same CPUs \
+                 and lowers the true capacity.",
+                load_before.as_deref().unwrap_or("not read"),
+                load_after.as_deref().unwrap_or("not read"),
+            ),
+        ],
+        rows: rows(name, &measurement(&cells, top, |o| o.full_p99)),
+        load_goals: Vec::new(),
+        runs: Vec::new(),
+    });
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_outcomes_survive_their_lines() {
+        for variant in VARIANTS {
+            let spec = Spec {
+                variant,
+                rate: 1234.5,
+                window: Duration::from_millis(600),
+                passes: 97,
+                bound: 8,
+            };
+            assert_eq!(Spec::parse(&spec.line()), Some(spec));
+        }
+        let out = Outcome {
+            arrived: 10.0,
+            full_p99: 2.5e6,
+            io_p99: f64::NAN,
+            hwm_kib: 12345.0,
+            ..Outcome::default()
+        };
+        let back = Outcome::parse(&out.line()).unwrap();
+        assert_eq!(back.arrived, 10.0);
+        assert_eq!(back.full_p99, 2.5e6);
+        assert!(back.io_p99.is_nan());
+        assert_eq!(back.hwm_kib, 12345.0);
+        assert_eq!(Outcome::parse("arrived=1"), None);
+    }
+
+    #[test]
+    fn cpu_ticks_parse_proc_stat_and_this_process() {
+        let stat = "cpu  100 5 50 800 20 3 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n";
+        let this = "4242 (bridge bench) S 1 2 3 4 5 6 7 8 9 10 30 12 0 0 20 0 3 0\n";
+        let t = CpuTicks::parse(stat, this).unwrap();
+        assert_eq!((t.total, t.busy, t.this), (980, 160, 42));
+        let later = CpuTicks {
+            total: t.total + 200,
+            busy: t.busy + 150,
+            this: t.this + 100,
+        };
+        assert_eq!(later.shares_since(t), (50.0, 25.0));
+        if cfg!(target_os = "linux") {
+            assert!(CpuTicks::now().is_some());
+        }
+    }
+
+    #[test]
+    fn goals_judge_the_cells_of_a_run() {
+        let window = Duration::from_secs(1);
+        let cell = |variant, load, out: Outcome| Cell {
+            variant,
+            load,
+            rate: 1000.0 * load,
+            window,
+            out,
+        };
+        let healthy = |served: f64, io_p99: f64| Outcome {
+            served_in_window: served,
+            io_p99,
+            ..Outcome::default()
+        };
+        let mut cells = Vec::new();
+        for load in [0.5, 0.9] {
+            cells.push(cell(Variant::Bridge, load, healthy(1000.0 * load, 2e6)));
+            cells.push(cell(Variant::Wait, load, healthy(1000.0 * load, 2e6)));
+            // Sheds a tenth at 0.9x: costs 1.11x the unbounded throughput.
+            let shed = if load < 0.7 { 500.0 } else { 810.0 };
+            cells.push(cell(Variant::Shed, load, healthy(shed, 2e6)));
+        }
+        let queue = |half: f64, end: f64, limit_max: f64, io_p99: f64| Outcome {
+            queued_half: half,
+            queued_end: end,
+            limit_max,
+            io_p99,
+            ..Outcome::default()
+        };
+        cells.push(cell(Variant::Wait, 2.0, queue(400.0, 800.0, 8.0, 2.5e6)));
+        cells.push(cell(Variant::Shed, 2.0, queue(8.0, 7.0, 8.0, 3.5e6)));
+        cells.push(cell(Variant::Bridge, 2.0, queue(400.0, 800.0, 0.0, 2e6)));
+        cells.push(cell(
+            Variant::SpawnBlocking,
+            2.0,
+            queue(400.0, 790.0, 0.0, 9e6),
+        ));
+        cells.push(cell(Variant::Inline, 2.0, queue(400.0, 700.0, 0.0, 9e8)));
+        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Some(false),
+                Some(true),
+                Some(false),
+                Some(true),
+                Some(false)
+            ]
+        );
+        let detail = &goals(&cells, 8)[0].1;
+        assert!(
+            detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
+            "{detail}"
+        );
+        // Without the cells at 2x, those goals are not measured.
+        cells.retain(|c| c.load < 1.0);
+        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
+        assert_eq!(verdicts, [None, None, None, None, Some(false)]);
+    }
+
+    #[test]
+    fn status_fields_in_kib() {
+        let status = "Name:\tx\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t3\n";
+        assert_eq!(status_kib(status, "VmHWM"), Some(20480.0));
+        assert_eq!(status_kib(status, "VmRSS"), Some(10240.0));
+        assert_eq!(status_kib(status, "VmSwap"), None);
+        if cfg!(target_os = "linux") {
+            // One text for both: the other tests allocate meanwhile.
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            assert!(status_kib(&status, "VmHWM") >= status_kib(&status, "VmRSS"));
+            assert!(self_kib("VmRSS") > 0.0);
+        }
+    }
+
+    #[test]
+    fn the_step_is_deterministic_and_depends_on_its_body() {
+        let (mut a, mut b) = (vec![3u8; 64], vec![3u8; 64]);
+        assert_eq!(step(&mut a, 5), step(&mut b, 5));
+        let mut c = vec![4u8; 64];
+        assert_ne!(step(&mut a, 5), step(&mut c, 5));
+        assert!(calibrate_passes() >= 1);
+    }
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&sorted, 0.5), 50.0);
+        assert_eq!(percentile(&sorted, 0.99), 99.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn every_variant_serves_a_light_load_and_sheds_only_when_full() {
+        warm_up_rayon();
+        for variant in VARIANTS {
+            let spec = Spec {
+                variant,
+                rate: 100.0,
+                window: Duration::from_millis(200),
+                passes: 1,
+                bound: 8,
+            };
+            let out = run_cell(&spec).unwrap();
+            assert_eq!(out.arrived, 20.0, "{variant:?}");
+            assert_eq!(out.errors, 0.0, "{variant:?}");
+            assert_eq!(out.shed, 0.0, "{variant:?}");
+            assert_eq!(out.full_unfinished, 0.0, "{variant:?}");
+            // Every read takes the backend's delay at least.
+            assert!(
+                out.full_p50 >= DELAY.as_nanos() as f64,
+                "{variant:?}: {out:?}"
+            );
+            assert!(
+                out.io_p50 >= DELAY.as_nanos() as f64,
+                "{variant:?}: {out:?}"
+            );
+            // All but the last few, which may still be in flight when the window closes.
+            assert!(out.served_in_window >= 10.0, "{variant:?}: {out:?}");
+        }
+        // A limit of 1 with steps far longer than the gap between arrivals must shed.
+        let spec = Spec {
+            variant: Variant::Shed,
+            rate: 400.0,
+            window: Duration::from_millis(200),
+            passes: calibrate_passes() * 5,
+            bound: 1,
+        };
+        let out = run_cell(&spec).unwrap();
+        assert!(out.shed > 0.0, "{out:?}");
+        assert!(out.limit_max <= 1.0, "{out:?}");
+    }
+}
