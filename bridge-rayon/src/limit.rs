@@ -449,8 +449,10 @@ impl Future for Acquire {
                 }
                 None => {
                     arm!("limit.acquire.still_waiting");
-                    let entry = state.queue.iter_mut().find(|(q, _)| *q == id);
-                    let slot = &mut entry.expect("a waiter neither queued nor granted").1;
+                    // The queue is in id order (ids grow, and only removals happen inside
+                    // it): a binary search, not a scan of every waiter.
+                    let at = state.queue.binary_search_by_key(&id, |&(q, _)| q);
+                    let slot = &mut state.queue[at.expect("a waiter neither queued nor granted")].1;
                     old_waker = slot.replace(cx.waker().clone());
                     drop(state);
                     drop(old_waker);
@@ -473,7 +475,8 @@ impl Drop for Acquire {
     fn drop(&mut self) {
         let Some(id) = self.id else { return };
         let mut state = self.shared.lock();
-        let (old_waker, to_wake) = match state.queue.iter().position(|(q, _)| *q == id) {
+        // A binary search: the queue is in id order (see `poll`).
+        let (old_waker, to_wake) = match state.queue.binary_search_by_key(&id, |&(q, _)| q).ok() {
             Some(at) => {
                 arm!("limit.drop.queued");
                 (state.queue.remove(at).and_then(|(_, w)| w), None)
