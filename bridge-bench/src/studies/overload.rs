@@ -1031,10 +1031,13 @@ fn others(cells: &[&Cell]) -> String {
 }
 
 /// The study's goals in words, in the order [`goals`] checks them.
-const GOALS: [&str; 5] = [
+///
+/// "Queued work under the bound" is the CPU work a limit holds (queued in the pool or
+/// running). The requests that wait for room in `limit-wait` are not work in the pool: under
+/// an open loop they grow like any backlog, which the page's reading reports with the number.
+const GOALS: [&str; 4] = [
     "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their own at 0.5x",
     "at 2x capacity the bounded variants' work in the pool stays under the bound",
-    "at 2x capacity the bounded variants' tasks queued at the end stay under the bound",
     "the unbounded variants' queue grows with the run's length at 2x capacity",
     "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
 ];
@@ -1109,21 +1112,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 others(&at_2x)
             ),
         ));
-        let detail: Vec<String> = at_2x
-            .iter()
-            .map(|c| format!("{} {:.0}", c.variant.name(), c.out.queued_end))
-            .collect();
-        out.push((
-            Some(at_2x.iter().all(|c| c.out.queued_end <= bound as f64)),
-            format!(
-                "requests that arrived, were not shed and whose CPU step had not finished \
-                 when the window closed: {}; bound {bound}{}",
-                detail.join(", "),
-                others(&at_2x)
-            ),
-        ));
     } else {
-        out.push((None, String::new()));
         out.push((None, String::new()));
     }
 
@@ -1648,16 +1637,7 @@ mod tests {
         ));
         cells.push(cell(Variant::Inline, 2.0, queue(400.0, 700.0, 0.0, 9e8)));
         let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
-        assert_eq!(
-            verdicts,
-            [
-                Some(false),
-                Some(true),
-                Some(false),
-                Some(true),
-                Some(false)
-            ]
-        );
+        assert_eq!(verdicts, [Some(false), Some(true), Some(true), Some(false)]);
         let detail = &goals(&cells, 8)[0].1;
         assert!(
             detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
@@ -1666,7 +1646,7 @@ mod tests {
         // Without the cells at 2x, those goals are not measured.
         cells.retain(|c| c.load < 1.0);
         let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
-        assert_eq!(verdicts, [None, None, None, None, Some(false)]);
+        assert_eq!(verdicts, [None, None, None, Some(false)]);
     }
 
     #[test]
