@@ -21,19 +21,31 @@ pub(crate) fn instrument<F: Future>(future: F) -> F {
 }
 
 /// Logs what a call's result says about the bridge (not about the future): `Lost` (warn),
-/// `Unavailable` (error). Returns the result unchanged.
+/// `Unavailable` (error). Returns the result unchanged. Only the check is inlined into the
+/// caller's hot path; the logging is a cold function of its own, so that a ready call's
+/// poll loop stays small enough to inline with the feature on.
+#[inline]
 pub(crate) fn report<T>(result: Result<T, BridgeError>) -> Result<T, BridgeError> {
     #[cfg(feature = "tracing")]
-    match &result {
-        Err(BridgeError::Lost) => {
+    if let Err(error) = &result {
+        log_error(error);
+    }
+    result
+}
+
+#[cfg(feature = "tracing")]
+#[cold]
+#[inline(never)]
+fn log_error(error: &BridgeError) {
+    match error {
+        BridgeError::Lost => {
             tracing::warn!("run_blocking: the runtime running the future shut down first (Lost)");
         }
-        Err(BridgeError::Unavailable(error)) => {
+        BridgeError::Unavailable(error) => {
             tracing::error!(%error, "run_blocking: no thread or runtime to run the future (Unavailable)");
         }
         _ => {}
     }
-    result
 }
 
 /// A call found its multi-thread runtime shutting down: the future goes to the I/O runtime.
