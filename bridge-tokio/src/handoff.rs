@@ -117,10 +117,10 @@ where
         Ok(Ended::Panicked(payload)) => Err(crate::shutdown::classify(payload)),
         Ok(Ended::Cancelled) => Err(BridgeError::TimedOut),
         // ORDERING: Relaxed: see the store.
-        Err(_) if !started.load(Ordering::Relaxed) => Err(BridgeError::Unavailable(
+        Err(_) if !started.load(Ordering::Relaxed) => Err(crate::trace::unavailable(
             std::io::Error::other("no handoff worker thread could be started"),
         )),
-        Err(_) => Err(BridgeError::Lost),
+        Err(_) => Err(crate::trace::lost()),
     }
 }
 

@@ -200,13 +200,13 @@ impl<'a> RunBlocking<'a> {
         match (ambient(), self.inline, self.deadline) {
             (Ambient::None, InlineStrategy::RuntimePerCall, None) => {
                 crate::metrics::call(Route::Inline);
-                crate::trace::report(per_call(future))
+                per_call(future)
             }
             // A thread-local destructor after this thread's runtime is gone takes the
             // default route instead.
             (Ambient::None, InlineStrategy::RuntimePerThread, None) if per_thread_alive() => {
                 crate::metrics::call(Route::Inline);
-                crate::trace::report(per_thread(future))
+                per_thread(future)
             }
             (ambient, _, deadline) => crate::run::dispatch_with(self.io, ambient, future, deadline),
         }
@@ -217,7 +217,7 @@ fn per_call<F: Future>(future: F) -> Result<F::Output, BridgeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(BridgeError::Unavailable)?;
+        .map_err(crate::trace::unavailable)?;
     panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future))).map_err(classify)
 }
 
@@ -242,7 +242,7 @@ fn per_thread<F: Future>(future: F) -> Result<F::Output, BridgeError> {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(BridgeError::Unavailable)?,
+                    .map_err(crate::trace::unavailable)?,
             ),
         };
         panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(future))).map_err(classify)

@@ -178,11 +178,11 @@ where
 /// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    crate::trace::report(match Plan::of(ambient(), IoRuntime::global) {
+    match Plan::of(ambient(), IoRuntime::global) {
         Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
         Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
         Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
-    })
+    }
 }
 
 fn dispatch<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError>
@@ -263,7 +263,7 @@ impl<'a> Plan<'a> {
         F: Future + Send,
         F::Output: Send,
     {
-        crate::trace::report(match self {
+        match self {
             Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
             Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
             // The one route whose polls (and drop) happen on another thread: the future
@@ -272,7 +272,7 @@ impl<'a> Plan<'a> {
             Plan::Handoff(handle) => {
                 handoff::run(&handle, crate::trace::instrument(future), deadline)
             }
-        })
+        }
     }
 }
 

@@ -95,7 +95,7 @@ pub(crate) fn message(payload: &(dyn Any + Send)) -> Option<&str> {
 /// died under the future ([`BridgeError::Lost`]); any other is the future's own.
 pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> BridgeError {
     if message(&*payload).is_some_and(|message| message.starts_with(SHUTDOWN_PANIC)) {
-        BridgeError::Lost
+        crate::trace::lost()
     } else {
         BridgeError::Panicked(crate::Panic::new(payload))
     }
