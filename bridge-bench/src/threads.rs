@@ -1,5 +1,6 @@
 //! The process's OS thread count, as Linux reports it on the `Threads:` line of
-//! `/proc/self/status`, and a tally of it across the batches of one variant.
+//! `/proc/self/status`, and a tally of it across the batches of one variant; and the
+//! machine's load average, which the studies print next to their thread counts.
 
 use std::fmt;
 
@@ -57,6 +58,14 @@ impl fmt::Display for ThreadTally {
         }
         write!(f, " (+{} during its batches)", self.grew_by)
     }
+}
+
+/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes); `None` where it cannot
+/// be read.
+pub fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    (fields.len() == 3).then(|| fields.join(" "))
 }
 
 #[cfg(test)]

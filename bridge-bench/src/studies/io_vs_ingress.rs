@@ -17,7 +17,7 @@ use crate::harness::{Measured, Measurement, Settings};
 use crate::progress;
 use crate::report::{BASELINE, Budget, ScenarioReport, rows};
 use crate::stats::Summary;
-use crate::threads::os_threads;
+use crate::threads::{load_average, os_threads};
 use bridge::cpu::ThreadPoolExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::fmt::Write as _;
@@ -1093,14 +1093,6 @@ fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
          sends."
     );
     out
-}
-
-/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes); `None` where it cannot
-/// be read.
-fn load_average() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
-    (fields.len() == 3).then(|| fields.join(" "))
 }
 
 /// The OS thread counts around the cells and the machine's load, as one paragraph.

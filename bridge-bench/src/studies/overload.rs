@@ -28,7 +28,8 @@ use crate::harness::{
 };
 use crate::progress;
 use crate::report::{BASELINE, ScenarioReport, rows};
-use crate::threads::os_threads;
+use crate::stats::percentile;
+use crate::threads::{load_average, os_threads};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -417,15 +418,6 @@ fn step_cost(passes: u32, runs: usize) -> Duration {
     Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
-/// The nearest-rank percentile `p` (0 < p <= 1) of samples sorted ascending; NaN if empty.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// A field in KiB (`VmRSS:`, `VmHWM:`) of a `/proc/<pid>/status` text.
 fn status_kib(status: &str, field: &str) -> Option<f64> {
     status
@@ -440,14 +432,6 @@ fn self_kib(field: &str) -> f64 {
         .ok()
         .and_then(|status| status_kib(&status, field))
         .unwrap_or(f64::NAN)
-}
-
-/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes); `None` where it cannot
-/// be read.
-fn load_average() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
-    (fields.len() == 3).then(|| fields.join(" "))
 }
 
 /// CPU time in clock ticks: of all CPUs (busy and in all), from the `cpu` line of
@@ -1670,14 +1654,6 @@ mod tests {
         let mut c = vec![4u8; 64];
         assert_ne!(step(&mut a, 5), step(&mut c, 5));
         assert!(calibrate_passes() >= 1);
-    }
-
-    #[test]
-    fn percentile_is_nearest_rank() {
-        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&sorted, 0.5), 50.0);
-        assert_eq!(percentile(&sorted, 0.99), 99.0);
-        assert!(percentile(&[], 0.5).is_nan());
     }
 
     #[test]

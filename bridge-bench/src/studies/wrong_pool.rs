@@ -8,7 +8,7 @@ use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
-use crate::stats::Summary;
+use crate::stats::{Summary, percentile};
 use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -139,15 +139,6 @@ fn decode_cost(rounds: u64, runs: usize) -> Duration {
         .collect();
     times.sort_by(f64::total_cmp);
     Duration::from_secs_f64(percentile(&times, 0.5))
-}
-
-/// The nearest-rank percentile `p` (0 < p <= 1) of samples sorted ascending; NaN if empty.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// The CPU time of every thread of this process so far, in ns: the sum of the first field of
@@ -813,17 +804,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentile_is_nearest_rank() {
-        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&sorted, 0.5), 50.0);
-        assert_eq!(percentile(&sorted, 0.99), 99.0);
-        assert_eq!(percentile(&sorted, 1.0), 100.0);
-        assert_eq!(percentile(&[7.0], 0.5), 7.0);
-        assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
-        assert!(percentile(&[], 0.5).is_nan());
-    }
 
     #[test]
     fn decode_is_deterministic_and_depends_on_its_input() {
