@@ -503,24 +503,28 @@ fn a_poll_after_an_inline_claim_runs_nothing_and_reports_no_value() {
     });
 }
 
-/// A result nobody takes, whose destructor panics with a payload of its own: the pool drops
-/// the result quietly and then the payload too (counted), instead of leaking it.
+/// A panic payload that counts its drops.
+struct Payload(Arc<AtomicUsize>);
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A result whose destructor panics with a [`Payload`].
+struct PanicsWithPayload(Arc<AtomicUsize>);
+
+impl Drop for PanicsWithPayload {
+    fn drop(&mut self) {
+        panic::panic_any(Payload(Arc::clone(&self.0)));
+    }
+}
+
 #[test]
 fn detaching_a_task_whose_result_arrived_contains_its_destructor_panic() {
     // The result is in the channel before `detach`: the detaching thread drops it, and its
     // destructor's panic must stay inside `detach` (as in a `Task`'s drop), payload dropped.
-    struct Payload(Arc<AtomicUsize>);
-    impl Drop for Payload {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
-    struct PanicsWithPayload(Arc<AtomicUsize>);
-    impl Drop for PanicsWithPayload {
-        fn drop(&mut self) {
-            panic::panic_any(Payload(Arc::clone(&self.0)));
-        }
-    }
     watchdog(|| {
         let payload_drops = Arc::new(AtomicUsize::new(0));
         let drops = Arc::clone(&payload_drops);
@@ -538,20 +542,10 @@ fn detaching_a_task_whose_result_arrived_contains_its_destructor_panic() {
     });
 }
 
+/// A result nobody takes, whose destructor panics with a payload of its own: the pool drops
+/// the result quietly and then the payload too (counted), instead of leaking it.
 #[test]
 fn the_payload_of_a_panicking_result_destructor_is_dropped_not_leaked() {
-    struct Payload(Arc<AtomicUsize>);
-    impl Drop for Payload {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
-    struct PanicsWithPayload(Arc<AtomicUsize>);
-    impl Drop for PanicsWithPayload {
-        fn drop(&mut self) {
-            panic::panic_any(Payload(Arc::clone(&self.0)));
-        }
-    }
     watchdog(|| {
         let payload_drops = Arc::new(AtomicUsize::new(0));
         let pool = pool(1);
