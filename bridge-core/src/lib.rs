@@ -28,6 +28,9 @@ pub mod __counters;
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]
+#[path = "os.rs"]
+pub mod __os;
+#[doc(hidden)]
 #[path = "scoped.rs"]
 pub mod __scoped;
 #[doc(hidden)]

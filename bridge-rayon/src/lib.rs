@@ -85,6 +85,7 @@ mod job;
 mod limit;
 mod loom;
 mod metrics;
+mod priority;
 mod spawn;
 mod task;
 #[cfg(feature = "tracing")]
@@ -98,6 +99,7 @@ pub use limit::{Acquire as __Acquire, Permit as __Permit};
 #[doc(hidden)]
 pub use metrics::__set_queue_wait_sampling;
 pub use metrics::{Metrics, QueueWait, metrics};
+pub use priority::lower_thread_priority;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use spawn::{__loom_claimable_task, __loom_task};
