@@ -18,6 +18,12 @@
 //! `bridge::Limit` that either waits for room (`limit.spawn(f).await`) or sheds (`try_spawn`,
 //! answering "busy" at once when full).
 //!
+//! Every cell's process builds rayon's global pool before anything uses it, as the guide
+//! advises for a service's CPU pool: with a start handler that lowers each pool thread to
+//! nice [`POOL_NICE`] (`bridge::cpu::lower_thread_priority`), so that a tokio worker that
+//! wakes gets a CPU before the pool's threads. One contrast variant, `bridge::spawn` on a
+//! pool built without the handler (nice 0, the default), shows what the priority changes.
+//!
 //! Each (variant, load) cell runs in a fresh copy of this binary ([`in_child`]), so that its
 //! peak memory (`VmHWM` of /proc/self/status) is its own, and no thread, queue or kept heap
 //! of one cell is left for the next.
@@ -60,6 +66,9 @@ const BODY: usize = 8 * 1024;
 
 /// I/O-only probe requests per second, whatever the load.
 const PROBE_RATE: f64 = 200.0;
+
+/// The nice value of rayon's pool threads in every cell but the contrast variant's.
+const POOL_NICE: u8 = 10;
 
 /// The bound of the limited variants per rayon thread: `Limit::new(4 x threads)`.
 const BOUND_PER_THREAD: usize = 4;
@@ -109,6 +118,9 @@ enum Variant {
     SpawnBlocking,
     /// On rayon's global pool, `bridge::spawn`, no bound.
     Bridge,
+    /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0):
+    /// the contrast to the pool at [`POOL_NICE`] that every other variant runs on.
+    BridgeNice0,
     /// Through a `bridge::Limit`: `limit.spawn(f).await` waits for room.
     Wait,
     /// Through a `bridge::Limit`: `try_spawn`, answering "busy" at once when full.
@@ -116,10 +128,11 @@ enum Variant {
 }
 
 /// Every variant, in the order of the tables.
-const VARIANTS: [Variant; 5] = [
+const VARIANTS: [Variant; 6] = [
     Variant::Bridge,
     Variant::Wait,
     Variant::Shed,
+    Variant::BridgeNice0,
     Variant::SpawnBlocking,
     Variant::Inline,
 ];
@@ -131,6 +144,7 @@ impl Variant {
             Self::Inline => "inline",
             Self::SpawnBlocking => "spawn_blocking",
             Self::Bridge => BASELINE,
+            Self::BridgeNice0 => "bridge (pool at nice 0)",
             Self::Wait => "bridge limit-wait",
             Self::Shed => "bridge limit-shed",
         }
@@ -142,6 +156,7 @@ impl Variant {
             Self::Inline => "inline",
             Self::SpawnBlocking => "blocking",
             Self::Bridge => "bridge",
+            Self::BridgeNice0 => "bridge-nice0",
             Self::Wait => "wait",
             Self::Shed => "shed",
         }
@@ -154,6 +169,12 @@ impl Variant {
     /// Whether it goes through a `bridge::Limit`.
     fn bounded(self) -> bool {
         matches!(self, Self::Wait | Self::Shed)
+    }
+
+    /// The nice value its cell's process asks for rayon's pool threads: `None` leaves them at
+    /// the default priority.
+    fn pool_nice(self) -> Option<u8> {
+        (self != Self::BridgeNice0).then_some(POOL_NICE)
     }
 }
 
@@ -267,10 +288,17 @@ struct Outcome {
     /// ns: a generator starved of CPU reads it late, when more steps have finished.
     half_late: f64,
     end_late: f64,
+    /// The lowest and the highest nice value of rayon's pool threads, each read on its
+    /// thread once the pool had started; NaN if not read.
+    pool_nice_lo: f64,
+    pool_nice_hi: f64,
+    /// Pool threads on which lowering the priority failed (always 0 for a pool left at the
+    /// default priority, which does not ask).
+    pool_refused: f64,
 }
 
 impl Outcome {
-    const KEYS: [&'static str; 22] = [
+    const KEYS: [&'static str; 25] = [
         "arrived",
         "served_in_window",
         "shed",
@@ -293,9 +321,12 @@ impl Outcome {
         "cpu_others",
         "half_late",
         "end_late",
+        "pool_nice_lo",
+        "pool_nice_hi",
+        "pool_refused",
     ];
 
-    fn values(&self) -> [f64; 22] {
+    fn values(&self) -> [f64; 25] {
         [
             self.arrived,
             self.served_in_window,
@@ -319,6 +350,9 @@ impl Outcome {
             self.cpu_others,
             self.half_late,
             self.end_late,
+            self.pool_nice_lo,
+            self.pool_nice_hi,
+            self.pool_refused,
         ]
     }
 
@@ -363,6 +397,9 @@ impl Outcome {
             cpu_others: get("cpu_others")?,
             half_late: get("half_late")?,
             end_late: get("end_late")?,
+            pool_nice_lo: get("pool_nice_lo")?,
+            pool_nice_hi: get("pool_nice_hi")?,
+            pool_refused: get("pool_refused")?,
         })
     }
 }
@@ -462,10 +499,8 @@ impl CpuTicks {
         // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
         let total: u64 = cpu.iter().take(8).sum();
         let idle = cpu.get(3)? + cpu.get(4).copied().unwrap_or(0);
-        // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
-        let fields: Vec<&str> = this.rsplit_once(')')?.1.split_whitespace().collect();
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
+        let utime: u64 = stat_field(this, 14)?.parse().ok()?;
+        let stime: u64 = stat_field(this, 15)?.parse().ok()?;
         Some(Self {
             total,
             busy: total - idle,
@@ -481,6 +516,71 @@ impl CpuTicks {
         let this = self.this.saturating_sub(earlier.this) as f64;
         (100.0 * this / total, 100.0 * (busy - this).max(0.0) / total)
     }
+}
+
+/// Field `n` (3 or more, numbered as in proc(5)) of a `/proc/.../stat` text: counted after
+/// the command's closing parenthesis, since the command (field 2) may hold spaces.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)
+}
+
+/// The calling thread's nice value (field 19 of /proc/thread-self/stat); `None` where it
+/// cannot be read.
+fn thread_nice() -> Option<i32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    stat_field(&stat, 19)?.parse().ok()
+}
+
+/// Rayon's pool as a cell's process builds it: rayon's default thread count, and with `nice`
+/// a start handler that lowers each thread to it with `bridge::cpu::lower_thread_priority`,
+/// counting in `refused` the threads where that failed (off Linux, every one: the pool then
+/// runs at the default priority, and the cell still runs).
+fn pool_builder(nice: Option<u8>, refused: &Arc<AtomicU64>) -> rayon::ThreadPoolBuilder {
+    let builder = rayon::ThreadPoolBuilder::new();
+    let Some(nice) = nice else {
+        return builder;
+    };
+    let refused = Arc::clone(refused);
+    builder.start_handler(move |_| {
+        if bridge::cpu::lower_thread_priority(nice).is_err() {
+            refused.fetch_add(1, Relaxed);
+        }
+    })
+}
+
+/// The lowest and the highest of the pool threads' nice values; NaN for both if any of them
+/// could not be read.
+fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
+    let read: Option<Vec<f64>> = nices.iter().map(|n| n.map(f64::from)).collect();
+    match read {
+        Some(read) if !read.is_empty() => (
+            read.iter().copied().fold(f64::INFINITY, f64::min),
+            read.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ),
+        _ => (f64::NAN, f64::NAN),
+    }
+}
+
+/// Builds rayon's global pool for a cell of `variant` ([`pool_builder`]) and starts its
+/// threads; returns the lowest and highest nice value they run at, each read on its thread,
+/// and the threads on which lowering the priority failed.
+///
+/// # Errors
+///
+/// If the global pool was already built: then its priority is not the cell's.
+fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
+    let refused = Arc::new(AtomicU64::new(0));
+    pool_builder(variant.pool_nice(), &refused)
+        .build_global()
+        .map_err(io::Error::other)?;
+    // A thread runs its start handler before any job, so after a broadcast every handler has
+    // run.
+    warm_up_rayon();
+    let (lo, hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
+    Ok((lo, hi, refused.load(Relaxed) as f64))
 }
 
 /// The backend: a TCP server on 127.0.0.1 in this process, with a plain thread per
@@ -662,7 +762,7 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
                 }
             }
         }
-        Variant::Bridge => bridge::spawn(move || s.run_step(body)).await,
+        Variant::Bridge | Variant::BridgeNice0 => bridge::spawn(move || s.run_step(body)).await,
         Variant::Wait | Variant::Shed => {
             let Some(limit) = &service.limit else {
                 service.errors.fetch_add(1, Relaxed);
@@ -1100,7 +1200,12 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
         out.push((None, String::new()));
     }
 
-    let unbounded = [Variant::Bridge, Variant::SpawnBlocking, Variant::Inline];
+    let unbounded = [
+        Variant::Bridge,
+        Variant::BridgeNice0,
+        Variant::SpawnBlocking,
+        Variant::Inline,
+    ];
     let grow: Vec<&Cell> = unbounded
         .iter()
         .filter_map(|&v| find(cells, v, 2.0))
@@ -1212,18 +1317,99 @@ fn goals_note(cells: &[Cell], bound: usize) -> String {
     out
 }
 
+/// The nice value the pool threads of each cell ran at, as read on them: the cells that ran
+/// as set up are counted, the others named.
+fn pool_note(cells: &[Cell]) -> String {
+    let mut out = String::from(
+        "The pool's priority, read on each of its threads once the pool had started \
+         (/proc/thread-self/stat):",
+    );
+    for (k, lowered) in [true, false].into_iter().enumerate() {
+        let of: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.variant.pool_nice().is_some() == lowered)
+            .collect();
+        let want = if lowered { f64::from(POOL_NICE) } else { 0.0 };
+        let off: Vec<String> = of
+            .iter()
+            .filter(|c| !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want))
+            .map(|c| {
+                let (lo, hi) = (c.out.pool_nice_lo, c.out.pool_nice_hi);
+                let nice = if lo.is_nan() {
+                    "not read".to_owned()
+                } else if lo == hi {
+                    format!("nice {lo:.0}")
+                } else {
+                    format!("nice {lo:.0} to {hi:.0}")
+                };
+                format!("{} at {}x: {nice}", c.variant.name(), c.load)
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "{} nice {want:.0} on every thread in {} of the {} cells {}",
+            if k == 0 { "" } else { ";" },
+            of.len() - off.len(),
+            of.len(),
+            if lowered {
+                "whose pool was lowered".to_owned()
+            } else {
+                format!("of `{}`", Variant::BridgeNice0.name())
+            },
+        );
+        if !off.is_empty() {
+            let _ = write!(out, " (not in {})", off.join(", "));
+        }
+    }
+    let refused: f64 = cells.iter().map(|c| c.out.pool_refused).sum();
+    let _ = write!(
+        out,
+        ". bridge::cpu::lower_thread_priority({POOL_NICE}) failed on {refused:.0} pool threads \
+         over all cells."
+    );
+    out
+}
+
 /// What the numbers say beyond the goals, computed from them.
 fn reading(cells: &[Cell], bound: usize) -> String {
     let mut out = String::from("Reading the numbers:");
+    let at = |v: Variant| Some((find(cells, v, 0.5)?, find(cells, v, 2.0)?));
+    if let (Some((lo10, hi10)), Some((lo0, hi0))) = (at(Variant::Bridge), at(Variant::BridgeNice0))
+    {
+        let _ = write!(
+            out,
+            " bridge::spawn's I/O-only p99 at 2x was {} ms with the pool at nice {POOL_NICE} \
+             (`{}`) and {} ms with it at nice 0 (`{}`), {:.2}x as long at nice 0 (at 0.5x: {} ms \
+             and {} ms); completed at 2x: {:.0} req/s at nice {POOL_NICE}, {:.0} at nice 0{}. \
+             The kernel weighs a thread at nice {POOL_NICE} at about a tenth of one at the \
+             default priority, so a tokio worker that wakes while the pool's threads keep the \
+             CPUs busy gets a CPU sooner than among equals; the pool yields the same way to \
+             every other process at the default priority, so when others keep the CPUs busy \
+             it also gets less of them.",
+            ms(hi10.out.io_p99),
+            Variant::Bridge.name(),
+            ms(hi0.out.io_p99),
+            Variant::BridgeNice0.name(),
+            hi0.out.io_p99 / hi10.out.io_p99,
+            ms(lo10.out.io_p99),
+            ms(lo0.out.io_p99),
+            hi10.throughput(),
+            hi0.throughput(),
+            others(&[lo10, hi10, lo0, hi0]),
+        );
+    }
     if let Some(c) = find(cells, Variant::Wait, 2.0) {
         let _ = write!(
             out,
-            " the limit bounds the work in rayon's queue, not the requests: under an open loop \
+            " {} limit bounds the work in rayon's queue, not the requests: under an open loop \
              at 2x, `bridge limit-wait` kept at most {:.0} tasks in the limit, but {:.0} \
              requests were waiting for room when the window closed (each holding its body), \
              so its queue and memory grow like the unbounded variants'. Only shedding \
              (`bridge limit-shed`) or back-pressure upstream bounds the requests.",
-            c.out.limit_max, c.out.queued_end,
+            // A sentence of its own after the contrast above, the reading's start otherwise.
+            if out.ends_with(':') { "the" } else { "The" },
+            c.out.limit_max,
+            c.out.queued_end,
         );
     }
     if let Some(c) = find(cells, Variant::Shed, 2.0) {
@@ -1285,8 +1471,13 @@ fn reading(cells: &[Cell], bound: usize) -> String {
         " Over all cells: {errors:.0} failed requests. The generator is one more thread \
          competing for the CPUs: it spawned a request at most {} ms after it was due in the \
          cells of the bridge variants",
-        lag(&|c| matches!(c.variant, Variant::Bridge | Variant::Wait | Variant::Shed))
-            .map_or_else(|| "-".to_owned(), |c| ms(c.out.generator_lag)),
+        lag(&|c| {
+            matches!(
+                c.variant,
+                Variant::Bridge | Variant::BridgeNice0 | Variant::Wait | Variant::Shed
+            )
+        })
+        .map_or_else(|| "-".to_owned(), |c| ms(c.out.generator_lag)),
     );
     if let Some(c) = lag(&|_| true) {
         let _ = write!(
@@ -1308,14 +1499,19 @@ fn reading(cells: &[Cell], bound: usize) -> String {
 
 fn varied() -> String {
     format!(
-        "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool, no \
-         bound); `{}` awaits bridge::Limit::spawn (waits for room, FIFO), `{}` calls \
-         Limit::try_spawn and answers \"busy\" at once when the limit is full (both on the \
-         same pool); `{}` is tokio::task::spawn_blocking; `{}` runs it on the tokio worker \
-         that polls the request. This table: the p99 latency of the I/O-only probes, in ns.",
+        "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool at nice \
+         {POOL_NICE}, no bound); `{}` awaits bridge::Limit::spawn (waits for room, FIFO), `{}` \
+         calls Limit::try_spawn and answers \"busy\" at once when the limit is full (both on \
+         the same pool); `{}` is bridge::spawn again, no bound, on a global pool built without \
+         the priority handler, so its threads run at the default priority (nice 0) like every \
+         other thread: the contrast; `{}` is tokio::task::spawn_blocking; `{}` runs it on the \
+         tokio worker that polls the request (tokio's workers and blocking threads run at the \
+         default priority in every cell). This table: the p99 latency of the I/O-only probes, \
+         in ns.",
         Variant::Bridge.name(),
         Variant::Wait.name(),
         Variant::Shed.name(),
+        Variant::BridgeNice0.name(),
         Variant::SpawnBlocking.name(),
         Variant::Inline.name(),
     )
@@ -1334,7 +1530,15 @@ fn fixed(
     let cpus = thread::available_parallelism().map_or(0, usize::from);
     format!(
         "{cpus} CPUs; the service is a tokio multi-thread runtime with {WORKERS} workers and \
-         enable_all; rayon's global pool has {} threads. A full request carries a {} KiB body \
+         enable_all; rayon's global pool has {} threads (rayon's default count), built in \
+         each cell's process before anything uses it, with a start handler that calls \
+         bridge::cpu::lower_thread_priority({POOL_NICE}) on each thread, as the guide advises \
+         for a service's CPU pool: when the steps keep every CPU busy, a tokio worker that \
+         wakes (a read answered, a request spawned) then gets a CPU before the pool's \
+         threads instead of waiting its turn among equals. Only `{}` builds the pool without \
+         the handler. Where the call fails (it is Linux only) the cell still runs, at the \
+         default priority; the nice value of every cell's pool threads, read on each thread, \
+         is reported under the full-request table at 2x. A full request carries a {} KiB body \
          (written when it arrives), runs one CPU step over it ({passes} passes of 64-bit \
          FNV-1a, calibrated at start to {} ms and measured at {:.3} ms, median of 51 steps on \
          an idle thread), then makes one loopback read: it writes 8 bytes to the backend and \
@@ -1367,6 +1571,7 @@ fn fixed(
          machine shows. Variants run in an order rotated per load. Load average \
          (/proc/loadavg, 1/5/15 min) before the first cell: {}.",
         rayon::current_num_threads(),
+        Variant::BridgeNice0.name(),
         BODY / 1024,
         STEP_TARGET.as_millis(),
         cost.as_secs_f64() * 1e3,
@@ -1422,8 +1627,14 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec = Spec::parse(&spec)
             .ok_or_else(|| io::Error::other(format!("a bad cell spec: {spec}")))?;
-        warm_up_rayon();
-        let out = run_cell(&spec)?;
+        // Before anything uses rayon: the pool is built once per process.
+        let (nice_lo, nice_hi, refused) = set_up_global_pool(spec.variant)?;
+        let out = Outcome {
+            pool_nice_lo: nice_lo,
+            pool_nice_hi: nice_hi,
+            pool_refused: refused,
+            ..run_cell(&spec)?
+        };
         child_reply(&out.line());
     }
     let plan = Plan::of(settings);
@@ -1517,6 +1728,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         budgets: Vec::new(),
         notes: vec![
             goals_note(&cells, bound),
+            pool_note(&cells),
             reading(&cells, bound),
             format!(
                 "Load average (/proc/loadavg, 1/5/15 min) before the first cell {}, after the \
@@ -1554,6 +1766,9 @@ mod tests {
             full_p99: 2.5e6,
             io_p99: f64::NAN,
             hwm_kib: 12345.0,
+            pool_nice_lo: 10.0,
+            pool_nice_hi: 10.0,
+            pool_refused: 2.0,
             ..Outcome::default()
         };
         let back = Outcome::parse(&out.line()).unwrap();
@@ -1561,7 +1776,73 @@ mod tests {
         assert_eq!(back.full_p99, 2.5e6);
         assert!(back.io_p99.is_nan());
         assert_eq!(back.hwm_kib, 12345.0);
+        assert_eq!((back.pool_nice_lo, back.pool_nice_hi), (10.0, 10.0));
+        assert_eq!(back.pool_refused, 2.0);
         assert_eq!(Outcome::parse("arrived=1"), None);
+    }
+
+    #[test]
+    fn the_pool_at_nice_0_has_its_own_spec_code() {
+        let line = "variant=bridge-nice0 rate=3978.000 window_us=4000000 passes=90 bound=8";
+        let spec = Spec::parse(line).unwrap();
+        assert_eq!(spec.variant, Variant::BridgeNice0);
+        assert_eq!(spec.line(), line);
+        // The code is not a prefix match of plain bridge's, nor the other way round.
+        assert_eq!(
+            Spec::parse(&line.replace("bridge-nice0", "bridge"))
+                .unwrap()
+                .variant,
+            Variant::Bridge
+        );
+        assert_eq!(Variant::BridgeNice0.pool_nice(), None);
+        assert!(!Variant::BridgeNice0.bounded());
+        for v in VARIANTS.into_iter().filter(|&v| v != Variant::BridgeNice0) {
+            assert_eq!(v.pool_nice(), Some(POOL_NICE), "{v:?}");
+        }
+        // Every variant has its own code and name.
+        for (k, a) in VARIANTS.iter().enumerate() {
+            for b in &VARIANTS[k + 1..] {
+                assert_ne!(a.code(), b.code());
+                assert_ne!(a.name(), b.name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_pool_threads_run_at_the_nice_value_asked_for() {
+        assert_eq!(
+            stat_field("7 (a b) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", 19),
+            Some("19")
+        );
+        assert_eq!(stat_field("7 (a) S", 4), None);
+        assert_eq!(nice_range(&[Some(10), Some(12)]), (10.0, 12.0));
+        assert!(nice_range(&[Some(10), None]).0.is_nan());
+        assert!(nice_range(&[]).1.is_nan());
+        if !cfg!(target_os = "linux") {
+            // The call is refused on every thread, and the pool still runs.
+            let refused = Arc::new(AtomicU64::new(0));
+            let pool = pool_builder(Some(POOL_NICE), &refused)
+                .num_threads(2)
+                .build()
+                .unwrap();
+            assert_eq!(pool.broadcast(|_| 1), [1, 1]);
+            assert_eq!(refused.load(Relaxed), 2);
+            return;
+        }
+        let own = thread_nice().unwrap();
+        for nice in [Some(POOL_NICE), None] {
+            // A process already running above POOL_NICE cannot lower its threads to it.
+            if nice.is_some_and(|n| own > i32::from(n)) {
+                continue;
+            }
+            let refused = Arc::new(AtomicU64::new(0));
+            let pool = pool_builder(nice, &refused).num_threads(2).build().unwrap();
+            let want = f64::from(nice.map_or(own, i32::from));
+            assert_eq!(nice_range(&pool.broadcast(|_| thread_nice())), (want, want));
+            assert_eq!(refused.load(Relaxed), 0, "{nice:?}");
+        }
+        // The pool's threads were lowered, not this one.
+        assert_eq!(thread_nice(), Some(own));
     }
 
     #[test]
@@ -1615,22 +1896,130 @@ mod tests {
         cells.push(cell(Variant::Shed, 2.0, queue(8.0, 7.0, 8.0, 3.5e6)));
         cells.push(cell(Variant::Bridge, 2.0, queue(400.0, 800.0, 0.0, 2e6)));
         cells.push(cell(
+            Variant::BridgeNice0,
+            2.0,
+            queue(410.0, 820.0, 0.0, 6e6),
+        ));
+        cells.push(cell(
             Variant::SpawnBlocking,
             2.0,
             queue(400.0, 790.0, 0.0, 9e6),
         ));
         cells.push(cell(Variant::Inline, 2.0, queue(400.0, 700.0, 0.0, 9e8)));
+        // The pool at nice 0, three times bridge's throughput at 0.5x-0.9x: were it the
+        // throughput goal's baseline, the bounded variants would cost 3x.
+        for load in [0.5, 0.9] {
+            cells.push(cell(
+                Variant::BridgeNice0,
+                load,
+                healthy(3000.0 * load, 2e6),
+            ));
+        }
         let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
         assert_eq!(verdicts, [Some(false), Some(true), Some(true), Some(false)]);
-        let detail = &goals(&cells, 8)[0].1;
+        let checked = goals(&cells, 8);
+        let detail = &checked[0].1;
         assert!(
             detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
             "{detail}"
         );
+        // The pool at nice 0 is unbounded: judged with the growing queues, and in no goal of
+        // the bounded variants nor the throughput goal's baseline.
+        assert!(
+            checked[2]
+                .1
+                .contains("bridge (pool at nice 0) 410 at ½ window, 820 at its end (2.00x)"),
+            "{}",
+            checked[2].1
+        );
+        for k in [0, 1, 3] {
+            assert!(!checked[k].1.contains("nice 0"), "{}", checked[k].1);
+        }
+        assert!(
+            checked[3]
+                .1
+                .contains("bridge limit-wait at 0.5x: 500 req/s against 500, 1.000x"),
+            "{}",
+            checked[3].1
+        );
+        // Its reading states the contrast with bridge::spawn at nice 10.
+        for c in &mut cells {
+            match (c.variant, c.load == 2.0) {
+                (Variant::Bridge, true) => c.out.served_in_window = 1900.0,
+                (Variant::BridgeNice0, true) => c.out.served_in_window = 1700.0,
+                _ => {}
+            }
+        }
+        let text = reading(&cells, 8);
+        assert!(
+            text.contains(
+                "Reading the numbers: bridge::spawn's I/O-only p99 at 2x was 2.00 ms with the \
+                 pool at nice 10 (`bridge`) and 6.00 ms with it at nice 0 (`bridge (pool at \
+                 nice 0)`), 3.00x as long at nice 0 (at 0.5x: 2.00 ms and 2.00 ms); completed \
+                 at 2x: 1900 req/s at nice 10, 1700 at nice 0; others' CPU in these cells up \
+                 to 0%."
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("of them. The limit bounds the work"),
+            "{text}"
+        );
+        // A queue of the pool at nice 0 that does not grow misses the growth goal.
+        let mut flat = cells.clone();
+        for c in &mut flat {
+            if c.variant == Variant::BridgeNice0 && c.load == 2.0 {
+                c.out.queued_end = c.out.queued_half;
+            }
+        }
+        assert_eq!(goals(&flat, 8)[2].0, Some(false));
         // Without the cells at 2x, those goals are not measured.
         cells.retain(|c| c.load < 1.0);
         let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
         assert_eq!(verdicts, [None, None, None, Some(false)]);
+    }
+
+    #[test]
+    fn the_pool_note_counts_the_cells_as_set_up_and_names_the_others() {
+        let cell = |variant: Variant, load, lo, hi, refused| Cell {
+            variant,
+            load,
+            rate: 1000.0 * load,
+            window: Duration::from_secs(1),
+            out: Outcome {
+                pool_nice_lo: lo,
+                pool_nice_hi: hi,
+                pool_refused: refused,
+                ..Outcome::default()
+            },
+        };
+        let mut cells = vec![
+            cell(Variant::Bridge, 0.5, 10.0, 10.0, 0.0),
+            cell(Variant::Wait, 0.5, 10.0, 10.0, 0.0),
+            cell(Variant::BridgeNice0, 0.5, 0.0, 0.0, 0.0),
+        ];
+        assert_eq!(
+            pool_note(&cells),
+            "The pool's priority, read on each of its threads once the pool had started \
+             (/proc/thread-self/stat): nice 10 on every thread in 2 of the 2 cells whose pool \
+             was lowered; nice 0 on every thread in 1 of the 1 cells of `bridge (pool at nice \
+             0)`. bridge::cpu::lower_thread_priority(10) failed on 0 pool threads over all \
+             cells."
+        );
+        cells.push(cell(Variant::Shed, 2.0, 0.0, 10.0, 1.0));
+        cells.push(cell(Variant::Inline, 2.0, f64::NAN, f64::NAN, 2.0));
+        let note = pool_note(&cells);
+        assert!(
+            note.contains(
+                "nice 10 on every thread in 2 of the 4 cells whose pool was lowered (not in \
+                 bridge limit-shed at 2x: nice 0 to 10, inline at 2x: not read);"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.ends_with("failed on 3 pool threads over all cells."),
+            "{note}"
+        );
     }
 
     #[test]
