@@ -12,8 +12,10 @@ use std::io;
 /// requests that need no CPU work grows with the load; a bound on the work in flight
 /// ([`Limit`](crate::Limit)) keeps the queue short but not the CPUs free. At nice 10 a pool
 /// thread gets about a tenth of the CPU share of a thread at the default priority, so the
-/// runtime's workers run first and the pool takes every cycle they leave. The overload
-/// study (`docs/studies/overload.md`) measures both.
+/// runtime's workers run first and the pool takes the cycles they leave. It yields to every
+/// thread at the default priority, other processes' too: on a machine that others keep busy
+/// the pool gets less CPU than at the default priority. The overload study
+/// (`docs/studies/overload.md`) measures both priorities side by side.
 ///
 /// Linux only: there a nice value belongs to one thread. Elsewhere the call would change the
 /// whole process and is refused.
