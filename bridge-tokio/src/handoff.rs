@@ -49,6 +49,11 @@ async fn until_cancelled<F: Future>(future: F, mut cancel: Receiver<()>) -> Ende
 
 /// Runs `future` on a handoff worker with `handle` entered (with its own wake flag, see
 /// [`here`](crate::here)), and blocks this thread until the worker is done with it.
+///
+/// Never inlined: a handoff costs microseconds, and inlined into the call's dispatch its
+/// code (larger with the feature `tracing`, which wraps the future in a span) changed how
+/// the compiler laid out the nanosecond routes beside it.
+#[inline(never)]
 pub(crate) fn run<F>(
     handle: &Handle,
     future: F,

@@ -50,6 +50,11 @@ pub(crate) fn poll_here<F: Future>(
 /// runtime is shutting down at every later call in the same poll). The first poll gets a
 /// waker that does nothing: the polls inside `block_in_place` pass their own, and a future
 /// must direct its wake-ups to the waker of its latest poll.
+///
+/// Never inlined, whatever else the call's dispatch holds: the route's cost then does not
+/// depend on how the compiler weighs the other routes (with the feature `tracing` it had
+/// inlined this one and the ready call cost 39.7 ns against 37.1 ns).
+#[inline(never)]
 pub(crate) fn poll_on_worker<F: Future>(
     handle: &Handle,
     future: F,
