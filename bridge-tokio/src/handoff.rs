@@ -48,11 +48,13 @@ async fn until_cancelled<F: Future>(future: F, mut cancel: Receiver<()>) -> Ende
 }
 
 /// Runs `future` on a handoff worker with `handle` entered (with its own wake flag, see
-/// [`here`](crate::here)), and blocks this thread until the worker is done with it.
+/// [`here`](crate::here)), and blocks this thread until the worker is done with it. The
+/// future takes the span current here with it (feature `tracing`): this is the one route
+/// whose polls (and drop) happen on another thread.
 ///
-/// Never inlined: a handoff costs microseconds, and inlined into the call's dispatch its
-/// code (larger with the feature `tracing`, which wraps the future in a span) changed how
-/// the compiler laid out the nanosecond routes beside it.
+/// Never inlined, and the span is put around the future here rather than by the caller: a
+/// handoff costs microseconds, and inlined into the call's dispatch its code (larger with
+/// the feature `tracing`) changed how the compiler laid out the nanosecond routes beside it.
 #[inline(never)]
 pub(crate) fn run<F>(
     handle: &Handle,
@@ -65,6 +67,7 @@ where
 {
     #[cfg(not(bridge_loom))]
     {
+        let future = crate::trace::instrument(future);
         hand_off(Some(handle.clone()), future, deadline, |job| {
             crate::workers::Pool::submit(
                 crate::workers::Pool::global(),

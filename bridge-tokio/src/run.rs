@@ -267,11 +267,10 @@ impl<'a> Plan<'a> {
             Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
             Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
             // The one route whose polls (and drop) happen on another thread: the future
-            // takes the caller's span with it (feature `tracing`). The routes above poll it
-            // on this thread, inside this call, where that span is current already.
-            Plan::Handoff(handle) => {
-                handoff::run(&handle, crate::trace::instrument(future), deadline)
-            }
+            // takes the caller's span with it (feature `tracing`, in `handoff::run`). The
+            // routes above poll it on this thread, inside this call, where that span is
+            // current already.
+            Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
         }
     }
 }
