@@ -10,9 +10,18 @@ use std::future::Future;
 /// route polls and drops the future on the calling thread, inside the call, where the span
 /// is current already; wrapping it there too would cost a ready call a quarter of its time
 /// (the dispatcher lookup and a larger future to move) for nothing.
+///
+/// A program that never installed a subscriber can have no current span, and one relaxed
+/// load (`has_been_set`) says so: the call then skips `Span::current()`'s dispatcher lookup
+/// and carries a disabled span, whose enter and exit do nothing.
 #[cfg(feature = "tracing")]
 pub(crate) fn instrument<F: Future>(future: F) -> tracing::instrument::Instrumented<F> {
-    tracing::Instrument::instrument(future, tracing::Span::current())
+    let span = if tracing::dispatcher::has_been_set() {
+        tracing::Span::current()
+    } else {
+        tracing::Span::none()
+    };
+    tracing::Instrument::instrument(future, span)
 }
 
 #[cfg(not(feature = "tracing"))]
