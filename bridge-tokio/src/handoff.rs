@@ -65,9 +65,9 @@ where
     F: Future + Send,
     F::Output: Send,
 {
+    let future = crate::trace::instrument(future);
     #[cfg(not(bridge_loom))]
     {
-        let future = crate::trace::instrument(future);
         hand_off(Some(handle.clone()), future, deadline, |job| {
             crate::workers::Pool::submit(
                 crate::workers::Pool::global(),
