@@ -128,6 +128,20 @@ where
     }
 }
 
+/// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one
+/// thread of its blocking pool, so that no measurement pays for thread creation.
+pub fn warm_up_tokio(handle: &tokio::runtime::Handle) {
+    handle.block_on(async {
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| tokio::spawn(tokio::task::yield_now()))
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+        let _ = tokio::task::spawn_blocking(|| ()).await;
+    });
+}
+
 /// Starts every worker of rayon's global pool, so that no measurement pays for thread
 /// creation.
 pub fn warm_up_rayon() {

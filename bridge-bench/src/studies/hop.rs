@@ -4,6 +4,7 @@
 //! busy one.
 
 use crate::busy::{Load, busy_frame, park_at_once_note};
+use crate::harness::warm_up_tokio;
 use crate::harness::{
     Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
 };
@@ -44,15 +45,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 /// blocking pool holding one thread.
 fn warm_runtime() -> io::Result<Runtime> {
     let rt = Builder::new_multi_thread().build()?;
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..1_000)
-            .map(|_| tokio::spawn(tokio::task::yield_now()))
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
-        let _ = tokio::task::spawn_blocking(|| ()).await;
-    });
+    warm_up_tokio(rt.handle());
     Ok(rt)
 }
 

@@ -5,6 +5,7 @@
 //! futures, yielding futures and loopback TCP requests fanned out 1, 4 and 16 wide. It checks
 //! the published penalty of the shared one-worker runtime (+6% to +17%, growing with fan-out).
 
+use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
 use crate::report::{BASELINE, Goal, Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
@@ -141,19 +142,6 @@ fn current_thread() -> io::Result<Runtime> {
     Builder::new_current_thread().enable_all().build()
 }
 
-/// Starts every worker of the runtime behind `handle` and one thread of its blocking pool.
-fn warm(handle: &Handle) {
-    handle.block_on(async {
-        let tasks: Vec<_> = (0..1_000)
-            .map(|_| tokio::spawn(tokio::task::yield_now()))
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
-        let _ = tokio::task::spawn_blocking(|| ()).await;
-    });
-}
-
 /// What one call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Workload {
@@ -229,8 +217,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         .thread_name("shared1")
         .enable_all()
         .build()?;
-    warm(shared.handle());
-    warm(bridge::IoRuntime::global().handle());
+    warm_up_tokio(shared.handle());
+    warm_up_tokio(bridge::IoRuntime::global().handle());
     let server = EchoServer::start()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(RAYON_THREADS)

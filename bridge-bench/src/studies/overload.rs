@@ -29,6 +29,7 @@
 //! of one cell is left for the next.
 
 use crate::busy::kernel;
+use crate::harness::warm_up_tokio;
 use crate::harness::{
     Measured, Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon,
 };
@@ -814,15 +815,7 @@ fn service_runtime() -> io::Result<Runtime> {
         .thread_name("service")
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..1_000)
-            .map(|_| tokio::spawn(tokio::task::yield_now()))
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
-        let _ = tokio::task::spawn_blocking(|| ()).await;
-    });
+    warm_up_tokio(rt.handle());
     Ok(rt)
 }
 

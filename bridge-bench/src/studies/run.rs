@@ -4,6 +4,7 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use crate::busy::{Load, busy_frame, park_at_once_note};
+use crate::harness::warm_up_tokio;
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
 use crate::stats::{Summary, ratio};
@@ -79,8 +80,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         .worker_threads(workers)
         .enable_all()
         .build()?;
-    warm(shared.handle());
-    warm(bridge::IoRuntime::global().handle());
+    warm_up_tokio(shared.handle());
+    warm_up_tokio(bridge::IoRuntime::global().handle());
     let mut reports = vec![
         no_runtime_ready(settings, &shared),
         no_runtime_tcp(settings, &shared, None)?,
@@ -96,19 +97,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 /// A current-thread runtime with I/O and timers, as bridge builds them.
 fn current_thread() -> io::Result<Runtime> {
     Builder::new_current_thread().enable_all().build()
-}
-
-/// Starts every worker of the runtime behind `handle` and one thread of its blocking pool.
-fn warm(handle: &Handle) {
-    handle.block_on(async {
-        let tasks: Vec<_> = (0..1_000)
-            .map(|_| tokio::spawn(tokio::task::yield_now()))
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
-        let _ = tokio::task::spawn_blocking(|| ()).await;
-    });
 }
 
 /// The future every ready-future call runs: ready at its first poll, with `i` through
@@ -499,7 +487,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
         .worker_threads(TASK_WORKERS)
         .enable_all()
         .build()?;
-    warm(rt.handle());
+    warm_up_tokio(rt.handle());
     let route = rt
         .block_on(rt.spawn(async { bridge::route() }))
         .map_err(io::Error::other)?;

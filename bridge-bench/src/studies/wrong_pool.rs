@@ -4,6 +4,7 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
+use crate::harness::warm_up_tokio;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
@@ -564,15 +565,7 @@ fn query_runtime() -> io::Result<Runtime> {
         .worker_threads(WORKERS)
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..1_000)
-            .map(|_| tokio::spawn(tokio::task::yield_now()))
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
-        let _ = tokio::task::spawn_blocking(|| ()).await;
-    });
+    warm_up_tokio(rt.handle());
     Ok(rt)
 }
 
