@@ -10,7 +10,7 @@
 //! assert_eq!(block_on(rx), Ok(42));
 //! ```
 //!
-//! - [`oneshot`]: one value from one thread or task to another. One allocation, no locks;
+//! - [`oneshot`]: one value from one thread or task to another. One heap cell, no locks;
 //!   the receiver is a `Future` on any executor and also offers `try_recv`,
 //!   `recv_blocking`, `recv_timeout` and `recv_deadline`.
 //! - [`block_on`]: drive a future to completion on the calling thread without any runtime.

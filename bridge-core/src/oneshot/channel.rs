@@ -1,4 +1,5 @@
-//! The heap cell that a `Sender` and a `Receiver` share: one allocation per channel.
+//! The heap cell that a `Sender` and a `Receiver` share: one per channel (see `loom::alloc`
+//! for where the memory comes from).
 
 use super::states::*;
 use crate::loom::alloc::{self, Tracked};

@@ -11,8 +11,10 @@
 //!
 //! # Costs
 //!
-//! One heap allocation per channel and no locks. `send` never blocks. A blocking receive
-//! spins briefly, then parks its thread.
+//! At most one heap allocation per channel, and no locks: the thread that frees a channel
+//! keeps its memory for the next channel of a similar size that it makes, so a thread that
+//! makes one channel after another (a reply per request) allocates once. `send` never
+//! blocks. A blocking receive spins briefly when that can pay, then parks its thread.
 //!
 //! # Examples
 //!
@@ -43,7 +45,8 @@ pub use errors::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 pub use receiver::Receiver;
 pub use sender::Sender;
 
-/// Creates a oneshot channel: one allocation, shared by the two halves.
+/// Creates a oneshot channel: one heap cell, shared by the two halves (taken from the
+/// thread's kept cell when it has one, see [Costs](self#costs)).
 ///
 /// # Examples
 ///
