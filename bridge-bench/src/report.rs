@@ -619,7 +619,10 @@ impl ScenarioReport {
         }
         if let Some(r) = self.rows.first() {
             let _ = write!(out, "\n{}", self.rounds_text(r.rounds, r.ops_per_iter));
-            out.push_str(" per variant, order rotated per round");
+            out.push_str(
+                " per variant, in orders balanced across rounds (each runs right after each other \
+                 one equally often)",
+            );
             if background {
                 out.push_str(", with one baseline batch (the background alone) per round");
             }
@@ -914,8 +917,8 @@ mod tests {
             runs: Vec::new(),
         };
         let one = report(&m).markdown("study");
-        assert!(one.contains("\n3 rounds of 1000 iterations per variant, order rotated"));
-        assert!(one.contains("order rotated per round.\n\nThreads: 5.\n\nTakeaway: "));
+        assert!(one.contains("\n3 rounds of 1000 iterations per variant, in orders balanced"));
+        assert!(one.contains("other one equally often).\n\nThreads: 5.\n\nTakeaway: "));
         m.ops_per_iter = 1000;
         let batched = report(&m).markdown("study");
         assert!(batched.contains("3 rounds of 1000 iterations of 1000 operations each per"));
