@@ -195,3 +195,22 @@ fn channels_in_thread_local_destructors_are_freed_with_or_without_the_cache() {
     let cells = CELLS_AT_EXIT.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(cells, 0, "channel cells still live at the thread's exit");
 }
+
+#[test]
+fn a_thread_keeps_one_cell_per_size_class_and_frees_the_rest() {
+    std::thread::spawn(|| {
+        let cells = CELLS.with(Cell::get);
+        let first = oneshot::channel::<[u64; 8]>();
+        let second = oneshot::channel::<[u64; 8]>();
+        assert_eq!(CELLS.with(Cell::get), cells + 2, "the count sees both cells");
+        // The first cell freed is kept; the second finds the slot taken and is freed.
+        drop(first);
+        drop(second);
+        assert_eq!(CELLS.with(Cell::get), cells + 1);
+        // The kept cell serves the next channel, and comes back to the slot after it.
+        drop(oneshot::channel::<[u64; 8]>());
+        assert_eq!(CELLS.with(Cell::get), cells + 1);
+    })
+    .join()
+    .unwrap();
+}
