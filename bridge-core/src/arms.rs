@@ -30,8 +30,6 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("oneshot.try_recv.unparking"),
     // The blocking receive (recv_blocking, recv_timeout, recv_deadline): spin, register, park.
     Decl::loom("oneshot.wait.spin"),
-    // loom spins a single round (`SPIN_ROUNDS` is 1 there), so it never gets to the yields.
-    Decl::std("oneshot.wait.spin_yield"),
     Decl::loom("oneshot.wait.no_spin"),
     Decl::loom("oneshot.wait.message_early"),
     Decl::loom("oneshot.wait.closed_early"),

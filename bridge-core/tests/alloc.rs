@@ -202,7 +202,11 @@ fn a_thread_keeps_one_cell_per_size_class_and_frees_the_rest() {
         let cells = CELLS.with(Cell::get);
         let first = oneshot::channel::<[u64; 8]>();
         let second = oneshot::channel::<[u64; 8]>();
-        assert_eq!(CELLS.with(Cell::get), cells + 2, "the count sees both cells");
+        assert_eq!(
+            CELLS.with(Cell::get),
+            cells + 2,
+            "the count sees both cells"
+        );
         // The first cell freed is kept; the second finds the slot taken and is freed.
         drop(first);
         drop(second);

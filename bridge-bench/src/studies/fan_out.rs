@@ -47,7 +47,7 @@ const THREAD_STACK: usize = 64 * 1024;
 
 /// Once every blocking consumer has said it waits, the controller waits until the machine
 /// has about as many runnable threads as before the batch (each consumer has parked:
-/// `recv_blocking` spins and yields a little first, and thousands of yielding threads take
+/// `recv_blocking` spins a little first, and thousands of spinning threads take
 /// milliseconds to get through), at most [`QUIET_LIMIT`], then [`SETTLE`] more.
 const SETTLE: Duration = Duration::from_millis(1);
 

@@ -367,7 +367,8 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
             "tokio's blocking_recv and futures' block_on park the thread after one poll, the \
              oneshot crate's recv parks as soon as its waker is stored, and std's mpsc recv \
              (the unbounded channel) parks as soon as it is registered. crossbeam's recv does \
-             not count: it spins and yields before it parks, like bridge's recv_blocking.",
+             not count: it spins and yields before it parks, as bridge's recv_blocking spins \
+             before it parks.",
         ));
     }
     report

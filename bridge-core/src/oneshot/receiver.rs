@@ -226,7 +226,9 @@ impl<T> Receiver<T> {
         let channel = self.channel();
 
         // Spin first: a cross-thread wake-up costs far more than a value that lands within a
-        // few hundred spins. The load comes before each hint, so no round can skip a check.
+        // few dozen spins. The load comes before each hint, so no round can skip a check. No
+        // `yield_now` after the spins (see docs/design.md, "The spin policy"): a park lets a
+        // partner on this CPU run just as well, and the yields cost more than they caught.
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
         // A deadline that has already passed gets one look, not a spin.
@@ -245,15 +247,9 @@ impl<T> Receiver<T> {
             if state == MESSAGE || state == DISCONNECTED {
                 break;
             }
-            if round < 6 {
-                arm!("oneshot.wait.spin");
-                for _ in 0..1u32 << round {
-                    spin_loop();
-                }
-            } else {
-                // Not in loom builds: they spin one round only.
-                arm!("oneshot.wait.spin_yield");
-                thread::yield_now();
+            arm!("oneshot.wait.spin");
+            for _ in 0..1u32 << round {
+                spin_loop();
             }
             state = channel.state.load(Acquire);
         }
