@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 /// | strategy | ready future | 4 loopback TCP round trips | tasks the future spawns |
 /// | --- | --- | --- | --- |
 /// | [`Shared`](Self::Shared) (default) | 39 ns | 1.00x | run on the I/O runtime's workers, between calls too |
-/// | [`RuntimePerThread`](Self::RuntimePerThread) | 127-134 ns | 0.71-0.74x | run only while a later call on this thread drives the runtime: stranded in between |
-/// | [`RuntimePerCall`](Self::RuntimePerCall) | 8.0-8.1 µs | 1.04x (a runtime built per call) | killed when the call ends |
+/// | [`RuntimePerThread`](Self::RuntimePerThread) | 123-124 ns | 0.68-0.72x | run only while a later call on this thread drives the runtime: stranded in between |
+/// | [`RuntimePerCall`](Self::RuntimePerCall) | 8.0-8.2 µs | 1.02-1.04x (a runtime built per call) | killed when the call ends |
 ///
 /// (The medians of three runs on a 2-CPU AMD EPYC machine: ready futures from
 /// `cargo run --release -p bridge-bench -- run`, four loopback round trips on one connection
 /// from the `no-runtime` study's `thread-tcp-4`; the TCP column is relative to `Shared`.)
 /// With `Shared` every I/O event is a wake-up across threads, since the I/O runtime's workers
-/// own the driver: on loopback round trips that cost 26-27% in the `run` study against a
+/// own the driver: on loopback round trips that cost 18-25% in the `run` study against a
 /// runtime kept per thread (the published penalty of a shared runtime is 6-17%), and more on
 /// a machine where such wake-ups are slow.
 ///
