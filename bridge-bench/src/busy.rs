@@ -88,10 +88,10 @@ impl Load {
              counting finished kernels in a shared relaxed atomic. The counter is read around \
              every batch: background kernels/s is the kernels finished during the variant's \
              batches, per second of their wall time; background / idle-baseline is that \
-             against a baseline batch per round, ordered among the variants' batches like one of \
-             them, in which the main \
-             thread sleeps for the mean wall time of the previous round's batches and the \
-             background runs alone (the median of the per-round ratios).",
+             against a baseline batch per round, ordered among the variants' batches like one \
+             of them, in which the main thread sleeps for the mean wall time of the previous \
+             round's batches and the background runs alone (the median of the per-round \
+             ratios).",
             self.threads
         )
     }
