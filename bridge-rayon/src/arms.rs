@@ -26,12 +26,17 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("limit.acquire.granted"),
     Decl::loom("limit.drop.queued"),
     Decl::loom("limit.drop.granted"),
+    // A blocking waiter (`spawn_or_wait`) that takes over the room granted to an async
+    // waiter of its own thread.
+    Decl::loom("limit.acquire.takes_over"),
     // `try_spawn`.
     Decl::loom("limit.try.takes"),
     Decl::loom("limit.try.full"),
     // A permit given back (a task's closure done or dropped, a granted waiter dropped).
     Decl::loom("limit.release.to_waiter"),
     Decl::loom("limit.release.frees"),
+    // ... passing over the async waiters of a thread blocked in `spawn_or_wait`.
+    Decl::loom("limit.release.passes_blocked"),
 ];
 
 /// Marks an arm of this crate: `arm!("claim.waiter.claims")`.

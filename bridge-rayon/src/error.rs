@@ -12,8 +12,10 @@ use std::sync::{Mutex, PoisonError};
 /// [`into_panic`](Self::into_panic)), or the job was lost ([`is_lost`](Self::is_lost)): it
 /// was dropped before it finished, without being cancelled through its `Task`, so nothing
 /// was computed. rayon runs every job it accepted, so a lost job is not expected; it would
-/// mean the pool dropped it (a loom model that plays the pool does), or the value was
-/// already taken through this task.
+/// mean the pool dropped it (a loom model that plays the pool does), or, for
+/// [`join`](crate::Task::join), that the value was already taken through this task (by a
+/// poll, [`try_get`](crate::Task::try_get) or a timed wait). A [`CatchUnwind`](crate::CatchUnwind)
+/// polled again after it completed panics instead, as the `Task` does.
 ///
 /// A `TaskError` is `Send + Sync + 'static` (the payload, which is only `Send`, sits in a
 /// `Mutex` that is never locked: only [`into_panic`](Self::into_panic) takes it, by value), so

@@ -19,15 +19,30 @@
 //! ```
 //!
 //! While a waiter is queued, `in_flight == max`: a permit dropped with waiters queued moves
-//! to the oldest of them, never back to free room, so a newcomer can never pass the queue.
+//! to the oldest of them (but see below), never back to free room, so a newcomer can never
+//! pass the queue.
 //! The permit of a spawned task is captured by the closure the pool runs: it is dropped when
 //! the closure returns or unwinds, or with the closure if the job is cancelled before it
 //! starts. Ownership makes that exactly once.
+//!
+//! One exception to first come, first served, so that a blocking caller cannot deadlock its
+//! own thread: a waiter of `spawn_or_wait` blocks its thread until it has a permit, and an
+//! async waiter last polled on that thread (a task of a current-thread executor there)
+//! cannot be polled meanwhile, so it could never take a permit handed to it, and the
+//! blocking waiter behind it would wait forever. So while a blocking waiter of a thread is
+//! queued (its thread is in `blocked`), a permit passes over the async waiters last polled
+//! on that thread to the oldest waiter that can take it (the blocking one at the latest);
+//! and a blocking waiter that finds a permit granted to an async waiter of its own thread,
+//! not yet taken, takes it over and puts that waiter back into the queue, in its place.
+//! Passed-over waiters keep their place: they get the first permit once their thread runs
+//! again. Either way the permit moves between waiters, so `in_flight` and the bound are
+//! untouched.
 //!
 //! No atomics: every change happens under the lock, and wakers are woken after it is
 //! released, so no user code runs while it is held.
 
 use crate::arms::arm;
+use crate::loom::thread::{self, ThreadId};
 use crate::loom::{Mutex, MutexGuard};
 use crate::{Task, ThreadPoolExt};
 use std::collections::VecDeque;
@@ -49,11 +64,14 @@ use std::task::{Context, Poll, Waker};
 /// - [`spawn_or_wait`](Self::spawn_or_wait) blocks the calling thread for room, then spawns;
 /// - [`try_spawn`](Self::try_spawn) never waits: it gives the closure back when full.
 ///
-/// Async and blocking callers share one FIFO queue. A task takes its room from the moment
-/// it is spawned and gives it back when its closure returns or panics, or when the pool
-/// drops the job of a task that was cancelled (dropped) before it started. Until then the
-/// room stays taken, even if the [`Task`] itself was dropped: the job is still in the pool's
-/// queue.
+/// Async and blocking callers share one FIFO queue, with one exception that keeps a blocking
+/// caller from deadlocking its own thread: it passes the async waiters last polled on its
+/// thread, which cannot run while it blocks (see "Blocking" under
+/// [`spawn_or_wait`](Self::spawn_or_wait)).
+/// A task takes its room from the moment it is spawned and gives it back when its closure
+/// returns or panics, or when the pool drops the job of a task that was cancelled (dropped)
+/// before it started. Until then the room stays taken, even if the [`Task`] itself was
+/// dropped: the job is still in the pool's queue.
 ///
 /// Cloning a `Limit` shares it: the clones count against one bound.
 ///
@@ -89,12 +107,52 @@ struct Shared {
 struct State {
     /// Permits out: held, travelling with a job, or granted to a waiter not yet polled.
     in_flight: usize,
-    /// The waiters without a permit, oldest first, with the waker of their last poll.
-    queue: VecDeque<(u64, Option<Waker>)>,
-    /// The waiters granted a permit that they have not taken yet.
-    granted: Vec<u64>,
+    /// The waiters without a permit, in id order (oldest first).
+    queue: VecDeque<Waiter>,
+    /// The waiters granted a permit that they have not taken yet: id, and who polls it.
+    granted: Vec<(u64, Poller)>,
+    /// The threads whose blocking waiter is queued: blocked until it gets a permit, so the
+    /// async waiters last polled on them are passed over. At most one entry per thread.
+    blocked: Vec<ThreadId>,
     /// The id of the next waiter to queue.
     next_id: u64,
+}
+
+/// A queued waiter.
+struct Waiter {
+    id: u64,
+    /// The waker of its last poll; `None` after a take-over, until its next poll (which the
+    /// wake of the grant it lost brings: see `Acquire::poll`).
+    waker: Option<Waker>,
+    poller: Poller,
+}
+
+/// Who polls a waiter, and what its thread does between polls.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Poller {
+    /// An async waiter (`spawn`), last polled on this thread.
+    Async(ThreadId),
+    /// A blocking waiter (`spawn_or_wait`): this thread blocks until it has a permit.
+    Blocking(ThreadId),
+}
+
+impl State {
+    /// Whether a waiter polled by `poller` can take a permit now: not an async waiter whose
+    /// thread is blocked in `spawn_or_wait`.
+    fn can_take(&self, poller: Poller) -> bool {
+        match poller {
+            Poller::Async(thread) => !self.blocked.contains(&thread),
+            Poller::Blocking(_) => true,
+        }
+    }
+
+    /// Takes `waiter` out of the queue's books: a blocking waiter's thread is no longer
+    /// blocked behind it.
+    fn unqueued(&mut self, waiter: &Waiter) {
+        if let Poller::Blocking(thread) = waiter.poller {
+            self.blocked.retain(|&t| t != thread);
+        }
+    }
 }
 
 impl Shared {
@@ -104,14 +162,27 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Gives one permit back: to the oldest waiter, or to free room. Returns the waker to
-    /// wake once the lock is released.
+    /// Gives one permit back: to the oldest waiter that can take it now, or to free room.
+    /// Returns the waker to wake once the lock is released.
     fn release(state: &mut State) -> Option<Waker> {
-        match state.queue.pop_front() {
-            Some((id, waker)) => {
-                arm!("limit.release.to_waiter");
-                state.granted.push(id);
-                waker
+        // With no thread blocked, the oldest waiter can take it. Otherwise the blocked
+        // thread's own waiter, queued, is one that can.
+        let at = if state.blocked.is_empty() {
+            0
+        } else {
+            let can_take = state.queue.iter().position(|w| state.can_take(w.poller));
+            can_take.expect("a blocked thread's waiter is not queued")
+        };
+        match state.queue.remove(at) {
+            Some(waiter) => {
+                if at == 0 {
+                    arm!("limit.release.to_waiter");
+                } else {
+                    arm!("limit.release.passes_blocked");
+                }
+                state.unqueued(&waiter);
+                state.granted.push((waiter.id, waiter.poller));
+                waiter.waker
             }
             None => {
                 arm!("limit.release.frees");
@@ -149,6 +220,7 @@ impl Limit {
                     in_flight: 0,
                     queue: VecDeque::new(),
                     granted: Vec::new(),
+                    blocked: Vec::new(),
                     next_id: 0,
                 }),
             }),
@@ -207,7 +279,8 @@ impl Limit {
     /// task).
     ///
     /// Callers get room in the order in which their futures were first polled (blocking
-    /// callers of [`spawn_or_wait`](Self::spawn_or_wait) queue in the same line). The
+    /// callers of [`spawn_or_wait`](Self::spawn_or_wait) queue in the same line, but pass
+    /// the waiters last polled on their own thread, which cannot run while they block). The
     /// future is cancel-safe: dropped while it waits, it leaves the queue and nothing runs;
     /// dropped after room was handed to it but before it was polled again, it hands the room
     /// on to the next waiter. It holds no borrow of the limit (`'static` if `f` is).
@@ -240,10 +313,26 @@ impl Limit {
     }
 
     /// Blocks this thread until there is room, then runs `f` on the pool and returns the
-    /// [`Task`]. It queues in the same FIFO line as [`spawn`](Self::spawn).
+    /// [`Task`]. It queues in the same FIFO line as [`spawn`](Self::spawn), with one
+    /// exception (below).
     ///
-    /// Don't call it from a job of the limit's own pool while every worker may be doing the
-    /// same: the room it waits for is given back by jobs of that pool.
+    /// # Blocking
+    ///
+    /// While it blocks, this thread runs nothing else: an async waiter of the limit that was
+    /// last polled on this thread (a task of a current-thread executor here, say a
+    /// `futures::executor::LocalPool` or a current-thread tokio runtime whose task awaits
+    /// [`spawn`](Self::spawn)) cannot take room until the call returns. So the call passes
+    /// such waiters, even those queued before it: room freed meanwhile goes to the oldest
+    /// waiter that can take it (this call at the latest), and room already handed to such a
+    /// waiter and not yet taken is taken over by this call. The waiters passed keep their
+    /// place and get the next room once this thread runs them again. Waiters of other
+    /// threads are never passed.
+    ///
+    /// What can still deadlock: a call from a job of the limit's own pool while every
+    /// worker may be doing the same (the room it waits for is given back by jobs of that
+    /// pool), and a call whose room can only come back through this thread (a task of the
+    /// limit that waits, directly or not, for something this thread would do after the
+    /// call).
     ///
     /// # Examples
     ///
@@ -258,7 +347,7 @@ impl Limit {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let permit = bridge_core::block_on(self.__acquire());
+        let permit = bridge_core::block_on(self.__acquire_blocking());
         self.launch(permit, f)
     }
 
@@ -330,7 +419,18 @@ impl Limit {
             shared: self.shared.clone(),
             id: None,
             done: false,
+            blocking: false,
         }
+    }
+
+    /// The future of a permit that [`spawn_or_wait`](Self::spawn_or_wait) blocks on: its
+    /// caller blocks the thread of its polls until it is ready, so it passes the async
+    /// waiters of that thread. Internal, for the tests; not part of the API.
+    #[doc(hidden)]
+    pub fn __acquire_blocking(&self) -> Acquire {
+        let mut acquire = self.__acquire();
+        acquire.blocking = true;
+        acquire
     }
 
     /// Test hook for the loom models: waits for room like [`spawn`](Self::spawn), then
@@ -411,6 +511,8 @@ pub struct Acquire {
     /// Its place in the queue (or in `granted`), from its first poll until it is ready.
     id: Option<u64>,
     done: bool,
+    /// Whether its caller blocks the thread of its polls until it is ready.
+    blocking: bool,
 }
 
 impl Future for Acquire {
@@ -434,14 +536,35 @@ impl Future for Acquire {
                 old_waker = None;
             }
             None => {
-                arm!("limit.acquire.queues");
-                let id = state.next_id;
-                state.next_id += 1;
-                state.queue.push_back((id, Some(cx.waker().clone())));
-                this.id = Some(id);
-                return Poll::Pending;
+                let me = thread::current().id();
+                let own = Poller::Async(me);
+                let taken_over = if this.blocking {
+                    state.granted.iter().position(|&(_, p)| p == own)
+                } else {
+                    None
+                };
+                let Some(at) = taken_over else {
+                    let poller = if this.blocking {
+                        Poller::Blocking(me)
+                    } else {
+                        own
+                    };
+                    this.id = Some(queue(&mut state, poller, cx));
+                    return Poll::Pending;
+                };
+                // Room granted to an async waiter of this thread, which cannot take it while
+                // this thread blocks: take it over, and put that waiter back into the queue
+                // in its place (in id order). The wake of its grant was given, or is about
+                // to be, and it has not been polled since: the poll that follows finds it
+                // queued and leaves its waker there.
+                arm!("limit.acquire.takes_over");
+                let (id, poller) = state.granted.swap_remove(at);
+                let back = state.queue.partition_point(|w| w.id < id);
+                let waker = None;
+                state.queue.insert(back, Waiter { id, waker, poller });
+                old_waker = None;
             }
-            Some(id) => match state.granted.iter().position(|&g| g == id) {
+            Some(id) => match state.granted.iter().position(|&(g, _)| g == id) {
                 Some(at) => {
                     arm!("limit.acquire.granted");
                     state.granted.swap_remove(at);
@@ -449,11 +572,15 @@ impl Future for Acquire {
                 }
                 None => {
                     arm!("limit.acquire.still_waiting");
-                    // The queue is in id order (ids grow, and only removals happen inside
-                    // it): a binary search, not a scan of every waiter.
-                    let at = state.queue.binary_search_by_key(&id, |&(q, _)| q);
-                    let slot = &mut state.queue[at.expect("a waiter neither queued nor granted")].1;
-                    old_waker = slot.replace(cx.waker().clone());
+                    // The queue is in id order (ids grow, only removals happen inside it,
+                    // and a waiter put back goes to its place): a binary search, not a scan
+                    // of every waiter.
+                    let at = state.queue.binary_search_by_key(&id, |w| w.id);
+                    let waiter = &mut state.queue[at.expect("a waiter neither queued nor granted")];
+                    old_waker = waiter.waker.replace(cx.waker().clone());
+                    if let Poller::Async(thread) = &mut waiter.poller {
+                        *thread = thread::current().id();
+                    }
                     drop(state);
                     drop(old_waker);
                     return Poll::Pending;
@@ -470,20 +597,35 @@ impl Future for Acquire {
     }
 }
 
+/// Queues a waiter polled by `poller` (at its first poll, with no room); gives its id.
+fn queue(state: &mut State, poller: Poller, cx: &mut Context<'_>) -> u64 {
+    arm!("limit.acquire.queues");
+    let id = state.next_id;
+    state.next_id += 1;
+    let waker = Some(cx.waker().clone());
+    state.queue.push_back(Waiter { id, waker, poller });
+    if let Poller::Blocking(thread) = poller {
+        state.blocked.push(thread);
+    }
+    id
+}
+
 impl Drop for Acquire {
     /// Leaves the queue; a permit granted and not taken goes on to the next waiter.
     fn drop(&mut self) {
         let Some(id) = self.id else { return };
         let mut state = self.shared.lock();
         // A binary search: the queue is in id order (see `poll`).
-        let (old_waker, to_wake) = match state.queue.binary_search_by_key(&id, |&(q, _)| q).ok() {
+        let (old_waker, to_wake) = match state.queue.binary_search_by_key(&id, |w| w.id).ok() {
             Some(at) => {
                 arm!("limit.drop.queued");
-                (state.queue.remove(at).and_then(|(_, w)| w), None)
+                let waiter = state.queue.remove(at).expect("a queued waiter");
+                state.unqueued(&waiter);
+                (waiter.waker, None)
             }
             None => {
                 arm!("limit.drop.granted");
-                let at = state.granted.iter().position(|&g| g == id);
+                let at = state.granted.iter().position(|&(g, _)| g == id);
                 state
                     .granted
                     .swap_remove(at.expect("a waiter neither queued nor granted"));

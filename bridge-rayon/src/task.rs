@@ -88,9 +88,10 @@ use std::time::{Duration, Instant};
 /// ```
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
-    /// Taken by the methods that consume the task (and by its drop), and by the poll that
-    /// completes it: `None` under a live task means a poll returned its outcome (the task is
-    /// terminated, in `FusedFuture`'s terms).
+    /// Taken by the methods that consume the task (and by its drop), and by every take that
+    /// gets the outcome (the poll that completes it, `try_get`, a timed wait): `None` under a
+    /// live task means the outcome was taken (the task is terminated, in `FusedFuture`'s
+    /// terms).
     rx: Option<Receiver<Outcome<T>>>,
     /// The job, shared with the pool's copy: the waiter's claim goes through it. `None` when
     /// no waiter may claim it (no worker spawned it into its own pool), which spares the
@@ -188,13 +189,15 @@ impl<T> Task<T> {
         }
         match self.rx.take() {
             Some(rx) => outcome(rx.recv_blocking()),
-            // A poll already took the outcome.
+            // A poll, `try_get` or a timed wait already took the outcome.
             None => Err(closed()),
         }
     }
 
     /// Blocks this thread for at most `timeout`; `None` if the closure has not finished.
-    /// The task stays usable after a timeout.
+    /// The task stays usable after a timeout. Once it gave the value (or resumed the
+    /// closure's panic), the task is terminated, as after the poll that completes it: a
+    /// `select!` loop skips it.
     ///
     /// The limit holds on every thread, a rayon worker included: this never runs the job (or
     /// anything else) inline, it only blocks. On the worker that spawned the task, a job
@@ -216,11 +219,13 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<T> {
-        timed(self.rx.as_mut().map(|rx| rx.recv_timeout(timeout)))
+        let received = self.rx.as_mut().map(|rx| rx.recv_timeout(timeout));
+        self.timed(received)
     }
 
     /// Blocks this thread until `deadline` at the latest; `None` if the closure has not
-    /// finished. The task stays usable after a timeout.
+    /// finished. The task stays usable after a timeout, and is terminated once it gave the
+    /// value, as after [`wait_timeout`](Self::wait_timeout).
     ///
     /// Like [`wait_timeout`](Self::wait_timeout), it never runs anything inline, so the
     /// deadline holds on every thread.
@@ -243,11 +248,13 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn wait_deadline(&mut self, deadline: Instant) -> Option<T> {
-        timed(self.rx.as_mut().map(|rx| rx.recv_deadline(deadline)))
+        let received = self.rx.as_mut().map(|rx| rx.recv_deadline(deadline));
+        self.timed(received)
     }
 
     /// The value if the closure has finished, without blocking; `None` otherwise. It never
-    /// runs the job.
+    /// runs the job. Once it gave the value (or resumed the closure's panic), the task is
+    /// terminated, as after the poll that completes it: a `select!` loop skips it.
     ///
     /// # Panics
     ///
@@ -268,11 +275,12 @@ impl<T> Task<T> {
     /// ```
     #[track_caller]
     pub fn try_get(&mut self) -> Option<T> {
-        match self.rx.as_mut().map(Receiver::try_recv) {
-            Some(Ok(outcome)) => Some(unwrap(outcome.map_err(TaskError::panicked))),
-            Some(Err(TryRecvError::Empty)) => None,
-            Some(Err(TryRecvError::Closed)) | None => Some(unwrap(Err(closed()))),
-        }
+        let received = match self.rx.as_mut().map(Receiver::try_recv) {
+            Some(Err(TryRecvError::Empty)) => return None,
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(TryRecvError::Closed)) | None => Err(RecvError),
+        };
+        Some(unwrap(self.took(received)))
     }
 
     /// Whether the closure has finished (with its value or a panic) or its job is lost: a
@@ -342,9 +350,29 @@ impl<T> Task<T> {
             job.run_if_mine();
         }
         let received = ready!(Pin::new(rx).poll(cx));
+        Poll::Ready(self.took(received))
+    }
+
+    /// What a timed wait gives: `None` at the limit, the value (or the closure's panic,
+    /// resumed) otherwise, the task terminated first.
+    #[track_caller]
+    fn timed(&mut self, received: Option<Result<Outcome<T>, RecvTimeoutError>>) -> Option<T> {
+        let received = match received {
+            Some(Err(RecvTimeoutError::Timeout)) => return None,
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(RecvTimeoutError::Closed)) | None => Err(RecvError),
+        };
+        Some(unwrap(self.took(received)))
+    }
+
+    /// Ends a take that got the outcome (or found the channel closed): every take goes
+    /// through here, the poll that completes the task as much as `try_get` and the timed
+    /// waits, so that each leaves the task terminated (`is_terminated`), before a panic of
+    /// the closure is resumed.
+    fn took(&mut self, received: Result<Outcome<T>, RecvError>) -> Result<T, TaskError> {
         // The outcome is out of the channel, so this drop runs no destructor of the user's.
         self.rx = None;
-        Poll::Ready(outcome(received))
+        outcome(received)
     }
 }
 
@@ -370,7 +398,9 @@ impl<T> Future for Task<T> {
     }
 }
 
-/// A `select!` loop (futures') skips a task that already gave its outcome.
+/// A `select!` loop (futures') skips a task that already gave its outcome: to a poll, to
+/// [`try_get`](Task::try_get), or to a timed wait ([`wait_timeout`](Task::wait_timeout),
+/// [`wait_deadline`](Task::wait_deadline)).
 ///
 /// # Examples
 ///
@@ -398,6 +428,8 @@ impl<T> fmt::Debug for Task<T> {
 
 /// The non-panicking future of a [`Task`]: made by [`Task::catch_unwind`].
 ///
+/// It gives `Err` for what the closure or the pool did (a panic, a lost job), never for a
+/// misuse of the future: polled again after it completed, it panics, as the `Task` does.
 /// Dropping it cancels the task, as dropping the `Task` would.
 ///
 /// # Examples
@@ -436,9 +468,17 @@ impl<T> Future for CatchUnwind<T> {
 
     /// # Panics
     ///
-    /// Panics if polled again after it completed.
+    /// Panics if polled again after it completed (a `select!` loop never does: see
+    /// [`is_terminated`](FusedFuture::is_terminated)).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().task.poll_outcome(cx)
+        let task = &mut self.get_mut().task;
+        // Only a completed poll terminates the task inside: the methods that take the value
+        // otherwise consume the `Task`, which `catch_unwind` took.
+        assert!(
+            !task.is_terminated(),
+            "bridge_rayon::CatchUnwind: no value: the future was polled after it completed"
+        );
+        task.poll_outcome(cx)
     }
 }
 
@@ -446,15 +486,6 @@ fn outcome<T>(received: Result<Outcome<T>, RecvError>) -> Result<T, TaskError> {
     match received {
         Ok(outcome) => outcome.map_err(TaskError::panicked),
         Err(RecvError) => Err(closed()),
-    }
-}
-
-/// What a timed wait gives; `received` is `None` once a poll took the outcome.
-fn timed<T>(received: Option<Result<Outcome<T>, RecvTimeoutError>>) -> Option<T> {
-    match received {
-        Some(Ok(outcome)) => Some(unwrap(outcome.map_err(TaskError::panicked))),
-        Some(Err(RecvTimeoutError::Timeout)) => None,
-        Some(Err(RecvTimeoutError::Closed)) | None => Some(unwrap(Err(closed()))),
     }
 }
 

@@ -3,10 +3,50 @@
 
 use bridge_rayon::{Limit, ThreadPoolExt};
 use futures::FutureExt;
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
+use std::cell::Cell;
+use std::panic;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::Duration;
+
+/// How long a body may take before the watchdog calls it hung.
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
+/// [`WATCHDOG`] (the thread is left behind), and resumes its panic if it panics.
+fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done_tx, done) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        let result = body();
+        let _ = done_tx.send(());
+        result
+    });
+    match done.recv_timeout(WATCHDOG) {
+        // Finished, or panicked (the sender was dropped while unwinding).
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Ok(result) => result,
+            Err(payload) => panic::resume_unwind(payload),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
+    }
+}
+
+/// How many callers wait for room (queued, not yet granted), from the limit's `Debug`.
+fn queued(limit: &Limit) -> usize {
+    let debug = format!("{limit:?}");
+    let (_, rest) = debug
+        .split_once("waiting: ")
+        .expect("Debug shows the waiters");
+    rest.trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .expect("a count of waiters")
+}
 
 /// A pool of one thread, held by a job until the returned sender is used (or dropped).
 fn held_pool() -> (Arc<rayon::ThreadPool>, mpsc::Sender<()>) {
@@ -185,4 +225,187 @@ fn blocking_and_async_callers_never_exceed_the_bound() {
 #[should_panic(expected = "max_in_flight must be at least 1")]
 fn a_limit_of_zero_panics() {
     let _ = Limit::new(0);
+}
+
+/// The deadlock shape of a blocking caller on an executor's thread: a task of a
+/// current-thread executor awaits room first (queued), then the same thread calls
+/// `spawn_or_wait` (queued behind it) and blocks. The room freed next cannot go to the
+/// task: its executor is this blocked thread. The blocking call must get it instead (it
+/// passes the async waiters of its own thread), and the task gets the room after.
+#[test]
+fn spawn_or_wait_passes_a_queued_async_waiter_of_its_own_thread() {
+    watchdog(|| {
+        let limit = Limit::new(1);
+        let (gate_tx, gate_rx) = mpsc::channel::<()>();
+        let held = limit
+            .try_spawn(move || gate_rx.recv().is_ok())
+            .ok()
+            .unwrap();
+        let mut executor = LocalPool::new();
+        let got = Rc::new(Cell::new(0));
+        let (waiter, result) = (limit.clone(), got.clone());
+        executor
+            .spawner()
+            .spawn_local(async move { result.set(waiter.spawn(|| 1).await.await) })
+            .unwrap();
+        executor.run_until_stalled();
+        assert_eq!(queued(&limit), 1, "the task is not queued for room");
+        // Frees the room once this thread's blocking call queued behind the task.
+        let opener = {
+            let limit = limit.clone();
+            thread::spawn(move || {
+                while queued(&limit) < 2 {
+                    thread::yield_now();
+                }
+                gate_tx.send(()).unwrap();
+            })
+        };
+        assert_eq!(limit.spawn_or_wait(|| 2).wait(), 2);
+        opener.join().unwrap();
+        assert!(held.wait());
+        executor.run();
+        assert_eq!(got.get(), 1, "the task never got the room");
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// The same shape, with the room already handed to the executor's task (it was woken, but
+/// its executor has not run since) when its thread calls `spawn_or_wait`: the blocking call
+/// takes that room over, the task queues again at the front and gets the next room.
+#[test]
+fn spawn_or_wait_takes_over_room_granted_to_an_async_waiter_of_its_own_thread() {
+    watchdog(|| {
+        let limit = Limit::new(1);
+        let (gate_tx, gate_rx) = mpsc::channel::<()>();
+        let held = limit
+            .try_spawn(move || gate_rx.recv().is_ok())
+            .ok()
+            .unwrap();
+        let mut executor = LocalPool::new();
+        let got = Rc::new(Cell::new(0));
+        let (waiter, result) = (limit.clone(), got.clone());
+        executor
+            .spawner()
+            .spawn_local(async move { result.set(waiter.spawn(|| 1).await.await) })
+            .unwrap();
+        executor.run_until_stalled();
+        gate_tx.send(()).unwrap();
+        // The room comes back before the value: now it is granted to the task.
+        assert!(held.wait());
+        assert_eq!((limit.in_flight(), queued(&limit)), (1, 0));
+        assert_eq!(limit.spawn_or_wait(|| 2).wait(), 2);
+        executor.run();
+        assert_eq!(got.get(), 1, "the task never got the room");
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// The shape as it comes in async code on a tokio current-thread runtime: a spawned task
+/// awaits room first, then the `block_on` body (same thread) calls `spawn_or_wait`.
+#[test]
+fn spawn_or_wait_in_a_current_thread_runtime_passes_its_own_spawned_waiter() {
+    watchdog(|| {
+        let limit = Limit::new(1);
+        let (gate_tx, gate_rx) = mpsc::channel::<()>();
+        let held = limit
+            .try_spawn(move || gate_rx.recv().is_ok())
+            .ok()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (first, second) = runtime.block_on(async {
+            let waiter = limit.clone();
+            let spawned = tokio::spawn(async move { waiter.spawn(|| 1).await.await });
+            while queued(&limit) < 1 {
+                tokio::task::yield_now().await;
+            }
+            let opener = {
+                let limit = limit.clone();
+                thread::spawn(move || {
+                    while queued(&limit) < 2 {
+                        thread::yield_now();
+                    }
+                    gate_tx.send(()).unwrap();
+                })
+            };
+            let second = limit.spawn_or_wait(|| 2).wait();
+            opener.join().unwrap();
+            (spawned.await.unwrap(), second)
+        });
+        assert!(held.wait());
+        assert_eq!((first, second), (1, 2));
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// The exception to first come, first served is exact. A blocking waiter (polled by hand
+/// here, as `spawn_or_wait` polls it while blocking this thread) passes only the async
+/// waiters last polled on its own thread: never one of another thread, queued or granted;
+/// and the waiters it passes keep their place for the next room.
+#[test]
+fn a_blocking_waiter_passes_only_the_async_waiters_of_its_own_thread() {
+    let limit = Limit::new(1);
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled_elsewhere = |mut waiter: bridge_rayon::__Acquire| {
+        thread::spawn(move || {
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(waiter.poll_unpin(&mut cx).is_pending());
+            waiter
+        })
+        .join()
+        .unwrap()
+    };
+
+    // Room granted to a waiter of another thread is not taken over.
+    let first = limit.__try_acquire().unwrap();
+    let mut elsewhere = polled_elsewhere(limit.__acquire());
+    drop(first);
+    let mut blocking = limit.__acquire_blocking();
+    assert!(
+        blocking.poll_unpin(&mut cx).is_pending(),
+        "took another thread's room"
+    );
+    let Poll::Ready(second) = elsewhere.poll_unpin(&mut cx) else {
+        panic!("the granted waiter lost its room");
+    };
+    drop(second);
+    let Poll::Ready(third) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter did not get the next room");
+    };
+
+    // Queued in this order: a waiter of another thread, one of this thread, then this
+    // thread's blocking waiter.
+    let mut elsewhere = polled_elsewhere(limit.__acquire());
+    let mut here = limit.__acquire();
+    assert!(here.poll_unpin(&mut cx).is_pending());
+    let mut blocking = limit.__acquire_blocking();
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    assert!(
+        limit.__try_acquire().is_none(),
+        "a newcomer passed the queue"
+    );
+    drop(third);
+    // The oldest can take it: the other thread's waiter.
+    assert!(here.poll_unpin(&mut cx).is_pending());
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    let Poll::Ready(fourth) = elsewhere.poll_unpin(&mut cx) else {
+        panic!("a waiter of another thread was passed");
+    };
+    drop(fourth);
+    // This thread's async waiter is passed: the blocking waiter gets it.
+    assert!(
+        here.poll_unpin(&mut cx).is_pending(),
+        "its thread is blocked"
+    );
+    let Poll::Ready(fifth) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter waited behind an async waiter of its own thread");
+    };
+    drop(fifth);
+    // The passed waiter kept its place: the next room is its.
+    let Poll::Ready(sixth) = here.poll_unpin(&mut cx) else {
+        panic!("the passed waiter lost its place");
+    };
+    drop(sixth);
+    assert_eq!(limit.in_flight(), 0);
 }

@@ -464,3 +464,38 @@ fn limit_two_waiters_fifo() {
         assert_eq!(limit.in_flight(), 0);
     });
 }
+
+/// A limit of 1, held by a permit, with an async waiter queued from this thread; another
+/// thread gives the permit back while this thread blocks for room (as `spawn_or_wait`
+/// does), and this blocked thread is the only one that polls the async waiter. In every
+/// order the blocking wait gets the room: given back before the wait queued, the room
+/// granted to the async waiter is taken over (`limit.acquire.takes_over`); given back
+/// after, it passes the async waiter (`limit.release.passes_blocked`). The async waiter,
+/// still in its place, then gets the next room.
+///
+/// Catches: strict FIFO between the two (the room goes to the async waiter, which nobody
+/// polls while this thread blocks: loom's deadlock report); a take-over that does not put
+/// the waiter back (its poll finds it neither queued nor granted: the expect); a thread
+/// still listed as blocked after its wait got room (the next release finds no waiter that
+/// can take it: the expect).
+#[test]
+fn limit_blocking_wait_vs_release_passes_its_own_thread() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let permit = limit.__try_acquire().expect("room");
+        let mut waiter = limit.__acquire();
+        assert!(poll_once(&mut waiter).is_pending());
+        let releaser = thread::spawn(move || drop(permit));
+        let blocking = bridge_core::block_on(limit.__acquire_blocking());
+        assert!(poll_once(&mut waiter).is_pending());
+        assert!(limit.__try_acquire().is_none());
+        drop(blocking);
+        let Poll::Ready(permit) = poll_once(&mut waiter) else {
+            panic!("the passed waiter did not get the next room");
+        };
+        releaser.join().unwrap();
+        assert_eq!(limit.in_flight(), 1);
+        drop(permit);
+        assert_eq!(limit.in_flight(), 0);
+    });
+}

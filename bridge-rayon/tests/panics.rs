@@ -4,8 +4,12 @@
 //! Its own test binary: it silences the panic hook while 10,000 tasks panic.
 
 use bridge_rayon::ThreadPoolExt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Waker};
 
 #[test]
 fn the_pool_panic_handler_never_fires() {
@@ -56,4 +60,51 @@ fn the_pool_panic_handler_never_fires() {
     std::panic::set_hook(default_hook);
     assert_eq!(handled.load(SeqCst), 0, "a panic reached rayon's handler");
     assert_eq!(pool.spawn_task(|| 1).wait(), 1, "the pool stopped working");
+}
+
+/// A future polled again after it completed panics, saying so: `Task` does, and so does the
+/// non-panicking `CatchUnwind`, whose `Err` is kept for what the closure or the pool did
+/// (a panic, a lost job), never for a misuse of the future.
+#[test]
+fn catch_unwind_polled_after_it_completed_panics_as_a_task_does() {
+    fn repoll<F: Future + Unpin>(future: &mut F) -> Box<dyn std::any::Any + Send> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match catch_unwind(AssertUnwindSafe(|| {
+            Pin::new(future).poll(&mut cx).is_ready()
+        })) {
+            Ok(ready) => panic!("a poll after completion returned (ready: {ready})"),
+            Err(payload) => payload,
+        }
+    }
+    fn message(payload: &(dyn std::any::Any + Send)) -> &str {
+        payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("")
+    }
+
+    let mut task = bridge_rayon::spawn(|| 3u8);
+    assert_eq!(futures::executor::block_on(&mut task), 3);
+    let by_task = repoll(&mut task);
+    assert!(
+        message(&*by_task).contains("polled after it completed"),
+        "{:?}",
+        message(&*by_task)
+    );
+
+    // Completed with the value, and with the closure's panic.
+    let mut ok = bridge_rayon::spawn(|| 3u8).catch_unwind();
+    assert_eq!(futures::executor::block_on(&mut ok).unwrap(), 3);
+    let mut failed = bridge_rayon::spawn(|| -> u8 { std::panic::panic_any(9u32) }).catch_unwind();
+    let err = futures::executor::block_on(&mut failed).unwrap_err();
+    assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&9));
+    for done in [&mut ok, &mut failed] {
+        let payload = repoll(done);
+        let message = message(&*payload);
+        assert!(
+            message.contains("CatchUnwind") && message.contains("polled after it completed"),
+            "{message:?}"
+        );
+    }
 }

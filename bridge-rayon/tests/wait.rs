@@ -566,3 +566,128 @@ fn the_payload_of_a_panicking_result_destructor_is_dropped_not_leaked() {
         }
     });
 }
+
+/// A take that gives the value (or the closure's panic) without a poll terminates the task,
+/// as the poll that completes it does: `try_get`, `wait_timeout` and `wait_deadline` leave
+/// `is_terminated()` true, and a later take reports the value gone. A timed wait that gives
+/// up takes nothing: the task stays live.
+#[test]
+fn a_take_by_try_get_or_a_timed_wait_terminates_the_task() {
+    use futures::future::FusedFuture;
+    watchdog(|| {
+        let mut task = bridge_rayon::spawn(|| 1u8);
+        let value = loop {
+            if let Some(value) = task.try_get() {
+                break value;
+            }
+            thread::yield_now();
+        };
+        assert_eq!(value, 1);
+        assert!(
+            task.is_terminated(),
+            "try_get took the value, yet the task is live"
+        );
+        assert!(task.is_finished());
+        let again = panic::catch_unwind(AssertUnwindSafe(|| task.try_get())).unwrap_err();
+        assert!(
+            message(&*again).contains("no value"),
+            "{:?}",
+            message(&*again)
+        );
+
+        let mut task = bridge_rayon::spawn(|| 2u8);
+        assert_eq!(task.wait_timeout(WATCHDOG), Some(2));
+        assert!(
+            task.is_terminated(),
+            "wait_timeout took the value, yet the task is live"
+        );
+
+        let mut task = bridge_rayon::spawn(|| 3u8);
+        assert_eq!(task.wait_deadline(Instant::now() + WATCHDOG), Some(3));
+        assert!(
+            task.is_terminated(),
+            "wait_deadline took the value, yet the task is live"
+        );
+
+        // The closure's panic, resumed by try_get, is taken too.
+        let mut task = bridge_rayon::spawn(|| -> u8 { panic::panic_any(4u32) });
+        while !task.is_finished() {
+            thread::yield_now();
+        }
+        let payload = panic::catch_unwind(AssertUnwindSafe(|| task.try_get())).unwrap_err();
+        assert_eq!(payload.downcast_ref::<u32>(), Some(&4));
+        assert!(
+            task.is_terminated(),
+            "try_get resumed the panic, yet the task is live"
+        );
+
+        // A timed wait that gives up takes nothing.
+        let pool = pool(1);
+        let open = gate(&pool);
+        let mut task = pool.spawn_task(|| 5u8);
+        assert_eq!(task.wait_timeout(LIMIT), None);
+        assert!(!task.is_terminated());
+        drop(open);
+        assert_eq!(futures::executor::block_on(&mut task), 5);
+        assert!(task.is_terminated());
+    });
+}
+
+/// A `select!` loop as users write it: a task beside a stream of ticks, where a tick takes
+/// the task's value once it is there (with `try_get`, or a timed wait). Once a branch took
+/// it, the loop must skip the task (it is terminated): polling it again panics. The loop
+/// ends through `complete` when the ticks run out.
+#[test]
+fn a_select_loop_skips_a_task_whose_value_a_branch_took() {
+    fn by_try_get(task: &mut Task<u32>) -> u32 {
+        loop {
+            if let Some(value) = task.try_get() {
+                break value;
+            }
+            thread::yield_now();
+        }
+    }
+    fn by_wait_timeout(task: &mut Task<u32>) -> u32 {
+        task.wait_timeout(WATCHDOG)
+            .expect("the task did not finish")
+    }
+    for take in [by_try_get as fn(&mut Task<u32>) -> u32, by_wait_timeout] {
+        watchdog(move || {
+            use futures::StreamExt;
+            let pool = pool(1);
+            // The task stays queued until the first tick opens the gate.
+            let mut open = Some(gate(&pool));
+            let mut task = pool.spawn_task(|| 7u32);
+            let (tick_tx, mut ticks) = futures::channel::mpsc::unbounded::<u32>();
+            for n in 0..4 {
+                tick_tx.unbounded_send(n).unwrap();
+            }
+            drop(tick_tx);
+            let mut got = Vec::new();
+            futures::executor::block_on(async {
+                loop {
+                    futures::select! {
+                        value = task => got.push(("awaited", value)),
+                        tick = ticks.select_next_some() => {
+                            if tick == 0 {
+                                drop(open.take());
+                                got.push(("taken", take(&mut task)));
+                            }
+                        }
+                        complete => break,
+                    }
+                }
+            });
+            assert_eq!(got, [("taken", 7)]);
+        });
+    }
+}
+
+/// The message of a panic payload, if it is a string.
+fn message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("")
+}
