@@ -1,6 +1,6 @@
 //! A runtime-free executor for one future.
 
-use crate::arms::arm;
+use crate::coverage_arms::arm;
 use crate::loom::thread;
 use crate::parker::Parker;
 use std::future::{Future, IntoFuture};
@@ -36,9 +36,9 @@ use std::time::Instant;
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = bridge_core::oneshot::channel();
+/// let (tx, rx) = bridge::oneshot::channel();
 /// std::thread::spawn(move || tx.send("from another thread").unwrap());
-/// assert_eq!(bridge_core::block_on(rx), Ok("from another thread"));
+/// assert_eq!(bridge::block_on(rx), Ok("from another thread"));
 /// ```
 pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
     match drive(future.into_future(), None) {
@@ -81,6 +81,12 @@ fn drive<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
             // that sender is descheduled; yield first, as a blocking receive waits the same
             // hand-over out, so the sender's thread can finish.
             arm!("block_on.yields");
+            // A future that wakes itself at every poll never lets this loop park: the
+            // deadline is checked here too, or it would never pass.
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                arm!("block_on.expired");
+                return None;
+            }
             thread::yield_now();
         } else if let Some(deadline) = deadline {
             if !signal.park_deadline(deadline) {

@@ -36,7 +36,7 @@
 
 use std::fmt;
 
-pub use crate::arms::ARMS as CORE_ARMS;
+pub use crate::coverage_arms::ARMS as CORE_ARMS;
 
 /// One declared arm: its name, and which suite must reach it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! receive, and a runtime-free [`block_on`].
 //!
 //! ```
-//! use bridge_core::{block_on, oneshot};
+//! use bridge::{block_on, oneshot};
 //!
 //! let (tx, rx) = oneshot::channel();
 //! std::thread::spawn(move || tx.send(21 * 2).unwrap());
@@ -36,8 +36,8 @@ pub mod __scoped;
 #[doc(hidden)]
 #[path = "spin.rs"]
 pub mod __spin;
-mod arms;
 mod block_on;
+mod coverage_arms;
 mod loom;
 pub mod oneshot;
 mod parker;

@@ -34,19 +34,10 @@ use std::io;
 pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: the declaration matches glibc's and musl's `int setpriority(int which,
-        // id_t who, int prio)` (`id_t` is `unsigned int` on Linux); the call takes no
-        // pointers and has no preconditions: a bad argument is an error return.
-        unsafe extern "C" {
-            safe fn setpriority(
-                which: std::ffi::c_int,
-                who: u32,
-                prio: std::ffi::c_int,
-            ) -> std::ffi::c_int;
-        }
-        /// `PRIO_PROCESS` of <sys/resource.h>.
-        const PRIO_PROCESS: std::ffi::c_int = 0;
-        if setpriority(PRIO_PROCESS, 0, nice) == 0 {
+        // SAFETY: `setpriority` takes no pointers and has no preconditions: a bad argument
+        // is an error return (with errno set), which is all this call can cause.
+        let set = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+        if set == 0 {
             Ok(())
         } else {
             Err(io::Error::last_os_error())

@@ -1,6 +1,6 @@
 //! A one-waiter wake flag: the part of `block_on` that can race.
 
-use crate::arms::arm;
+use crate::coverage_arms::arm;
 use crate::loom::sync::atomic::AtomicBool;
 use crate::loom::sync::atomic::Ordering::{self, Acquire, Release};
 use crate::loom::thread::{self, Thread};

@@ -45,12 +45,13 @@ impl<F: FnOnce() -> R, R> Scoped<F, R> {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped (ManuallyDrop), so each field is taken exactly once,
         // here.
-        let f = unsafe { ManuallyDrop::take(&mut this.f) };
-        // SAFETY: as above.
         let tx = unsafe { ManuallyDrop::take(&mut this.tx) };
-        // If `f` panics, its captures are dropped while the panic leaves it, and `tx` after
-        // that, as the unwinding leaves this frame: the channel closes only once the borrows
-        // are gone.
+        // SAFETY: as above.
+        let f = unsafe { ManuallyDrop::take(&mut this.f) };
+        // Locals drop in reverse order, `tx` last, on every path out of this frame. If `f`
+        // panics, its captures are dropped while the panic leaves it, and `tx` after that, as
+        // the unwinding leaves this frame; if `before_delivery` unwinds, the result goes
+        // first, then `tx`: the channel closes only once the borrows are gone.
         let result = f();
         before_delivery();
         // The result may borrow from the caller too: it is the caller's to drop, in the
@@ -61,14 +62,20 @@ impl<F: FnOnce() -> R, R> Scoped<F, R> {
 }
 
 impl<F, R> Drop for Scoped<F, R> {
-    /// Never run: the closure goes first, then the sender, whose drop closes the channel and
-    /// so tells the caller that nothing borrowed is left.
+    /// The job dropped unrun: the closure goes first, then the sender, whose drop closes the
+    /// channel and so tells the caller that nothing borrowed is left.
+    ///
+    /// The sender is moved to a local first, so that it drops even if the closure's drop
+    /// panics: the unwinding drops it as it leaves this frame, after the closure's captures
+    /// (each of them is dropped, panic or not). Left in its `ManuallyDrop`, it would leak, and
+    /// the caller would wait for its channel forever.
     fn drop(&mut self) {
         // SAFETY: `drop` runs once, and `run` (the other place that takes the fields) keeps
-        // `self` from being dropped.
+        // `self` from being dropped: the sender is taken exactly once, here.
+        let tx = unsafe { ManuallyDrop::take(&mut self.tx) };
+        // SAFETY: as above, for the closure.
         unsafe { ManuallyDrop::drop(&mut self.f) };
-        // SAFETY: as above.
-        unsafe { ManuallyDrop::drop(&mut self.tx) };
+        drop(tx);
     }
 }
 
@@ -156,7 +163,7 @@ where
     // - run, and `f` panics: `f`'s captures are dropped while the panic leaves it, `tx`
     //   after them;
     // - dropped unrun (a pool that shut down, a thread that could not start): `Scoped::drop`
-    //   drops `f` before `tx`;
+    //   drops `f` before `tx`, and `tx` even if `f`'s drop panics;
     // - kept forever: the guard waits forever, and nothing is freed.
     // `hand_over` or `wait` panicking only unwinds into the guard, which waits the same way.
     let job = Job(unsafe { std::mem::transmute::<Body<'a>, Body<'static>>(job) });

@@ -156,3 +156,22 @@ fn a_wakeup_left_over_from_an_earlier_call_does_not_reach_the_next_one() {
     // ...and the next call starts from a cleared flag: no spurious second poll.
     assert_eq!(polls_for_one_cross_thread_send(), 2);
 }
+
+/// A deadline passes for a future that wakes itself at every poll, which never lets the
+/// loop park: the wait ends at the deadline all the same.
+#[test]
+fn a_deadline_passes_for_a_future_that_always_wakes_itself() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let soon = std::time::Instant::now() + Duration::from_millis(20);
+        let spinning = std::future::poll_fn(|cx| {
+            cx.waker().wake_by_ref();
+            Poll::<()>::Pending
+        });
+        let _ = tx.send(bridge_core::__block_on_deadline(spinning, soon));
+    });
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the deadline never ended the wait");
+    assert_eq!(outcome, None);
+}

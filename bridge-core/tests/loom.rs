@@ -822,3 +822,73 @@ fn run_elsewhere_returns_only_after_the_job_is_done() {
         });
     }
 }
+
+/// The drop order of `run_elsewhere`'s job on the paths that unwind, against the caller's
+/// wait: a job dropped unrun whose closure panics in its drop (the panic caught on the
+/// thread that drops it), and a job run whose `before_delivery` panics after the closure
+/// returned a borrowing result. The closure's captures, or the result, hold a borrow whose
+/// drop checks that the call has not returned; the caller marks it dead right after the call.
+///
+/// Catches: a sender leaked while the closure's drop unwinds (the caller waits forever:
+/// loom reports the deadlock, or the leaked channel); a sender dropped before the closure or
+/// the result (the caller returns first, and the borrow's drop sees it dead).
+#[test]
+fn run_elsewhere_drops_the_sender_last_even_when_a_drop_unwinds() {
+    use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::panic::{self, AssertUnwindSafe};
+
+    /// Checks the borrowed mark when dropped.
+    struct Borrower<'a>(&'a AtomicBool);
+    impl Drop for Borrower<'_> {
+        fn drop(&mut self) {
+            assert!(self.0.load(SeqCst), "a borrow outlived run_elsewhere");
+        }
+    }
+    /// Panics when dropped.
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic::panic_any("in the closure's drop");
+        }
+    }
+    /// The closure's captures: the borrow drops (and checks) before the bomb panics, as
+    /// fields drop in declaration order. No bomb where the job runs: the closure's own drop
+    /// of its captures is not the unwind under test there.
+    struct Captures<'a> {
+        _borrower: Borrower<'a>,
+        _bomb: Option<PanicsOnDrop>,
+    }
+
+    for run_it in [false, true] {
+        loom::model(move || {
+            let alive = AtomicBool::new(true);
+            let captures = Captures {
+                _borrower: Borrower(&alive),
+                // Not `then_some`, which would build the bomb (and drop it) either way.
+                _bomb: if run_it { None } else { Some(PanicsOnDrop) },
+            };
+            let result = Borrower(&alive);
+            let got = bridge_core::__scoped::run_elsewhere(
+                move || {
+                    drop(captures);
+                    result
+                },
+                |job| {
+                    thread::spawn(move || {
+                        let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
+                            if run_it {
+                                job.run(&|| panic::panic_any("in before_delivery"));
+                            } else {
+                                drop(job);
+                            }
+                        }));
+                        assert!(unwound.is_err(), "the drop or the callback panics");
+                    });
+                },
+                |pending| pending.recv_until(None).map(drop),
+            );
+            alive.store(false, SeqCst);
+            assert_eq!(got, Err(RecvTimeoutError::Closed));
+        });
+    }
+}

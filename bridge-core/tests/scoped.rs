@@ -123,3 +123,82 @@ fn a_panicking_hand_over_unwinds_only_after_the_job() {
     assert!(unwound.is_err());
     assert_eq!(written.load(SeqCst), 1);
 }
+
+/// Panics when dropped.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic::panic_any("in the closure's drop");
+    }
+}
+
+/// What a closure captures: the mark is dropped (and sets its flag) before the bomb panics,
+/// as fields drop in declaration order.
+struct Captures<'a> {
+    _mark: DropMark<'a>,
+    _bomb: PanicsOnDrop,
+}
+
+/// Runs `f` on a thread of its own and gives its outcome; fails the test if it takes more
+/// than 10 s (a liveness limit: the call under test either returns at once or never).
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    thread::spawn(move || done_tx.send(f()));
+    done_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("run_elsewhere hung: the job's sender was leaked")
+}
+
+/// A job dropped unrun whose closure panics in its drop: as a pool that cannot start a
+/// thread drops it, in the hand-over on the caller's own thread (the call unwinds with the
+/// drop's panic), or on another thread (the call sees the channel closed). Either way the
+/// closure's other captures are dropped, the sender is dropped after them, and the call
+/// ends: a sender leaked by the unwinding drop left it waiting forever.
+#[test]
+fn a_closure_whose_drop_panics_still_lets_the_call_end() {
+    let unwound = within_10s(|| {
+        let dropped = AtomicBool::new(false);
+        let captures = Captures {
+            _mark: DropMark(&dropped),
+            _bomb: PanicsOnDrop,
+        };
+        let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_elsewhere(
+                move || {
+                    let _captures = captures;
+                    1
+                },
+                drop,
+                |pending| pending.recv_until(None),
+            )
+        }));
+        assert!(dropped.load(SeqCst), "the other captures were leaked");
+        unwound.map_err(|payload| payload.downcast_ref::<&str>().copied())
+    });
+    assert_eq!(unwound, Err(Some("in the closure's drop")));
+
+    let got = within_10s(|| {
+        let dropped = AtomicBool::new(false);
+        let captures = Captures {
+            _mark: DropMark(&dropped),
+            _bomb: PanicsOnDrop,
+        };
+        let got = run_elsewhere(
+            move || {
+                let _captures = captures;
+                1
+            },
+            |job| {
+                thread::spawn(move || {
+                    let dropping = panic::catch_unwind(AssertUnwindSafe(|| drop(job)));
+                    assert!(dropping.is_err(), "the closure's drop panics");
+                });
+            },
+            |pending| pending.recv_until(None),
+        );
+        assert!(dropped.load(SeqCst), "the other captures were leaked");
+        got
+    });
+    assert_eq!(got, Err(RecvTimeoutError::Closed));
+}

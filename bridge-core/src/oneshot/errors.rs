@@ -10,7 +10,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = bridge_core::oneshot::channel();
+/// let (tx, rx) = bridge::oneshot::channel();
 /// drop(rx);
 /// let err = tx.send(String::from("nobody listens")).unwrap_err();
 /// assert_eq!(err.into_inner(), "nobody listens");
@@ -24,7 +24,7 @@ impl<T> SendError<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// let (tx, rx) = bridge::oneshot::channel();
     /// drop(rx);
     /// assert_eq!(tx.send(7).unwrap_err().into_inner(), 7);
     /// ```
@@ -53,7 +53,7 @@ impl<T> std::error::Error for SendError<T> {}
 /// # Examples
 ///
 /// ```
-/// use bridge_core::oneshot::{self, RecvError};
+/// use bridge::oneshot::{self, RecvError};
 ///
 /// let (tx, rx) = oneshot::channel::<u32>();
 /// drop(tx);
@@ -78,7 +78,7 @@ impl std::error::Error for RecvError {}
 /// # Examples
 ///
 /// ```
-/// use bridge_core::oneshot::{self, TryRecvError};
+/// use bridge::oneshot::{self, TryRecvError};
 ///
 /// let (tx, mut rx) = oneshot::channel::<u32>();
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -119,7 +119,7 @@ impl From<RecvError> for TryRecvError {
 /// # Examples
 ///
 /// ```
-/// use bridge_core::oneshot::{self, RecvTimeoutError};
+/// use bridge::oneshot::{self, RecvTimeoutError};
 /// use std::time::Duration;
 ///
 /// let (tx, mut rx) = oneshot::channel::<u32>();

@@ -19,7 +19,7 @@
 //! # Examples
 //!
 //! ```
-//! use bridge_core::oneshot;
+//! use bridge::oneshot;
 //!
 //! let (tx, rx) = oneshot::channel();
 //! std::thread::spawn(move || tx.send(2 + 2).unwrap());
@@ -51,9 +51,9 @@ pub use sender::Sender;
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = bridge_core::oneshot::channel::<u64>();
+/// let (tx, rx) = bridge::oneshot::channel::<u64>();
 /// tx.send(1).unwrap();
-/// assert_eq!(bridge_core::block_on(rx), Ok(1));
+/// assert_eq!(bridge::block_on(rx), Ok(1));
 /// ```
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     let channel = channel::Channel::allocate();

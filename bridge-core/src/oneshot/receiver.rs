@@ -4,7 +4,7 @@ use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::__spin::Site;
-use crate::arms::{arm, release_arm};
+use crate::coverage_arms::{arm, release_arm};
 use crate::loom::Parked;
 use crate::loom::SPIN_ROUNDS;
 use crate::loom::hint::spin_loop;
@@ -34,9 +34,9 @@ use std::time::{Duration, Instant};
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = bridge_core::oneshot::channel();
+/// let (tx, rx) = bridge::oneshot::channel();
 /// std::thread::spawn(move || tx.send("done").unwrap());
-/// assert_eq!(bridge_core::block_on(rx), Ok("done"));
+/// assert_eq!(bridge::block_on(rx), Ok("done"));
 /// ```
 #[must_use = "a Receiver does nothing unless it is awaited or received from; dropping it closes the channel"]
 pub struct Receiver<T> {
@@ -79,7 +79,7 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::oneshot::{self, TryRecvError};
+    /// use bridge::oneshot::{self, TryRecvError};
     ///
     /// let (tx, mut rx) = oneshot::channel();
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -120,9 +120,9 @@ impl<T> Receiver<T> {
 
     /// Blocks this thread until the value comes or the sender is dropped.
     ///
-    /// It spins briefly first (a value that arrives within a few microseconds is taken
-    /// without a sleep and a wake-up), then parks the thread; it never burns a core while
-    /// it waits.
+    /// It spins briefly first (a value that arrives while it spins is taken without a sleep
+    /// and a cross-thread wake-up), then parks the thread; it never burns a core while it
+    /// waits.
     ///
     /// If an earlier poll left a task's waker registered, the blocking receive takes the
     /// registration over and wakes that task when it returns (the same holds for
@@ -140,7 +140,7 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// let (tx, rx) = bridge::oneshot::channel();
     /// std::thread::spawn(move || tx.send(vec![1, 2, 3]).unwrap());
     /// assert_eq!(rx.recv_blocking(), Ok(vec![1, 2, 3]));
     /// ```
@@ -161,7 +161,7 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::oneshot::{self, RecvTimeoutError};
+    /// use bridge::oneshot::{self, RecvTimeoutError};
     /// use std::time::Duration;
     ///
     /// let (tx, mut rx) = oneshot::channel();
@@ -188,7 +188,7 @@ impl<T> Receiver<T> {
     /// ```
     /// use std::time::{Duration, Instant};
     ///
-    /// let (tx, mut rx) = bridge_core::oneshot::channel();
+    /// let (tx, mut rx) = bridge::oneshot::channel();
     /// tx.send('x').unwrap();
     /// let deadline = Instant::now() + Duration::from_millis(10);
     /// assert_eq!(rx.recv_deadline(deadline), Ok('x'));
@@ -435,7 +435,7 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// let (tx, rx) = bridge::oneshot::channel();
     /// assert!(!rx.is_ready());
     /// tx.send(1).unwrap();
     /// assert!(rx.is_ready());
@@ -456,7 +456,7 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = bridge_core::oneshot::channel();
+    /// let (tx, rx) = bridge::oneshot::channel();
     /// rx.abandon();
     /// assert!(!tx.is_closed());
     /// assert_eq!(tx.send(5).unwrap_err().into_inner(), 5);

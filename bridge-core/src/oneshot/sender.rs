@@ -3,7 +3,7 @@
 use super::SendError;
 use super::channel::{Channel, ChannelPtr, invalid_state};
 use super::states::*;
-use crate::arms::{arm, sender_arm};
+use crate::coverage_arms::{arm, sender_arm};
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::fmt;
 use std::marker::PhantomData;
@@ -18,7 +18,7 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = bridge_core::oneshot::channel();
+/// let (tx, rx) = bridge::oneshot::channel();
 /// std::thread::spawn(move || tx.send(6 * 7));
 /// assert_eq!(rx.recv_blocking(), Ok(42));
 /// ```
@@ -73,7 +73,7 @@ impl<T> Sender<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, mut rx) = bridge_core::oneshot::channel();
+    /// let (tx, mut rx) = bridge::oneshot::channel();
     /// tx.send("hello").unwrap();
     /// assert_eq!(rx.try_recv(), Ok("hello"));
     /// ```
@@ -108,7 +108,7 @@ impl<T> Sender<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = bridge_core::oneshot::channel::<()>();
+    /// let (tx, rx) = bridge::oneshot::channel::<()>();
     /// assert!(!tx.is_closed());
     /// drop(rx);
     /// assert!(tx.is_closed());

@@ -95,7 +95,7 @@ pub const ARMS: &[Decl] = &[
 /// Marks an arm of this crate: `arm!("oneshot.wait.spurious")`.
 macro_rules! arm {
     ($name:expr) => {
-        $crate::__arm!($crate::arms::ARMS, $name)
+        $crate::__arm!($crate::coverage_arms::ARMS, $name)
     };
 }
 pub(crate) use arm;
@@ -105,9 +105,9 @@ pub(crate) use arm;
 macro_rules! sender_arm {
     ($done:expr, $arm:literal) => {
         if $done == $crate::oneshot::states::MESSAGE {
-            $crate::arms::arm!(concat!("oneshot.send.", $arm));
+            $crate::coverage_arms::arm!(concat!("oneshot.send.", $arm));
         } else {
-            $crate::arms::arm!(concat!("oneshot.sender_drop.", $arm));
+            $crate::coverage_arms::arm!(concat!("oneshot.sender_drop.", $arm));
         }
     };
 }
@@ -118,9 +118,9 @@ pub(crate) use sender_arm;
 macro_rules! release_arm {
     ($gone:expr, $arm:literal) => {
         if $gone == $crate::oneshot::states::DISCONNECTED {
-            $crate::arms::arm!(concat!("oneshot.receiver_drop.", $arm));
+            $crate::coverage_arms::arm!(concat!("oneshot.receiver_drop.", $arm));
         } else {
-            $crate::arms::arm!(concat!("oneshot.abandon.", $arm));
+            $crate::coverage_arms::arm!(concat!("oneshot.abandon.", $arm));
         }
     };
 }
