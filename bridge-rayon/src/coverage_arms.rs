@@ -4,7 +4,7 @@
 
 use bridge_core::__coverage::Decl;
 
-/// Every arm of the claim (`claim.rs`) and of a limit (`limit.rs`).
+/// Every arm of the claim (`job_claim.rs`) and of a limit (`limit.rs`).
 pub const ARMS: &[Decl] = &[
     // A waiter (`wait`, `join`, a poll).
     // loom threads share one OS thread, so under loom every waiter is the spawning worker:
@@ -42,7 +42,7 @@ pub const ARMS: &[Decl] = &[
 /// Marks an arm of this crate: `arm!("claim.waiter.claims")`.
 macro_rules! arm {
     ($name:expr) => {
-        bridge_core::__arm!($crate::arms::ARMS, $name)
+        bridge_core::__arm!($crate::coverage_arms::ARMS, $name)
     };
 }
 pub(crate) use arm;

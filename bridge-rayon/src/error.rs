@@ -26,7 +26,7 @@ use std::sync::{Mutex, PoisonError};
 /// # Examples
 ///
 /// ```
-/// let task = bridge_rayon::spawn(|| -> u8 { panic!("bad block") });
+/// let task = bridge::spawn(|| -> u8 { panic!("bad block") });
 /// let err = task.join().unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.to_string(), "the task panicked: bad block");
@@ -36,18 +36,18 @@ use std::sync::{Mutex, PoisonError};
 ///
 /// ```
 /// fn checksum(block: Vec<u8>) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
-///     let sum = bridge_rayon::spawn(move || block.iter().map(|&b| u64::from(b)).sum()).join()?;
+///     let sum = bridge::spawn(move || block.iter().map(|&b| u64::from(b)).sum()).join()?;
 ///     Ok(sum)
 /// }
 ///
 /// fn checked(block: Vec<u8>) -> anyhow::Result<u64> {
-///     let sum = bridge_rayon::spawn(move || -> u64 { assert!(!block.is_empty()); 1 }).join()?;
+///     let sum = bridge::spawn(move || -> u64 { assert!(!block.is_empty()); 1 }).join()?;
 ///     Ok(sum)
 /// }
 ///
 /// assert_eq!(checksum(vec![1, 2, 3]).unwrap(), 6);
 /// let err = checked(Vec::new()).unwrap_err();
-/// assert!(err.downcast_ref::<bridge_rayon::TaskError>().unwrap().is_panic());
+/// assert!(err.downcast_ref::<bridge::TaskError>().unwrap().is_panic());
 /// ```
 pub struct TaskError {
     repr: Repr,
@@ -93,7 +93,7 @@ impl TaskError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_rayon::spawn(|| -> () { panic!() }).join().unwrap_err();
+    /// let err = bridge::spawn(|| -> () { panic!() }).join().unwrap_err();
     /// assert!(err.is_panic());
     /// ```
     pub fn is_panic(&self) -> bool {
@@ -106,7 +106,7 @@ impl TaskError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_rayon::spawn(|| -> () { panic!() }).join().unwrap_err();
+    /// let err = bridge::spawn(|| -> () { panic!() }).join().unwrap_err();
     /// assert!(!err.is_lost());
     /// ```
     pub fn is_lost(&self) -> bool {
@@ -123,7 +123,7 @@ impl TaskError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_rayon::spawn(|| -> () { std::panic::panic_any(7u32) }).join().unwrap_err();
+    /// let err = bridge::spawn(|| -> () { std::panic::panic_any(7u32) }).join().unwrap_err();
     /// assert_eq!(*err.into_panic().downcast::<u32>().unwrap(), 7);
     /// ```
     #[track_caller]
@@ -143,7 +143,7 @@ impl TaskError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_rayon::spawn(|| -> () { std::panic::panic_any(7u32) }).join().unwrap_err();
+    /// let err = bridge::spawn(|| -> () { std::panic::panic_any(7u32) }).join().unwrap_err();
     /// let payload = err.try_into_panic().unwrap();
     /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));
     /// ```

@@ -23,7 +23,7 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 /// ```
 /// use std::time::Duration;
 ///
-/// let task = bridge_rayon::spawn_cancellable(|flag| {
+/// let task = bridge::spawn_cancellable(|flag| {
 ///     let mut steps = 0u64;
 ///     while !flag.is_cancelled() && steps < 1_000_000 {
 ///         steps += 1;
@@ -41,7 +41,7 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 /// ```
 /// use rayon::prelude::*;
 ///
-/// let task = bridge_rayon::spawn_cancellable(|flag| {
+/// let task = bridge::spawn_cancellable(|flag| {
 ///     (0..10_000u64)
 ///         .into_par_iter()
 ///         .filter(|_| !flag.is_cancelled())
@@ -64,7 +64,7 @@ impl CancelFlag<'_> {
     /// # Examples
     ///
     /// ```
-    /// let task = bridge_rayon::spawn_cancellable(|flag| flag.is_cancelled());
+    /// let task = bridge::spawn_cancellable(|flag| flag.is_cancelled());
     /// assert_eq!(task.wait(), false);
     /// ```
     pub fn is_cancelled(&self) -> bool {
@@ -94,7 +94,7 @@ impl<T> ReceiverGone for Sender<T> {
 }
 
 /// Runs the job: `f` unless its task was dropped before this point, with the outcome sent
-/// to the task. Called by whichever side claimed the job (see `claim.rs`): a pool thread, or
+/// to the task. Called by whichever side claimed the job (see `job_claim.rs`): a pool thread, or
 /// the task's waiter. Never unwinds: a panic of `f` travels to the task, and dropping what
 /// nobody wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here.
 ///

@@ -21,7 +21,7 @@
 //! before it starts the closure (`job::run`). A waiter cannot cancel: it holds the task.
 //! Keeping one source of truth for each decision keeps each one testable on its own.
 
-use crate::arms::arm;
+use crate::coverage_arms::arm;
 use crate::job::{self, CancelFlag, Outcome};
 use crate::loom::AtomicU8;
 use crate::loom::Ordering::Relaxed;

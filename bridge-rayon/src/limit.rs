@@ -41,7 +41,7 @@
 //! No atomics: every change happens under the lock, and wakers are woken after it is
 //! released, so no user code runs while it is held.
 
-use crate::arms::arm;
+use crate::coverage_arms::arm;
 use crate::loom::thread::{self, ThreadId};
 use crate::loom::{Mutex, MutexGuard};
 use crate::{Task, ThreadPoolExt};
@@ -79,7 +79,7 @@ use std::task::{Context, Poll, Waker};
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// let limit = bridge_rayon::Limit::new(2);
+/// let limit = bridge::Limit::new(2);
 /// let mut tasks = Vec::new();
 /// for n in 0..8u64 {
 ///     // Never more than 2 of these queued or running at once.
@@ -203,7 +203,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge_rayon::Limit::new(4);
+    /// let limit = bridge::Limit::new(4);
     /// assert_eq!(limit.max_in_flight(), 4);
     /// assert_eq!(limit.in_flight(), 0);
     /// ```
@@ -237,7 +237,7 @@ impl Limit {
     /// use std::sync::Arc;
     ///
     /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-    /// let limit = bridge_rayon::Limit::new(2).pool(pool.clone());
+    /// let limit = bridge::Limit::new(2).pool(pool.clone());
     /// let task = limit.spawn_or_wait(rayon::current_num_threads);
     /// assert_eq!(task.wait(), 2);
     /// ```
@@ -251,7 +251,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(bridge_rayon::Limit::new(3).max_in_flight(), 3);
+    /// assert_eq!(bridge::Limit::new(3).max_in_flight(), 3);
     /// ```
     pub fn max_in_flight(&self) -> usize {
         self.shared.max
@@ -263,7 +263,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge_rayon::Limit::new(2);
+    /// let limit = bridge::Limit::new(2);
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
     /// let task = limit.spawn_or_wait(move || gate_rx.recv().is_ok());
     /// assert_eq!(limit.in_flight(), 1);
@@ -292,7 +292,7 @@ impl Limit {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// let limit = bridge_rayon::Limit::new(1);
+    /// let limit = bridge::Limit::new(1);
     /// let first = limit.spawn(|| 1).await;
     /// // Full: this waits until `first`'s closure has returned.
     /// let second = limit.spawn(|| 2).await;
@@ -308,7 +308,7 @@ impl Limit {
         T: Send + 'static,
     {
         let limit = self.clone();
-        let acquire = self.__acquire();
+        let acquire = self.acquire();
         async move { limit.launch(acquire.await, f) }
     }
 
@@ -337,7 +337,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge_rayon::Limit::new(2);
+    /// let limit = bridge::Limit::new(2);
     /// let tasks: Vec<_> = (0..6u32).map(|n| limit.spawn_or_wait(move || n * n)).collect();
     /// let squares: Vec<u32> = tasks.into_iter().map(|t| t.wait()).collect();
     /// assert_eq!(squares, [0, 1, 4, 9, 16, 25]);
@@ -347,7 +347,7 @@ impl Limit {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let permit = bridge_core::block_on(self.__acquire_blocking());
+        let permit = bridge_core::block_on(self.acquire_blocking());
         self.launch(permit, f)
     }
 
@@ -361,7 +361,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge_rayon::Limit::new(1);
+    /// let limit = bridge::Limit::new(1);
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
     /// let held = limit.try_spawn(move || gate_rx.recv().is_ok()).ok().unwrap();
     /// let refused = limit.try_spawn(|| "shed").unwrap_err();
@@ -374,7 +374,7 @@ impl Limit {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        match self.__try_acquire() {
+        match self.try_acquire() {
             Some(permit) => Ok(self.launch(permit, f)),
             None => Err(f),
         }
@@ -394,9 +394,8 @@ impl Limit {
         }
     }
 
-    /// A permit if there is room now. Internal, for the tests; not part of the API.
-    #[doc(hidden)]
-    pub fn __try_acquire(&self) -> Option<Permit> {
+    /// A permit if there is room now.
+    pub(crate) fn try_acquire(&self) -> Option<Permit> {
         let mut state = self.shared.lock();
         // While a waiter is queued, in_flight == max: a free unit never passes the queue.
         if state.in_flight < self.shared.max {
@@ -411,10 +410,8 @@ impl Limit {
         }
     }
 
-    /// A future of a permit, queued at its first poll. Internal, for the tests; not part of
-    /// the API.
-    #[doc(hidden)]
-    pub fn __acquire(&self) -> Acquire {
+    /// A future of a permit, queued at its first poll.
+    pub(crate) fn acquire(&self) -> Acquire {
         Acquire {
             shared: self.shared.clone(),
             id: None,
@@ -425,12 +422,35 @@ impl Limit {
 
     /// The future of a permit that [`spawn_or_wait`](Self::spawn_or_wait) blocks on: its
     /// caller blocks the thread of its polls until it is ready, so it passes the async
-    /// waiters of that thread. Internal, for the tests; not part of the API.
-    #[doc(hidden)]
-    pub fn __acquire_blocking(&self) -> Acquire {
-        let mut acquire = self.__acquire();
+    /// waiters of that thread.
+    pub(crate) fn acquire_blocking(&self) -> Acquire {
+        let mut acquire = self.acquire();
         acquire.blocking = true;
         acquire
+    }
+
+    /// Test hook for the loom models: [`try_acquire`](Self::try_acquire). Not part of the
+    /// API (loom builds only).
+    #[cfg(bridge_loom)]
+    #[doc(hidden)]
+    pub fn __try_acquire(&self) -> Option<Permit> {
+        self.try_acquire()
+    }
+
+    /// Test hook for the loom models: [`acquire`](Self::acquire). Not part of the API (loom
+    /// builds only).
+    #[cfg(bridge_loom)]
+    #[doc(hidden)]
+    pub fn __acquire(&self) -> Acquire {
+        self.acquire()
+    }
+
+    /// Test hook for the loom models: [`acquire_blocking`](Self::acquire_blocking). Not part
+    /// of the API (loom builds only).
+    #[cfg(bridge_loom)]
+    #[doc(hidden)]
+    pub fn __acquire_blocking(&self) -> Acquire {
+        self.acquire_blocking()
     }
 
     /// Test hook for the loom models: waits for room like [`spawn`](Self::spawn), then
@@ -447,7 +467,7 @@ impl Limit {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let acquire = self.__acquire();
+        let acquire = self.acquire();
         async move {
             let f = holding(acquire.await, f);
             crate::__loom_task(move |_| f())
@@ -477,8 +497,8 @@ impl fmt::Debug for Limit {
     }
 }
 
-/// One unit of a limit's room; dropping it gives the room back. Internal, for the tests;
-/// not part of the API.
+/// One unit of a limit's room; dropping it gives the room back. Internal (the loom models
+/// reach it as `__Permit`).
 #[doc(hidden)]
 pub struct Permit {
     /// `None` only for the permit a `Permit::drop` is about to give back.
@@ -503,7 +523,7 @@ impl fmt::Debug for Permit {
 }
 
 /// The future of a permit: queued at its first poll, ready once a permit was handed to it.
-/// Internal, for the tests; not part of the API.
+/// Internal (the loom models reach it as `__Acquire`).
 #[doc(hidden)]
 #[must_use = "futures do nothing unless polled"]
 pub struct Acquire {
@@ -647,3 +667,6 @@ impl fmt::Debug for Acquire {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,7 +5,7 @@
 //! Modelled: the claim state, and the lock of a [`Limit`](crate::Limit) with the threads its
 //! waiters are polled on. The `Arc` that shares a job stays std's in both builds (loom's
 //! cannot hold a trait object), and the job's slot is a std `Mutex` that is never contended
-//! (see `claim.rs`).
+//! (see `job_claim.rs`).
 
 #[cfg(bridge_loom)]
 pub(crate) use loom::sync::atomic::{AtomicU8, Ordering};

@@ -32,9 +32,10 @@ thread_local! {
 /// One spawn in this many, per spawning thread, is timed; a power of two, less one.
 static SAMPLING_MASK: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLING - 1);
 
-/// The default sampling period of the queue wait. Measured on a task claimed and run inline
-/// by its waiter (131 ns, the cheapest hop): timing one in 16 cost 6-9 ns, one in 64 about
-/// the same as never (the counts alone, 3 ns).
+/// The default sampling period of the queue wait. Reading the clock at a spawn and at the
+/// start is a visible share of the cheapest hop (a task claimed and run inline by its
+/// waiter) when every task or one in 16 is timed; at one in 64 the timing costs no more than
+/// the counts alone (the measurement is in docs/design.md).
 const DEFAULT_SAMPLING: u32 = 64;
 
 #[inline]
@@ -112,9 +113,9 @@ fn upper_bound(k: usize) -> Duration {
 /// # Examples
 ///
 /// ```
-/// let before = bridge_rayon::metrics();
-/// assert_eq!(bridge_rayon::spawn(|| 2 + 2).wait(), 4);
-/// let after = bridge_rayon::metrics();
+/// let before = bridge::cpu::metrics();
+/// assert_eq!(bridge::spawn(|| 2 + 2).wait(), 4);
+/// let after = bridge::cpu::metrics();
 /// assert!(after.spawned > before.spawned);
 /// assert!(after.finished > before.finished);
 /// ```
@@ -152,7 +153,7 @@ impl Metrics {
     /// # Examples
     ///
     /// ```
-    /// use bridge_rayon::ThreadPoolExt;
+    /// use bridge::cpu::ThreadPoolExt;
     ///
     /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     /// let (open, gate) = std::sync::mpsc::channel::<()>();
@@ -165,7 +166,7 @@ impl Metrics {
     ///
     /// // Behind the blocker on the pool's only thread, the task is queued.
     /// let waiting = pool.spawn_task(|| 1);
-    /// println!("{} CPU tasks queued", bridge_rayon::metrics().queued());
+    /// println!("{} CPU tasks queued", bridge::cpu::metrics().queued());
     /// open.send(()).unwrap();
     /// blocker.wait();
     /// assert_eq!(waiting.wait(), 1);
@@ -184,12 +185,12 @@ impl Metrics {
     /// ```
     /// let (started, has_started) = std::sync::mpsc::channel();
     /// let (open, gate) = std::sync::mpsc::channel::<()>();
-    /// let task = bridge_rayon::spawn(move || {
+    /// let task = bridge::spawn(move || {
     ///     started.send(()).unwrap();
     ///     gate.recv().unwrap();
     /// });
     /// has_started.recv().unwrap();
-    /// println!("{} CPU tasks running", bridge_rayon::metrics().running());
+    /// println!("{} CPU tasks running", bridge::cpu::metrics().running());
     /// open.send(()).unwrap();
     /// task.wait();
     /// ```
@@ -206,9 +207,9 @@ impl Metrics {
     /// # Examples
     ///
     /// ```
-    /// let before = bridge_rayon::metrics();
-    /// bridge_rayon::spawn(|| ()).wait();
-    /// let delta = bridge_rayon::metrics().since(&before);
+    /// let before = bridge::cpu::metrics();
+    /// bridge::spawn(|| ()).wait();
+    /// let delta = bridge::cpu::metrics().since(&before);
     /// // This thread's spawn and start are in; other threads may have added theirs.
     /// assert!(delta.spawned >= 1 && delta.finished >= 1);
     /// ```
@@ -229,9 +230,11 @@ impl Metrics {
 /// closure, in [`Metrics::queue_wait`].
 ///
 /// **Sampled:** each thread times the first task it spawns and then one in 64, since
-/// reading the clock at every spawn and start would cost a sixth of a hop. Every way to
-/// spawn is sampled alike, so the histogram describes all tasks, from [`samples`](Self::samples)
-/// of them. A task cancelled before it started has no queue wait.
+/// reading the clock at every spawn and start would be a visible share of the cheapest hop
+/// (the [design notes](https://github.com/bridge-rs/bridge/blob/main/docs/design.md) have
+/// the measurement). Every way to spawn is sampled alike, so the histogram describes all
+/// tasks, from [`samples`](Self::samples) of them. A task cancelled before it started has no
+/// queue wait.
 ///
 /// **Resolution:** a wait lands in one of 22 buckets by powers of two: below 1 µs, then
 /// `[1, 2)` µs, `[2, 4)` µs, ... up to `[2^19, 2^20)` µs (0.52 to 1.05 s), then everything
@@ -241,7 +244,7 @@ impl Metrics {
 /// # Examples
 ///
 /// ```
-/// let waits = bridge_rayon::metrics().queue_wait;
+/// let waits = bridge::cpu::metrics().queue_wait;
 /// if let Some(p99) = waits.percentile(99.0) {
 ///     println!("p99 queue wait below {p99:?}, from {} samples", waits.samples());
 /// }
@@ -257,7 +260,7 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// let waits = bridge::cpu::metrics().queue_wait;
     /// assert_eq!(waits.samples(), waits.buckets().map(|(_, n)| n).sum::<u64>());
     /// ```
     pub fn samples(&self) -> u64 {
@@ -273,7 +276,7 @@ impl QueueWait {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// let waits = bridge::cpu::metrics().queue_wait;
     /// let bounds: Vec<Duration> = waits.buckets().map(|(bound, _)| bound).collect();
     /// assert_eq!(bounds[0], Duration::from_micros(1));
     /// assert_eq!(bounds[1], Duration::from_micros(2));
@@ -299,7 +302,7 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let waits = bridge_rayon::metrics().queue_wait;
+    /// let waits = bridge::cpu::metrics().queue_wait;
     /// match (waits.percentile(50.0), waits.percentile(99.0)) {
     ///     (Some(p50), Some(p99)) => assert!(p50 <= p99),
     ///     (p50, p99) => assert!(p50.is_none() && p99.is_none() && waits.samples() == 0),
@@ -329,8 +332,8 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let before = bridge_rayon::metrics().queue_wait;
-    /// let now = bridge_rayon::metrics().queue_wait;
+    /// let before = bridge::cpu::metrics().queue_wait;
+    /// let now = bridge::cpu::metrics().queue_wait;
     /// assert!(now.since(&before).samples() <= now.samples());
     /// ```
     #[must_use]
@@ -352,10 +355,10 @@ impl QueueWait {
 /// # Examples
 ///
 /// ```
-/// let before = bridge_rayon::metrics();
-/// let task = bridge_rayon::spawn(|| -> u8 { panic!("bad input") });
+/// let before = bridge::cpu::metrics();
+/// let task = bridge::spawn(|| -> u8 { panic!("bad input") });
 /// assert!(task.join().is_err());
-/// let after = bridge_rayon::metrics();
+/// let after = bridge::cpu::metrics();
 /// assert!(after.panicked > before.panicked);
 /// println!(
 ///     "cpu tasks: {} spawned, {} queued, p99 queue wait {:?}",

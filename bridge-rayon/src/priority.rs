@@ -14,8 +14,9 @@ use std::io;
 /// thread gets about a tenth of the CPU share of a thread at the default priority, so the
 /// runtime's workers run first and the pool takes the cycles they leave. It yields to every
 /// thread at the default priority, other processes' too: on a machine that others keep busy
-/// the pool gets less CPU than at the default priority. The overload study
-/// (`docs/studies/overload.md`) measures both priorities side by side.
+/// the pool gets less CPU than at the default priority. The
+/// [overload study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/overload.md)
+/// measures both priorities side by side.
 ///
 /// Linux only: there a nice value belongs to one thread. Elsewhere the call would change the
 /// whole process and is refused.
@@ -38,7 +39,7 @@ use std::io;
 /// rayon::ThreadPoolBuilder::new()
 ///     .start_handler(|_| {
 ///         // Refused off Linux: the pool then runs at the default priority.
-///         let _ = bridge_rayon::lower_thread_priority(10);
+///         let _ = bridge::cpu::lower_thread_priority(10);
 ///     })
 ///     .build_global()
 ///     .expect("the global pool is set up once, before its first use");
@@ -52,7 +53,7 @@ use std::io;
 /// ```
 /// use std::io::ErrorKind;
 ///
-/// let refused = bridge_rayon::lower_thread_priority(20).unwrap_err();
+/// let refused = bridge::cpu::lower_thread_priority(20).unwrap_err();
 /// assert_eq!(refused.kind(), ErrorKind::InvalidInput);
 /// ```
 pub fn lower_thread_priority(nice: u8) -> io::Result<()> {

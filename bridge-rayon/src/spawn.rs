@@ -32,7 +32,7 @@ fn home_in(pool: &rayon_core::ThreadPool) -> Option<ThreadId> {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// let digest = bridge_rayon::spawn(|| [3u8; 4].iter().map(|b| *b as u32).sum::<u32>()).await;
+/// let digest = bridge::spawn(|| [3u8; 4].iter().map(|b| *b as u32).sum::<u32>()).await;
 /// assert_eq!(digest, 12);
 /// # });
 /// ```
@@ -53,7 +53,7 @@ where
 /// # Examples
 ///
 /// ```
-/// let task = bridge_rayon::spawn_fifo(|| "first in");
+/// let task = bridge::spawn_fifo(|| "first in");
 /// assert_eq!(task.wait(), "first in");
 /// ```
 pub fn spawn_fifo<F, T>(f: F) -> Task<T>
@@ -72,7 +72,7 @@ where
 /// # Examples
 ///
 /// ```
-/// let task = bridge_rayon::spawn_cancellable(|flag| {
+/// let task = bridge::spawn_cancellable(|flag| {
 ///     (0..1_000u32).take_while(|_| !flag.is_cancelled()).count()
 /// });
 /// assert_eq!(task.wait(), 1_000);
@@ -97,7 +97,7 @@ mod sealed {
 /// # Examples
 ///
 /// ```
-/// use bridge_rayon::ThreadPoolExt;
+/// use bridge::cpu::ThreadPoolExt;
 ///
 /// let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
 /// let task = pool.spawn_task(|| rayon::current_thread_index().is_some());
@@ -109,7 +109,7 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// # Examples
     ///
     /// ```
-    /// use bridge_rayon::ThreadPoolExt;
+    /// use bridge::cpu::ThreadPoolExt;
     ///
     /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     /// assert_eq!(pool.spawn_task(|| 6 * 7).wait(), 42);
@@ -124,7 +124,7 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// # Examples
     ///
     /// ```
-    /// use bridge_rayon::ThreadPoolExt;
+    /// use bridge::cpu::ThreadPoolExt;
     ///
     /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     /// assert_eq!(pool.spawn_fifo_task(|| 1).wait(), 1);
@@ -139,7 +139,7 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// # Examples
     ///
     /// ```
-    /// use bridge_rayon::ThreadPoolExt;
+    /// use bridge::cpu::ThreadPoolExt;
     ///
     /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     /// assert!(!pool.spawn_cancellable_task(|flag| flag.is_cancelled()).wait());

@@ -1,8 +1,8 @@
 //! `Task<T>`: the handle on CPU work running on a rayon pool.
 
 use crate::TaskError;
-use crate::claim::{Claim, Job, PoolJob, Unclaimable};
 use crate::job::{self, CancelFlag, Outcome};
+use crate::job_claim::{Claim, Job, PoolJob, Unclaimable};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use futures_core::future::FusedFuture;
 use std::fmt;
@@ -82,7 +82,7 @@ use std::time::{Duration, Instant};
 /// ```
 /// # let rt = tokio::runtime::Runtime::new().unwrap();
 /// # rt.block_on(async {
-/// let checksum = bridge_rayon::spawn(|| (0..1_000u64).sum::<u64>()).await;
+/// let checksum = bridge::spawn(|| (0..1_000u64).sum::<u64>()).await;
 /// assert_eq!(checksum, 499_500);
 /// # });
 /// ```
@@ -161,7 +161,7 @@ impl<T> Task<T> {
     /// # Examples
     ///
     /// ```
-    /// let task = bridge_rayon::spawn(|| "hash".len());
+    /// let task = bridge::spawn(|| "hash".len());
     /// assert_eq!(task.wait(), 4);
     /// ```
     #[track_caller]
@@ -180,7 +180,7 @@ impl<T> Task<T> {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_rayon::spawn(|| -> u8 { panic!("corrupt block") }).join().unwrap_err();
+    /// let err = bridge::spawn(|| -> u8 { panic!("corrupt block") }).join().unwrap_err();
     /// assert_eq!(err.to_string(), "the task panicked: corrupt block");
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
@@ -214,7 +214,7 @@ impl<T> Task<T> {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let mut task = bridge_rayon::spawn(|| 7);
+    /// let mut task = bridge::spawn(|| 7);
     /// assert_eq!(task.wait_timeout(Duration::from_secs(60)), Some(7));
     /// ```
     #[track_caller]
@@ -241,7 +241,7 @@ impl<T> Task<T> {
     /// use std::time::{Duration, Instant};
     ///
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
-    /// let mut task = bridge_rayon::spawn(move || gate_rx.recv().is_ok());
+    /// let mut task = bridge::spawn(move || gate_rx.recv().is_ok());
     /// assert_eq!(task.wait_deadline(Instant::now() + Duration::from_millis(5)), None);
     /// gate_tx.send(()).unwrap();
     /// assert_eq!(task.wait(), true);
@@ -264,7 +264,7 @@ impl<T> Task<T> {
     /// # Examples
     ///
     /// ```
-    /// let mut task = bridge_rayon::spawn(|| 1 + 1);
+    /// let mut task = bridge::spawn(|| 1 + 1);
     /// let value = loop {
     ///     if let Some(v) = task.try_get() {
     ///         break v;
@@ -292,7 +292,7 @@ impl<T> Task<T> {
     ///
     /// ```
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
-    /// let task = bridge_rayon::spawn(move || gate_rx.recv().is_ok());
+    /// let task = bridge::spawn(move || gate_rx.recv().is_ok());
     /// assert!(!task.is_finished());
     /// gate_tx.send(()).unwrap();
     /// while !task.is_finished() {
@@ -311,7 +311,7 @@ impl<T> Task<T> {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// let result = bridge_rayon::spawn(|| -> u8 { panic!("bad input") }).catch_unwind().await;
+    /// let result = bridge::spawn(|| -> u8 { panic!("bad input") }).catch_unwind().await;
     /// assert!(result.unwrap_err().is_panic());
     /// # });
     /// ```
@@ -329,7 +329,7 @@ impl<T> Task<T> {
     ///
     /// ```
     /// let (tx, rx) = std::sync::mpsc::channel();
-    /// bridge_rayon::spawn(move || tx.send("flushed").unwrap()).detach();
+    /// bridge::spawn(move || tx.send("flushed").unwrap()).detach();
     /// assert_eq!(rx.recv().unwrap(), "flushed");
     /// ```
     pub fn detach(mut self) {
@@ -407,7 +407,7 @@ impl<T> Future for Task<T> {
 /// ```
 /// use futures::future::FusedFuture;
 ///
-/// let mut task = bridge_rayon::spawn(|| 5);
+/// let mut task = bridge::spawn(|| 5);
 /// assert!(!task.is_terminated());
 /// assert_eq!(futures::executor::block_on(&mut task), 5);
 /// assert!(task.is_terminated());
@@ -436,7 +436,7 @@ impl<T> fmt::Debug for Task<T> {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// let ok = bridge_rayon::spawn(|| 3).catch_unwind().await;
+/// let ok = bridge::spawn(|| 3).catch_unwind().await;
 /// assert_eq!(ok.unwrap(), 3);
 /// # });
 /// ```
@@ -453,7 +453,7 @@ pub struct CatchUnwind<T> {
 /// ```
 /// use futures::future::FusedFuture;
 ///
-/// let mut result = bridge_rayon::spawn(|| 5).catch_unwind();
+/// let mut result = bridge::spawn(|| 5).catch_unwind();
 /// assert_eq!(futures::executor::block_on(&mut result).unwrap(), 5);
 /// assert!(result.is_terminated());
 /// ```

@@ -1,18 +1,25 @@
-//! Random schedules on a `Limit` of 1..4 against a sequential model of it: waiters queue
-//! (first poll), are polled, are dropped (queued or granted); permits are taken by `try`,
-//! and given back by a task's end or its cancel (both drop the permit the job carries, so
-//! they are one step here; tests/limit.rs and the loom models run them through real jobs).
-//!
-//! Checked after every step: `in_flight` equals the model's and never exceeds the bound;
-//! `try` succeeds exactly when the model has free room; a waiter is ready exactly when the
-//! model granted it, which is in FIFO order of first polls; at the end, every permit came
-//! back (the bound's worth of `try`s succeed again).
+//! The limit's queue driven by hand, through its internal permits and waiters (`acquire`,
+//! `acquire_blocking`, `try_acquire`), which are not part of the API: a sequential model of
+//! the queue under random schedules, and the exact extent of the blocking waiter's exception
+//! to first come, first served. `tests/limit.rs` runs the same rules through real tasks, and
+//! the loom models through their interleavings.
 
-use bridge_rayon::{__Acquire, __Permit, Limit};
+use super::{Acquire, Limit, Permit};
 use futures::FutureExt;
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
+use std::thread;
+
+// Random schedules on a `Limit` of 1..4 against a sequential model of it: waiters queue
+// (first poll), are polled, are dropped (queued or granted); permits are taken by `try`,
+// and given back by a task's end or its cancel (both drop the permit the job carries, so
+// they are one step here; tests/limit.rs and the loom models run them through real jobs).
+//
+// Checked after every step: `in_flight` equals the model's and never exceeds the bound;
+// `try` succeeds exactly when the model has free room; a waiter is ready exactly when the
+// model granted it, which is in FIFO order of first polls; at the end, every permit came
+// back (the bound's worth of `try`s succeed again).
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -63,14 +70,14 @@ proptest! {
         let limit = Limit::new(max);
         let mut model = Model { in_flight: 0, queue: VecDeque::new(), granted: Vec::new() };
         let mut cx = Context::from_waker(Waker::noop());
-        let mut waiters: Vec<(usize, __Acquire)> = Vec::new();
-        let mut permits: Vec<__Permit> = Vec::new();
+        let mut waiters: Vec<(usize, Acquire)> = Vec::new();
+        let mut permits: Vec<Permit> = Vec::new();
         let mut grant_order = Vec::new();
         let mut next = 0;
         for step in steps {
             match step {
                 Step::Acquire => {
-                    let mut waiter = limit.__acquire();
+                    let mut waiter = limit.acquire();
                     let n = next;
                     next += 1;
                     match waiter.poll_unpin(&mut cx) {
@@ -87,7 +94,7 @@ proptest! {
                         }
                     }
                 }
-                Step::Try => match limit.__try_acquire() {
+                Step::Try => match limit.try_acquire() {
                     Some(permit) => {
                         prop_assert!(model.in_flight < max, "try passed the bound");
                         model.in_flight += 1;
@@ -147,8 +154,76 @@ proptest! {
         drop(waiters);
         drop(permits);
         prop_assert_eq!(limit.in_flight(), 0);
-        let again: Vec<_> = (0..max).map(|_| limit.__try_acquire()).collect();
+        let again: Vec<_> = (0..max).map(|_| limit.try_acquire()).collect();
         prop_assert!(again.iter().all(Option::is_some));
-        prop_assert!(limit.__try_acquire().is_none());
+        prop_assert!(limit.try_acquire().is_none());
     }
+}
+
+/// The exception to first come, first served is exact. A blocking waiter (polled by hand
+/// here, as `spawn_or_wait` polls it while blocking this thread) passes only the async
+/// waiters last polled on its own thread: never one of another thread, queued or granted;
+/// and the waiters it passes keep their place for the next room.
+#[test]
+fn a_blocking_waiter_passes_only_the_async_waiters_of_its_own_thread() {
+    let limit = Limit::new(1);
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled_elsewhere = |mut waiter: Acquire| {
+        thread::spawn(move || {
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(waiter.poll_unpin(&mut cx).is_pending());
+            waiter
+        })
+        .join()
+        .unwrap()
+    };
+
+    // Room granted to a waiter of another thread is not taken over.
+    let first = limit.try_acquire().unwrap();
+    let mut elsewhere = polled_elsewhere(limit.acquire());
+    drop(first);
+    let mut blocking = limit.acquire_blocking();
+    assert!(
+        blocking.poll_unpin(&mut cx).is_pending(),
+        "took another thread's room"
+    );
+    let Poll::Ready(second) = elsewhere.poll_unpin(&mut cx) else {
+        panic!("the granted waiter lost its room");
+    };
+    drop(second);
+    let Poll::Ready(third) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter did not get the next room");
+    };
+
+    // Queued in this order: a waiter of another thread, one of this thread, then this
+    // thread's blocking waiter.
+    let mut elsewhere = polled_elsewhere(limit.acquire());
+    let mut here = limit.acquire();
+    assert!(here.poll_unpin(&mut cx).is_pending());
+    let mut blocking = limit.acquire_blocking();
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    assert!(limit.try_acquire().is_none(), "a newcomer passed the queue");
+    drop(third);
+    // The oldest can take it: the other thread's waiter.
+    assert!(here.poll_unpin(&mut cx).is_pending());
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    let Poll::Ready(fourth) = elsewhere.poll_unpin(&mut cx) else {
+        panic!("a waiter of another thread was passed");
+    };
+    drop(fourth);
+    // This thread's async waiter is passed: the blocking waiter gets it.
+    assert!(
+        here.poll_unpin(&mut cx).is_pending(),
+        "its thread is blocked"
+    );
+    let Poll::Ready(fifth) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter waited behind an async waiter of its own thread");
+    };
+    drop(fifth);
+    // The passed waiter kept its place: the next room is its.
+    let Poll::Ready(sixth) = here.poll_unpin(&mut cx) else {
+        panic!("the passed waiter lost its place");
+    };
+    drop(sixth);
+    assert_eq!(limit.in_flight(), 0);
 }
