@@ -16,9 +16,9 @@ use std::sync::{Mutex, PoisonError};
 /// # Examples
 ///
 /// ```
-/// use bridge_tokio::BridgeError;
+/// use bridge::BridgeError;
 ///
-/// let err = bridge_tokio::try_run_blocking(async { panic!("bad range") }).unwrap_err();
+/// let err = bridge::try_run_blocking(async { panic!("bad range") }).unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.to_string(), "the future panicked: bad range");
 /// ```
@@ -27,15 +27,15 @@ use std::sync::{Mutex, PoisonError};
 ///
 /// ```
 /// fn boxed() -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
-///     Ok(bridge_tokio::try_run_blocking(async { 7 })?)
+///     Ok(bridge::try_run_blocking(async { 7 })?)
 /// }
 /// fn with_anyhow() -> anyhow::Result<u32> {
-///     Ok(bridge_tokio::try_run_blocking(async { 8 })?)
+///     Ok(bridge::try_run_blocking(async { 8 })?)
 /// }
 /// assert_eq!(boxed().unwrap() + with_anyhow().unwrap(), 15);
 ///
 /// fn send_sync_static<E: Send + Sync + 'static>(_: &E) {}
-/// send_sync_static(&bridge_tokio::BridgeError::TimedOut);
+/// send_sync_static(&bridge::BridgeError::NotSendOnHandoff);
 /// ```
 #[non_exhaustive]
 pub enum BridgeError {
@@ -48,7 +48,7 @@ pub enum BridgeError {
     /// will come: a timer or I/O resource of the future failed with tokio's "being shutdown"
     /// panic (an [`IoRuntime`](crate::IoRuntime) dropped with calls in flight, a handle kept
     /// after its runtime shut down), or the handoff worker running the future was lost. The
-    /// same event as a `bridge_rayon::TaskError` that [`is_lost`](Self::is_lost).
+    /// same event as a `bridge::TaskError` that [`is_lost`](Self::is_lost).
     ///
     /// Keep the runtime (or the `IoRuntime`) alive for as long as calls may use it. A runtime
     /// that is already shutting down when the call starts is not used: the call runs on the
@@ -58,8 +58,11 @@ pub enum BridgeError {
     ///
     /// Give it more time, or check that its I/O is not bound to a runtime that the call
     /// blocks (a socket created on the calling current-thread runtime cannot make progress
-    /// while that runtime's only thread waits here).
-    TimedOut,
+    /// while that runtime's only thread waits here). When the call was made on a
+    /// current-thread runtime, the [`Timeout`] says so
+    /// ([`is_stalled_current_thread`](Timeout::is_stalled_current_thread)), and its message
+    /// names that cause and its remedies.
+    TimedOut(Timeout),
     /// A `!Send` future ([`run_blocking_local`](crate::run_blocking_local)) was called where
     /// the only route is a handoff to another thread: a current-thread runtime's threads, or
     /// a thread-local destructor that runs after tokio's at thread exit.
@@ -78,7 +81,7 @@ impl BridgeError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::try_run_blocking(async { panic!("no") }).unwrap_err();
+    /// let err = bridge::try_run_blocking(async { panic!("no") }).unwrap_err();
     /// assert!(err.is_panic());
     /// ```
     pub fn is_panic(&self) -> bool {
@@ -90,10 +93,10 @@ impl BridgeError {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// let handle = io.handle().clone();
     /// drop(io);
-    /// let late = bridge_tokio::IoRuntime::from_handle(handle);
+    /// let late = bridge::IoRuntime::from_handle(handle);
     /// let slow = async { tokio::time::sleep(std::time::Duration::from_secs(1)).await };
     /// assert!(late.try_run_blocking(slow).unwrap_err().is_lost());
     /// ```
@@ -111,7 +114,7 @@ impl BridgeError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::try_run_blocking(async { std::panic::panic_any(7u8) }).unwrap_err();
+    /// let err = bridge::try_run_blocking(async { std::panic::panic_any(7u8) }).unwrap_err();
     /// assert_eq!(err.into_panic().downcast_ref::<u8>(), Some(&7));
     /// ```
     #[track_caller]
@@ -133,7 +136,7 @@ impl BridgeError {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::BridgeError::TimedOut;
+    /// let err = bridge::BridgeError::NotSendOnHandoff;
     /// assert!(err.try_into_panic().is_err());
     /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, Self> {
@@ -141,6 +144,100 @@ impl BridgeError {
             Self::Panicked(panic) => Ok(panic.into_payload()),
             other => Err(other),
         }
+    }
+}
+
+/// Why a call's deadline passed without an output: what [`BridgeError::TimedOut`] carries.
+///
+/// Its message says that the deadline passed. When the call was made on a current-thread
+/// runtime (its `block_on` body, a task, a `LocalSet` or a `spawn_blocking` thread there), it
+/// says more: that runtime ran none of its tasks while its thread waited in (or for) the call,
+/// so a future that needs one of them (a server spawned there, a socket created there) could
+/// never have finished; and what to do instead (await the future there, or run those tasks on
+/// another runtime: in a test, `#[tokio::test(flavor = "multi_thread")]`). See
+/// [`set_stall_warning`](crate::set_stall_warning) for the warning such a call logs before its
+/// deadline.
+///
+/// Opaque: only the bridge makes one.
+///
+/// # Examples
+///
+/// ```
+/// use bridge::BridgeError;
+/// use std::time::Duration;
+///
+/// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
+///
+/// // A plain thread: the deadline passed, nothing more to say.
+/// let err = bridge::try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
+/// let BridgeError::TimedOut(timeout) = &err else { panic!("{err:?}") };
+/// assert!(!timeout.is_stalled_current_thread());
+/// assert_eq!(err.to_string(), "the deadline passed before the future finished");
+///
+/// // A current-thread runtime blocked by the call: the message names the cause.
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// let err = rt.block_on(async {
+///     let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
+///     bridge::try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err()
+/// });
+/// let BridgeError::TimedOut(timeout) = &err else { panic!("{err:?}") };
+/// assert!(timeout.is_stalled_current_thread());
+/// assert!(err.to_string().contains("flavor = \"multi_thread\""));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Timeout {
+    stalled_current_thread: bool,
+}
+
+impl Timeout {
+    /// A deadline that passed, with nothing more to say.
+    pub(crate) fn elapsed() -> Self {
+        Self {
+            stalled_current_thread: false,
+        }
+    }
+
+    /// A deadline that passed while the call blocked a current-thread runtime.
+    #[cfg(not(bridge_loom))]
+    pub(crate) fn stalled_current_thread() -> Self {
+        Self {
+            stalled_current_thread: true,
+        }
+    }
+
+    /// Whether the call was made on a current-thread runtime, which ran none of its tasks
+    /// while the call waited: a future that needed one of them could not finish.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let slow = async { tokio::time::sleep(std::time::Duration::from_secs(60)).await };
+    /// let timeout = std::time::Duration::from_millis(5);
+    /// match bridge::try_run_blocking_timeout(slow, timeout) {
+    ///     Err(bridge::BridgeError::TimedOut(timeout)) => {
+    ///         assert!(!timeout.is_stalled_current_thread()) // a plain thread
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn is_stalled_current_thread(&self) -> bool {
+        self.stalled_current_thread
+    }
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the deadline passed before the future finished")?;
+        if self.stalled_current_thread {
+            f.write_str(
+                ", and the call was made on a current-thread runtime, which runs none of its \
+                 tasks while its thread waits in (or for) the call: a future that needs one of \
+                 them (a server spawned there, a socket created there) cannot finish. Await the \
+                 future there instead of calling run_blocking, or run those tasks on another \
+                 runtime (in a test: #[tokio::test(flavor = \"multi_thread\")])",
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -154,9 +251,9 @@ impl BridgeError {
 /// # Examples
 ///
 /// ```
-/// use bridge_tokio::BridgeError;
+/// use bridge::BridgeError;
 ///
-/// match bridge_tokio::try_run_blocking(async { panic!("corrupt header") }) {
+/// match bridge::try_run_blocking(async { panic!("corrupt header") }) {
 ///     Err(BridgeError::Panicked(panic)) => assert_eq!(panic.message(), Some("corrupt header")),
 ///     other => panic!("{other:?}"),
 /// }
@@ -179,8 +276,8 @@ impl Panic {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::try_run_blocking(async { panic!("no") }).unwrap_err();
-    /// let bridge_tokio::BridgeError::Panicked(panic) = err else { unreachable!() };
+    /// let err = bridge::try_run_blocking(async { panic!("no") }).unwrap_err();
+    /// let bridge::BridgeError::Panicked(panic) = err else { unreachable!() };
     /// assert_eq!(panic.message(), Some("no"));
     /// ```
     pub fn message(&self) -> Option<&str> {
@@ -192,8 +289,8 @@ impl Panic {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::try_run_blocking(async { std::panic::panic_any(3u8) }).unwrap_err();
-    /// let bridge_tokio::BridgeError::Panicked(panic) = err else { unreachable!() };
+    /// let err = bridge::try_run_blocking(async { std::panic::panic_any(3u8) }).unwrap_err();
+    /// let bridge::BridgeError::Panicked(panic) = err else { unreachable!() };
     /// assert_eq!(panic.into_payload().downcast_ref::<u8>(), Some(&3));
     /// ```
     pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
@@ -220,7 +317,7 @@ impl fmt::Debug for BridgeError {
                 None => f.write_str("Panicked(..)"),
             },
             Self::Lost => f.write_str("Lost"),
-            Self::TimedOut => f.write_str("TimedOut"),
+            Self::TimedOut(timeout) => f.debug_tuple("TimedOut").field(timeout).finish(),
             Self::NotSendOnHandoff => f.write_str("NotSendOnHandoff"),
             Self::Unavailable(error) => f.debug_tuple("Unavailable").field(error).finish(),
         }
@@ -237,7 +334,7 @@ impl fmt::Display for BridgeError {
             Self::Lost => {
                 f.write_str("the runtime driving the future shut down before it finished")
             }
-            Self::TimedOut => f.write_str("the deadline passed before the future finished"),
+            Self::TimedOut(timeout) => fmt::Display::fmt(timeout, f),
             Self::NotSendOnHandoff => f.write_str(
                 "a !Send future cannot be handed to another thread, the only route here",
             ),

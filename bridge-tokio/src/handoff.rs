@@ -6,12 +6,16 @@
 //! work over with its lifetime erased and returns only once the worker has run it to its end
 //! or dropped it. A deadline does not cut that wait short: when it passes, the caller asks
 //! the worker to stop (the future is dropped at its next wake-up or between two polls) and
-//! then waits for the drop.
+//! then waits for the drop. A job still queued for the pool's cap at the deadline is taken
+//! back out of the queue instead, and dropped unpolled on the calling thread.
 
 use crate::BridgeError;
+use crate::handoff_pool::Pool;
+use crate::loom::Arc;
 use bridge_core::__scoped::{Job, run_elsewhere};
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
 use std::any::Any;
+use std::cell::Cell;
 use std::future::{Future, poll_fn};
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
@@ -48,7 +52,7 @@ async fn until_cancelled<F: Future>(future: F, mut cancel: Receiver<()>) -> Ende
 }
 
 /// Runs `future` on a handoff worker with `handle` entered (with its own wake flag, see
-/// [`here`](crate::here)), and blocks this thread until the worker is done with it. The
+/// [`in_place`](crate::in_place)), and blocks this thread until the worker is done with it. The
 /// future takes the span current here with it (feature `tracing`): this is the one route
 /// whose polls (and drop) happen on another thread.
 ///
@@ -68,15 +72,11 @@ where
     let future = crate::trace::instrument(future);
     #[cfg(not(bridge_loom))]
     {
-        hand_off(Some(handle.clone()), future, deadline, |job| {
-            crate::workers::Pool::submit(
-                crate::workers::Pool::global(),
-                Box::new(move |back_to_idle: &dyn Fn()| job.run(back_to_idle)),
-            );
-        })
+        via_pool(Pool::global(), Some(handle.clone()), future, deadline)
     }
     // loom builds have no global pool (loom objects cannot outlive one model run): the models
-    // drive the protocol through `__loom_handoff` and the pool directly.
+    // drive the protocol through `__loom_handoff`, `Pool::__loom_handoff` and the pool
+    // directly.
     #[cfg(bridge_loom)]
     {
         let _ = (handle, future, deadline);
@@ -84,14 +84,43 @@ where
     }
 }
 
-/// The handoff protocol: `hand_over` gets the work as a [`Job`] to run (or drop) on another
-/// thread; this thread waits for its outcome, asks it to stop at `deadline`, and returns only
-/// once the job is done with the future.
-fn hand_off<F>(
+/// The handoff through `pool`: the job is submitted there, and taken back out of its queue
+/// at the deadline if no worker has taken it yet.
+fn via_pool<F>(
+    pool: &Arc<Pool>,
     handle: Option<Handle>,
     future: F,
     deadline: Option<Instant>,
-    hand_over: impl FnOnce(Job),
+) -> Result<F::Output, BridgeError>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    hand_off(
+        handle,
+        future,
+        deadline,
+        |job| {
+            Pool::submit(
+                pool,
+                Box::new(move |back_to_idle: &dyn Fn()| job.run(back_to_idle)),
+            )
+        },
+        // Dropped here, on the calling thread, while what the future borrows is alive.
+        |ticket| pool.withdraw(ticket).map(drop).is_some(),
+    )
+}
+
+/// The handoff protocol: `hand_over` gets the work as a [`Job`] to run (or drop) on another
+/// thread; this thread waits for its outcome, and at `deadline` first offers `take_back` what
+/// `hand_over` returned (it returns whether it took the job back unrun and dropped it), else
+/// asks the job to stop. It returns only once the job is done with the future.
+fn hand_off<F, Q>(
+    handle: Option<Handle>,
+    future: F,
+    deadline: Option<Instant>,
+    hand_over: impl FnOnce(Job) -> Q,
+    take_back: impl FnOnce(Q) -> bool,
 ) -> Result<F::Output, BridgeError>
 where
     F: Future + Send,
@@ -108,10 +137,17 @@ where
         let _context = handle.as_ref().map(Handle::enter);
         bridge_core::block_on(until_cancelled(future, cancel_rx))
     };
+    let placed = Cell::new(None);
+    let hand_over = |job| placed.set(Some(hand_over(job)));
     let ended = run_elsewhere(work, hand_over, |pending| {
         watch(pending);
-        match pending.recv_until(deadline) {
+        match crate::stall::recv_until(pending, deadline) {
             Err(RecvTimeoutError::Timeout) => {
+                // A job still queued, unstarted, leaves the queue: dropped, it closes the
+                // channel, and the call ends at its deadline.
+                if placed.take().is_some_and(take_back) {
+                    return Ok(Ended::Cancelled);
+                }
                 // Stop the future, then wait for the worker to drop it: it may borrow from
                 // this stack. An output that came meanwhile is taken all the same.
                 drop(cancel_tx.send(()));
@@ -123,7 +159,7 @@ where
     match ended {
         Ok(Ended::Finished(output)) => Ok(output),
         Ok(Ended::Panicked(payload)) => Err(crate::shutdown::classify(payload)),
-        Ok(Ended::Cancelled) => Err(BridgeError::TimedOut),
+        Ok(Ended::Cancelled) => Err(BridgeError::TimedOut(crate::Timeout::on_handoff())),
         // ORDERING: Relaxed: see the store.
         Err(_) if !started.load(Ordering::Relaxed) => Err(crate::trace::unavailable(
             std::io::Error::other("no handoff worker thread could be started"),
@@ -166,5 +202,23 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    hand_off(None, future, deadline, hand_over)
+    hand_off(None, future, deadline, hand_over, |()| false)
+}
+
+#[cfg(bridge_loom)]
+impl Pool {
+    /// Test hook for the loom models: a handoff through `pool`, as `run_blocking`'s through
+    /// the process's pool, with no runtime handle. Not part of the API.
+    #[doc(hidden)]
+    pub fn __loom_handoff<F>(
+        pool: &Arc<Self>,
+        future: F,
+        deadline: Option<Instant>,
+    ) -> Result<F::Output, BridgeError>
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        via_pool(pool, None, future, deadline)
+    }
 }

@@ -13,6 +13,11 @@
 //! over the next job within microseconds, and catching it awake saves two cross-thread
 //! wake-ups), then sleeps; after [`IDLE`] without a job it retires.
 //!
+//! A caller whose deadline passes while its job is still queued takes the job back out of the
+//! queue and drops it unrun, on its own thread (where what the future borrows is alive), and
+//! returns at its deadline instead of waiting for a worker to free up. A job that a worker has
+//! already taken is asked to stop, and the caller waits for its drop (see the handoff).
+//!
 //! A job submitted from a worker itself (a handed-off future that hands off again, from a
 //! current-thread runtime it built) never waits for the pool: it takes an idle worker or
 //! starts a thread beyond the cap. Queued behind the pool's busy workers, it could wait for
@@ -35,6 +40,8 @@
 //! | idle | `take_mailbox` | a job was delivered: the worker runs it |
 //! | idle | `retire` | the idle time passed and no caller took the worker: it ends |
 //! | idle | `retire_refused` | the idle time passed, but a caller took the worker: it runs the job |
+//! | cancel | `removed_queued` | the caller's deadline passed with its job still queued: the job leaves the queue, and the caller drops it unrun |
+//! | cancel | `already_started` | the caller's deadline passed, and a worker has its job (or a spawn failure dropped it): the caller asks it to stop, and waits |
 
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
 use bridge_core::__coverage::Decl;
@@ -80,8 +87,12 @@ struct Mailbox {
 struct State {
     /// The idle workers, the most recent last (it is the one still spinning, if any).
     idle: Vec<Arc<Mailbox>>,
-    /// Jobs that wait for a worker, oldest first. Non-empty only while `idle` is empty.
-    queue: VecDeque<Job>,
+    /// Jobs that wait for a worker, oldest first, each with its id (see [`Ticket`]): in id
+    /// order, as ids grow and only removals happen inside the queue. Non-empty only while
+    /// `idle` is empty.
+    queue: VecDeque<(u64, Job)>,
+    /// The id of the next job to queue.
+    next_id: u64,
     /// Workers alive: counted from the decision to start one until it retires.
     threads: usize,
     /// The highest `threads` has been.
@@ -98,7 +109,20 @@ impl State {
         self.threads += 1;
         self.peak = self.peak.max(self.threads);
     }
+
+    /// Queues `job` behind the others; returns its ticket.
+    fn enqueue(&mut self, job: Job) -> Ticket {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.queue.push_back((id, job));
+        Ticket(Some(id))
+    }
 }
+
+/// What [`Pool::submit`] gives its caller: the job's id if it was queued, with which the
+/// caller takes it back ([`Pool::withdraw`]) when its deadline passes before a worker took it.
+#[derive(Debug)]
+pub struct Ticket(Option<u64>);
 
 /// The handoff workers and the jobs queued for them.
 pub struct Pool {
@@ -133,6 +157,8 @@ const ARMS: &[Decl] = &[
     Decl::loom("pool.idle.take_mailbox"),
     Decl::loom("pool.idle.retire"),
     Decl::loom("pool.idle.retire_refused"),
+    Decl::loom("pool.cancel.removed_queued"),
+    Decl::loom("pool.cancel.already_started"),
 ];
 
 /// Counts a pass through an arm of the pool's state machine.
@@ -176,6 +202,7 @@ impl Pool {
             state: Mutex::new(State {
                 idle: Vec::new(),
                 queue: VecDeque::new(),
+                next_id: 0,
                 threads: 0,
                 peak: 0,
                 max: max.max(1),
@@ -209,6 +236,11 @@ impl Pool {
             .with(|state| std::mem::replace(&mut state.idle_time, idle_time))
     }
 
+    /// How long an idle worker waits before it retires.
+    pub fn idle_time(&self) -> Duration {
+        self.state.with(|state| state.idle_time)
+    }
+
     /// Workers alive, idle workers, queued jobs.
     pub fn stats(&self) -> (usize, usize, usize) {
         self.state
@@ -222,41 +254,41 @@ impl Pool {
     }
 
     /// Runs `job` on an idle worker of `pool`, on a new one below the cap, or queues it.
-    pub fn submit(pool: &Arc<Self>, job: Job) {
+    /// Returns the job's ticket, for [`withdraw`](Self::withdraw).
+    pub fn submit(pool: &Arc<Self>, job: Job) -> Ticket {
         let nested = ON_WORKER.with(Cell::get);
         // The job is delivered inside the pool's critical section: a worker that then fails
         // to retire (it locks the pool after us) is sure to see it.
-        let placement = pool.state.with(|state| {
+        let (placement, ticket) = pool.state.with(|state| {
             if let Some(worker) = state.idle.pop() {
                 arm!("submit", deliver_idle);
                 worker.put(job);
-                return Placement::Delivered(worker);
+                return (Placement::Delivered(worker), Ticket(None));
             }
             if nested {
                 // Queued, this job could wait for the worker that waits for it.
                 arm!("submit", start_nested);
                 state.add_thread();
-                return Placement::Start(job);
+                return (Placement::Start(job), Ticket(None));
             }
             if state.threads < state.max {
                 state.add_thread();
                 return match state.queue.pop_front() {
                     None => {
                         arm!("submit", start);
-                        Placement::Start(job)
+                        (Placement::Start(job), Ticket(None))
                     }
                     // The cap was raised while jobs were queued: the oldest goes first.
-                    Some(oldest) => {
+                    Some((_, oldest)) => {
                         arm!("submit", start_oldest);
-                        state.queue.push_back(job);
-                        Placement::Start(oldest)
+                        let ticket = state.enqueue(job);
+                        (Placement::Start(oldest), ticket)
                     }
                 };
             }
             arm!("submit", queue);
             let first = state.queue.is_empty().then_some(state.max);
-            state.queue.push_back(job);
-            Placement::Queued(first)
+            (Placement::Queued(first), state.enqueue(job))
         });
         match placement {
             // The unpark only shortens the worker's sleep.
@@ -268,12 +300,46 @@ impl Pool {
                 }
             }
         }
+        ticket
+    }
+
+    /// Takes the job of `ticket` back out of the queue, if no worker has taken it: its
+    /// caller's deadline passed. The caller drops it (outside the lock: the drop runs the
+    /// future's destructors). `None` when a worker has it (it went to one at once, or one took
+    /// it from the queue since), or a spawn failure dropped it: the caller asks it to stop
+    /// instead.
+    pub fn withdraw(&self, ticket: Ticket) -> Option<Job> {
+        self.state.with(|state| {
+            // A binary search: the queue is in id order (see `State::queue`).
+            let at = ticket.0.and_then(|id| {
+                state
+                    .queue
+                    .binary_search_by_key(&id, |&(queued, _)| queued)
+                    .ok()
+            });
+            match at {
+                Some(at) => {
+                    arm!("cancel", removed_queued);
+                    state.queue.remove(at).map(|(_, job)| job)
+                }
+                None => {
+                    arm!("cancel", already_started);
+                    None
+                }
+            }
+        })
     }
 
     /// Starts a worker with `job` (already counted in `threads`).
     fn start(pool: &Arc<Self>, job: Job) {
         let worker_pool = Arc::clone(pool);
-        if thread::spawn(THREAD_NAME, move || Pool::work(&worker_pool, job)).is_ok() {
+        // A failed spawn drops the job, whose drop may panic (a future's destructor): caught,
+        // so that the count below is given back all the same (a leaked count is a slot of the
+        // cap lost for good), then resumed for the caller.
+        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            thread::spawn(THREAD_NAME, move || Pool::work(&worker_pool, job))
+        }));
+        if let Ok(Ok(())) = spawned {
             crate::trace::handoff_worker_started();
             return;
         }
@@ -292,6 +358,9 @@ impl Pool {
             }
         });
         drop(stranded);
+        if let Err(payload) = spawned {
+            std::panic::resume_unwind(payload);
+        }
     }
 
     /// A worker's life: run the first job, then every job handed to it or queued, until it
@@ -326,7 +395,7 @@ impl Pool {
     fn after_job(&self, me: &Arc<Mailbox>) -> Duration {
         self.state.with(|state| {
             match state.queue.pop_front() {
-                Some(job) => {
+                Some((_, job)) => {
                     arm!("after_job", take_queued);
                     me.put(job);
                 }
@@ -408,7 +477,10 @@ impl Mailbox {
 /// A call to [`run_blocking`](crate::run_blocking) from a current-thread runtime or a
 /// `LocalSet` hands its future to a pooled thread and blocks until it is done. At most `max`
 /// such threads run at once (512 by default, as tokio's blocking pool); calls beyond the cap
-/// wait in a FIFO queue for the first thread to free up. Idle threads end after 10 s.
+/// wait in a FIFO queue for the first thread to free up. A queued call whose deadline passes
+/// ([`try_run_blocking_timeout`](crate::try_run_blocking_timeout)) leaves the queue, its
+/// future dropped unpolled, and returns [`TimedOut`](crate::BridgeError::TimedOut) then.
+/// Idle threads end after [`handoff_keep_alive`] (10 s by default).
 ///
 /// `0` counts as `1`: the pool always has room for one thread, or no handoff could ever run.
 /// A new cap applies to the calls made after it: threads already running are not stopped
@@ -426,16 +498,16 @@ impl Mailbox {
 ///
 /// ```
 /// // Few handoff threads: calls beyond 4 at once queue instead of starting threads.
-/// let default = bridge_tokio::set_max_handoff_threads(4);
+/// let default = bridge::rt::set_max_handoff_threads(4);
 /// assert_eq!(default, 512);
-/// assert_eq!(bridge_tokio::max_handoff_threads(), 4);
+/// assert_eq!(bridge::rt::max_handoff_threads(), 4);
 ///
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-/// assert_eq!(rt.block_on(async { bridge_tokio::run_blocking(async { 7 }) }), 7);
+/// assert_eq!(rt.block_on(async { bridge::run_blocking(async { 7 }) }), 7);
 ///
 /// // 0 counts as 1.
-/// bridge_tokio::set_max_handoff_threads(0);
-/// assert_eq!(bridge_tokio::max_handoff_threads(), 1);
+/// bridge::rt::set_max_handoff_threads(0);
+/// assert_eq!(bridge::rt::max_handoff_threads(), 1);
 /// ```
 #[cfg(not(bridge_loom))]
 pub fn set_max_handoff_threads(max: usize) -> usize {
@@ -448,27 +520,45 @@ pub fn set_max_handoff_threads(max: usize) -> usize {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(bridge_tokio::max_handoff_threads(), 512);
+/// assert_eq!(bridge::rt::max_handoff_threads(), 512);
 /// ```
 #[cfg(not(bridge_loom))]
 pub fn max_handoff_threads() -> usize {
     Pool::global().max()
 }
 
-/// Test hook: the handoff pool's workers alive, idle workers and queued jobs, in that order.
-/// Not part of the API.
+/// Sets how long an idle handoff thread waits for its next call before it ends, and returns
+/// the previous time (10 s by default, as tokio's `thread_keep_alive` for its blocking pool).
+///
+/// A short time returns threads to the OS soon after a burst of calls from current-thread
+/// runtimes; a long one keeps them for the next burst (a call that finds an idle thread costs
+/// no thread start). The new time applies from each idle thread's next wait on.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let default = bridge::rt::set_handoff_keep_alive(Duration::from_millis(500));
+/// assert_eq!(default, Duration::from_secs(10));
+/// assert_eq!(bridge::rt::handoff_keep_alive(), Duration::from_millis(500));
+/// ```
 #[cfg(not(bridge_loom))]
-#[doc(hidden)]
-pub fn __handoff_pool_stats() -> (usize, usize, usize) {
-    Pool::global().stats()
+pub fn set_handoff_keep_alive(keep_alive: Duration) -> Duration {
+    Pool::global().set_idle_time(keep_alive)
 }
 
-/// Test hook: sets how long an idle handoff worker waits before it retires (from its next
-/// wait on); returns the previous time. Not part of the API.
+/// How long an idle handoff thread waits for its next call before it ends: 10 s unless
+/// [`set_handoff_keep_alive`] changed it.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(bridge::rt::handoff_keep_alive(), std::time::Duration::from_secs(10));
+/// ```
 #[cfg(not(bridge_loom))]
-#[doc(hidden)]
-pub fn __set_handoff_idle_time(idle_time: Duration) -> Duration {
-    Pool::global().set_idle_time(idle_time)
+pub fn handoff_keep_alive() -> Duration {
+    Pool::global().idle_time()
 }
 
 /// Test hook for the loom models: the next `n` spawns of handoff workers made from this model
@@ -537,4 +627,10 @@ mod tests {
         until("the worker retires", || pool.stats() == (0, 0, 0));
         assert_eq!(pool.peak(), 2);
     }
+}
+
+/// Whether this thread is a handoff worker (no runtime has entered it; the future it polls
+/// has a handle entered).
+pub(crate) fn on_handoff_worker() -> bool {
+    ON_WORKER.with(Cell::get)
 }

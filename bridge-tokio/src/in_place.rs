@@ -1,5 +1,5 @@
-//! Polling a future on the calling thread, with a runtime's handle entered and a wake flag
-//! of its own.
+//! Polling a future on the calling thread, as if on a thread of its own: a runtime's handle
+//! entered, a wake flag of its own, and nothing of the caller's task.
 //!
 //! tokio's `Handle::block_on` parks on a per-thread parker that an outer `Runtime::block_on`
 //! on the same thread shares: nested inside a body whose siblings (`join!`, `select!`) wait
@@ -8,22 +8,94 @@
 //! bridge never uses it: every poll loop is bridge-core's `block_on`, whose wake flag belongs
 //! to the call, with the handle entered so that the future's I/O, timers and spawns go to
 //! that runtime (whose workers drive them).
+//!
+//! A poll loop nested in a task's poll must not spend that task's cooperative budget: tokio
+//! gives a task a budget per poll, and a loop that spends it inside one poll never gets it
+//! back, so every tokio resource then answers `Pending` (and wakes itself) for good. Every
+//! poll made here runs unconstrained (`tokio::task::unconstrained`), as inside
+//! `block_in_place`. The other half of a thread of its own, no runtime entered (so that sync
+//! code in the future may start a runtime of its own), only `block_in_place` can give on a
+//! thread that a runtime has entered; the route sends the future elsewhere where it cannot
+//! be had here (see `route.rs`), and [`Here::Free`] marks the loops that run on a thread no
+//! runtime has entered, so that a call nested in them may stay on this thread.
 
 use crate::BridgeError;
 use crate::shutdown;
+use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 use tokio::runtime::Handle;
+use tokio::task::unconstrained;
 
-/// Polls `future` to completion on this thread with `handle` entered, or until `deadline`
-/// (then the future is dropped here: [`BridgeError::TimedOut`]). The thread must not be a
-/// multi-thread runtime's worker that holds its core (leave the scheduler first, with
-/// `block_in_place`), and `handle` must be a multi-thread runtime's, whose workers drive its
-/// I/O and timers.
+/// What the calling thread is, for a poll loop run on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Here {
+    /// A multi-thread runtime's worker that holds its core: one poll here, then
+    /// `block_in_place` (which exits the runtime) for the rest.
+    Worker,
+    /// A thread with no runtime context at all (a plain thread, a rayon worker): no runtime
+    /// has entered it and no task is being polled on it, so there is no budget to clear. The
+    /// loop marks the thread while it runs: a call nested in the future may stay here too.
+    Free,
+    /// Any other thread that may block as it is: one marked by a loop further up its stack, a
+    /// runtime's thread where a `!Send` future cannot be moved elsewhere, a runtime that is
+    /// shutting down. Every poll runs unconstrained.
+    Any,
+}
+
+thread_local! {
+    /// Whether a [`Here::Free`] loop is running on this thread. Without a destructor, so
+    /// readable in thread-local destructors.
+    static FREE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread runs a [`Here::Free`] poll loop further up its stack, so that no
+/// runtime has entered it but the loop's handle (unless sync code in the future started a
+/// multi-thread runtime of its own and calls from its `block_on` body: the nested loop then
+/// clears the budget all the same, [`Here::Any`]).
+pub(crate) fn in_free_loop() -> bool {
+    FREE.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Marks this thread as running a [`Here::Free`] loop until dropped (a panic included).
+struct MarkFree(bool);
+
+impl MarkFree {
+    fn new() -> Self {
+        Self(FREE.try_with(|free| free.replace(true)).unwrap_or(true))
+    }
+}
+
+impl Drop for MarkFree {
+    fn drop(&mut self) {
+        let _ = FREE.try_with(|free| free.set(self.0));
+    }
+}
+
+/// Runs `future` to completion (or until `deadline`: then it is dropped here,
+/// [`BridgeError::TimedOut`]) on this thread with `handle` entered, which must be a
+/// multi-thread runtime's, whose workers drive its I/O and timers.
 pub(crate) fn poll_here<F: Future>(
+    here: Here,
+    handle: &Handle,
+    future: F,
+    deadline: Option<Instant>,
+) -> Result<F::Output, BridgeError> {
+    match here {
+        Here::Worker => poll_on_worker(handle, future, deadline),
+        Here::Free => {
+            let _free = MarkFree::new();
+            drive(handle, future, deadline)
+        }
+        Here::Any => drive(handle, unconstrained(future), deadline),
+    }
+}
+
+/// The poll loop: `future` polled with `handle` entered and a wake flag of its own.
+fn drive<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
@@ -35,7 +107,7 @@ pub(crate) fn poll_here<F: Future>(
     }));
     match polled {
         Ok(Some(output)) => Ok(output),
-        Ok(None) => Err(BridgeError::TimedOut),
+        Ok(None) => Err(BridgeError::TimedOut(crate::Timeout::elapsed())),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }
@@ -51,16 +123,23 @@ pub(crate) fn poll_here<F: Future>(
 /// waker that does nothing: the polls inside `block_in_place` pass their own, and a future
 /// must direct its wake-ups to the waker of its latest poll.
 ///
+/// That first poll runs unconstrained like every other, but with the worker's runtime still
+/// entered: leaving it takes `block_in_place`, which hands the worker's core to another
+/// thread, a cross-thread wake-up that the fast path exists to avoid. Sync code in the
+/// future that starts a runtime of its own before its first `.await` therefore meets
+/// tokio's "Cannot start a runtime from within a runtime" there, as it would in the task
+/// itself; the caller can leave the scheduler first (`tokio::task::block_in_place` around
+/// the call), and the call then runs entirely outside the runtime.
+///
 /// Never inlined, whatever else the call's dispatch holds: the route's cost then does not
-/// depend on how the compiler weighs the other routes (with the feature `tracing` it had
-/// inlined this one and the ready call cost 39.7 ns against 37.1 ns).
+/// depend on how the compiler weighs the other routes.
 #[inline(never)]
-pub(crate) fn poll_on_worker<F: Future>(
+fn poll_on_worker<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
 ) -> Result<F::Output, BridgeError> {
-    let mut future = pin!(future);
+    let mut future = pin!(unconstrained(future));
     let first = {
         let _context = handle.enter();
         panic::catch_unwind(AssertUnwindSafe(|| {
@@ -71,7 +150,7 @@ pub(crate) fn poll_on_worker<F: Future>(
     };
     match first {
         Ok(Poll::Ready(output)) => Ok(output),
-        Ok(Poll::Pending) => tokio::task::block_in_place(|| poll_here(handle, future, deadline)),
+        Ok(Poll::Pending) => tokio::task::block_in_place(|| drive(handle, future, deadline)),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }

@@ -25,7 +25,7 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 /// # Examples
 ///
 /// ```
-/// let io = bridge_tokio::IoRuntime::new(2).unwrap();
+/// let io = bridge::IoRuntime::new(2).unwrap();
 /// let n = io.run_blocking(async {
 ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
 ///     7
@@ -54,7 +54,7 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// assert_eq!(io.run_blocking(async { 1 }), 1);
     /// ```
     #[track_caller]
@@ -82,14 +82,14 @@ impl IoRuntime {
     ///
     /// ```
     /// let rt = tokio::runtime::Runtime::new().unwrap();
-    /// let io = bridge_tokio::IoRuntime::from_handle(rt.handle().clone());
+    /// let io = bridge::IoRuntime::from_handle(rt.handle().clone());
     /// assert_eq!(io.run_blocking(async { 2 }), 2);
     /// ```
     #[track_caller]
     pub fn from_handle(handle: Handle) -> Self {
         assert!(
             matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread),
-            "bridge_tokio::IoRuntime::from_handle needs a multi-thread runtime's handle: a \
+            "IoRuntime::from_handle needs a multi-thread runtime's handle: a \
              current-thread runtime drives its I/O only inside its own block_on"
         );
         Self {
@@ -109,7 +109,7 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::global();
+    /// let io = bridge::IoRuntime::global();
     /// assert_eq!(io.run_blocking(async { 3 }), 3);
     /// ```
     pub fn global() -> &'static IoRuntime {
@@ -125,7 +125,7 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// let task = io.handle().spawn(async { 4 });
     /// assert_eq!(io.run_blocking(task).unwrap(), 4);
     /// ```
@@ -152,7 +152,7 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// let current = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// // From inside a current-thread runtime, where Handle::block_on would panic.
     /// let n = current.block_on(async { io.run_blocking(async { 5 }) });
@@ -177,7 +177,7 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// assert!(io.try_run_blocking(async { panic!("no") }).is_err());
     /// ```
     pub fn try_run_blocking<F>(&self, future: F) -> Result<F::Output, BridgeError>
@@ -202,10 +202,10 @@ impl IoRuntime {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
+    /// let io = bridge::IoRuntime::new(1).unwrap();
     /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
     /// let err = io.try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
-    /// assert!(matches!(err, bridge_tokio::BridgeError::TimedOut));
+    /// assert!(matches!(err, bridge::BridgeError::TimedOut(_)));
     /// ```
     pub fn try_run_blocking_timeout<F>(
         &self,

@@ -5,7 +5,7 @@
 //! // A plain thread, a rayon worker, a tokio task, a current-thread runtime: same call.
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 //! let n = rt.block_on(async {
-//!     bridge_tokio::run_blocking(async {
+//!     bridge::run_blocking(async {
 //!         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
 //!         42
 //!     })
@@ -24,11 +24,14 @@
 //!   when there is no runtime, which I/O runtime, a time limit).
 //! - [`metrics`]: `run_blocking` calls by route, and the handoff pool's threads (see
 //!   [Metrics](#metrics)).
+//! - [`set_max_handoff_threads`]: the cap on the handoff pool's threads;
+//!   [`set_stall_warning`]: how long a current-thread runtime may wait for a handed-off
+//!   future before the bridge warns that it may never finish.
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
 //! driver of a runtime while the future needs that runtime. Every poll loop owns its wake
-//! flag (bridge-core's `block_on`, never tokio's `Handle::block_on`, whose per-thread parker
-//! an outer `block_on` shares), so a call nested under pending siblings (`join!`,
+//! flag (as `bridge::block_on` does; never tokio's `Handle::block_on`, whose per-thread
+//! parker an outer `block_on` shares), so a call nested under pending siblings (`join!`,
 //! `select!`) loses none of their wake-ups. It installs no panic hook and probes nothing
 //! by panicking, so it works the same on a panicking thread, in a thread-local destructor
 //! and under a hook of yours.
@@ -36,19 +39,20 @@
 //! # Metrics
 //!
 //! [`metrics()`](metrics()) takes a snapshot: the calls made by each [`Route`] since the
-//! process started, and the handoff pool's threads alive, idle and at most, and the calls
-//! queued for its cap now. Counting a call costs a relaxed increment on a cache line that
+//! process started, the handoff pool's threads alive, idle and at most, the calls queued for
+//! its cap now, and the handoffs that a current-thread runtime waited for past
+//! [`stall_warning`] ([`Metrics::stalled_handoffs`]). Counting a call costs a relaxed increment on a cache line that
 //! the calling thread owns (each thread counts on a shard of its own, which a snapshot
 //! sums): no lock and no shared write on the call's path. See [`Metrics`] for what each
 //! field counts.
 //!
 //! ```
 //! let rt = tokio::runtime::Runtime::new().unwrap();
-//! let before = bridge_tokio::metrics();
+//! let before = bridge::rt::metrics();
 //! rt.block_on(async {
-//!     tokio::spawn(async { bridge_tokio::run_blocking(async { 1 }) }).await.unwrap()
+//!     tokio::spawn(async { bridge::run_blocking(async { 1 }) }).await.unwrap()
 //! });
-//! let after = bridge_tokio::metrics();
+//! let after = bridge::rt::metrics();
 //! assert!(after.block_in_place > before.block_in_place);
 //! ```
 //!
@@ -64,20 +68,22 @@
 //! | the handoff pool starts a worker thread | debug |
 //! | the handoff pool is at its cap and a call queues (once per burst: when the queue was empty) | info |
 //! | a call's multi-thread runtime is shutting down, so its future runs on the I/O runtime | info |
+//! | a call made on a current-thread runtime still waits for its handed-off future after [`stall_warning`] (5 s by default; once per call, also counted in [`Metrics::stalled_handoffs`]): that runtime runs none of its tasks meanwhile | warn |
 //! | a call returns [`BridgeError::Lost`] | warn |
 //! | a call returns [`BridgeError::Unavailable`] | error |
 //!
 //! Only the handoff wraps the future in the span: every other route polls and drops it on the
-//! calling thread, inside the call, where the span is current already. With the feature on
-//! and no subscriber, the `run` study's ready calls cost the same as without it (medians of
-//! six alternated runs on a 2-CPU AMD EPYC machine: 37.8 against 38.1 ns on a runtime's
-//! worker, 41.5 against 40.4 ns on a plain thread). Without the feature the crate does not
-//! depend on `tracing` at all.
+//! calling thread, inside the call, where the span is current already, so the feature adds
+//! nothing to those calls. A handoff pays for it one relaxed load (and carries a disabled
+//! span) when no subscriber was ever installed, and the lookup of the current span when one
+//! was. The [`run` study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md)
+//! times the calls: run it with and without the feature to compare. Without the feature the
+//! crate does not depend on `tracing` at all.
 //!
 //! ```
 //! let span = tracing::info_span!("request", id = 7);
 //! let n = span.in_scope(|| {
-//!     bridge_tokio::run_blocking(async {
+//!     bridge::run_blocking(async {
 //!         tracing::debug!("fetching"); // inside `request` when the feature is on
 //!         42
 //!     })
@@ -88,7 +94,8 @@
 
 mod error;
 mod handoff;
-mod here;
+mod handoff_pool;
+mod in_place;
 mod io_runtime;
 mod loom;
 mod metrics;
@@ -96,13 +103,20 @@ mod options;
 mod route;
 mod run;
 mod shutdown;
+mod stall;
 mod trace;
-mod workers;
 
-pub use error::{BridgeError, Panic};
+pub use error::{BridgeError, Panic, Timeout};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub use handoff_pool::{__loom_fail_spawns, Pool as __LoomPool};
+#[cfg(not(bridge_loom))]
+pub use handoff_pool::{
+    handoff_keep_alive, max_handoff_threads, set_handoff_keep_alive, set_max_handoff_threads,
+};
 pub use io_runtime::IoRuntime;
 pub use metrics::Metrics;
 #[cfg(not(bridge_loom))]
@@ -111,10 +125,4 @@ pub use options::{InlineStrategy, RunBlocking};
 pub use route::{Route, route};
 pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};
 #[cfg(not(bridge_loom))]
-#[doc(hidden)]
-pub use workers::{__handoff_pool_stats, __set_handoff_idle_time};
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use workers::{__loom_fail_spawns, Pool as __LoomPool};
-#[cfg(not(bridge_loom))]
-pub use workers::{max_handoff_threads, set_max_handoff_threads};
+pub use stall::{set_stall_warning, stall_warning};

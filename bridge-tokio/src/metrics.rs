@@ -3,6 +3,8 @@
 //! A call counts on the calling thread's shard of bridge-core's `__counters` (a relaxed
 //! load and store on a cache line that thread owns), once, where its plan is made
 //! (`run::Plan::of` and `Plan::on`), or where `RunBlocking` runs it on a runtime of its own.
+//! A handoff made on a current-thread runtime that waits past the stall threshold counts on
+//! the same shard, once, where its wait passes the threshold (`stall`).
 //! The pool's numbers are read under its lock at snapshot time.
 
 use crate::Route;
@@ -12,7 +14,9 @@ use bridge_core::__counters::{Counters, Local};
 const BLOCK_IN_PLACE: usize = 0;
 const HANDOFF: usize = 1;
 const INLINE: usize = 2;
-const COUNT: usize = 3;
+#[cfg(not(bridge_loom))]
+const STALLED: usize = 3;
+const COUNT: usize = 4;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
 
@@ -29,6 +33,12 @@ pub(crate) fn call(route: Route) {
         Route::Inline => INLINE,
     };
     COUNTERS.add(&SHARD, counter, 1);
+}
+
+/// Counts a handoff made on a current-thread runtime that waited past the stall threshold.
+#[cfg(not(bridge_loom))]
+pub(crate) fn stalled_handoff() {
+    COUNTERS.add(&SHARD, STALLED, 1);
 }
 
 /// A snapshot of the synchronous side's counters, from [`metrics`].
@@ -50,21 +60,26 @@ pub(crate) fn call(route: Route) {
 /// # Examples
 ///
 /// ```
-/// let before = bridge_tokio::metrics();
-/// bridge_tokio::run_blocking(async { 1 }); // a plain thread: no runtime, inline
-/// let after = bridge_tokio::metrics();
+/// let before = bridge::rt::metrics();
+/// bridge::run_blocking(async { 1 }); // a plain thread: no runtime, inline
+/// let after = bridge::rt::metrics();
 /// assert!(after.inline > before.inline);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Metrics {
-    /// Calls made on a thread of a live multi-thread runtime ([`Route::BlockInPlace`]): a
-    /// worker, which leaves the scheduler with `block_in_place` unless the future is ready
-    /// at its first poll, or another thread of the runtime, which blocks as it is.
+    /// Calls made in a task of a live multi-thread runtime ([`Route::BlockInPlace`]), whose
+    /// worker leaves the scheduler with `block_in_place` unless the future is ready at its
+    /// first poll, and calls nested in a future that the bridge polls on a thread no runtime
+    /// has entered (a handoff worker, an inline call), which block as they are.
     pub block_in_place: u64,
     /// Calls made on a current-thread runtime, its `LocalSet`s and `spawn_blocking` threads,
-    /// or in a thread-local destructor after tokio's ([`Route::Handoff`]): the future went
-    /// to a handoff thread (a `run_blocking_local` there is refused, and counted here too).
+    /// on a multi-thread runtime's threads other than its workers (its `block_on` body, a
+    /// `LocalSet` there, a `spawn_blocking` thread), or in a thread-local destructor after
+    /// tokio's ([`Route::Handoff`]): the future went to a handoff thread (a
+    /// `run_blocking_local` on a current-thread runtime is refused, and counted here too; one
+    /// on a multi-thread runtime's other threads is polled in place and counted as
+    /// [`block_in_place`](Self::block_in_place)).
     pub handoff: u64,
     /// Calls made with no runtime, or on a multi-thread runtime that is shutting down
     /// ([`Route::Inline`]): the future was polled on the calling thread. The runtimes that
@@ -81,6 +96,13 @@ pub struct Metrics {
     /// Handoff calls waiting now for a thread: the pool is at its cap
     /// ([`set_max_handoff_threads`](crate::set_max_handoff_threads)) and none is idle.
     pub handoff_queued: usize,
+    /// Calls made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
+    /// `spawn_blocking` thread there) that waited for their handed-off future longer than
+    /// [`stall_warning`](crate::stall_warning), counted once each when the wait passed it
+    /// (and logged, feature `tracing`). That runtime runs none of its tasks while such a call
+    /// waits: a future that needs one of them never finishes. Each is one of the
+    /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
+    pub stalled_handoffs: u64,
 }
 
 impl Metrics {
@@ -89,7 +111,7 @@ impl Metrics {
     /// # Examples
     ///
     /// ```
-    /// let m = bridge_tokio::metrics();
+    /// let m = bridge::rt::metrics();
     /// assert_eq!(m.calls(), m.block_in_place + m.handoff + m.inline);
     /// ```
     pub fn calls(&self) -> u64 {
@@ -103,12 +125,12 @@ impl Metrics {
     /// # Examples
     ///
     /// ```
-    /// use bridge_tokio::Route;
+    /// use bridge::Route;
     ///
-    /// let before = bridge_tokio::metrics().calls_by(Route::Handoff);
+    /// let before = bridge::rt::metrics().calls_by(Route::Handoff);
     /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async { bridge_tokio::run_blocking(async { 1 }) });
-    /// assert!(bridge_tokio::metrics().calls_by(Route::Handoff) > before);
+    /// rt.block_on(async { bridge::run_blocking(async { 1 }) });
+    /// assert!(bridge::rt::metrics().calls_by(Route::Handoff) > before);
     /// ```
     pub fn calls_by(&self, route: Route) -> u64 {
         match route {
@@ -119,8 +141,9 @@ impl Metrics {
     }
 }
 
-/// A snapshot of the synchronous side's counters: `run_blocking` calls by route, and the
-/// handoff pool's threads alive, idle and at most, and calls queued for its cap. See
+/// A snapshot of the synchronous side's counters: `run_blocking` calls by route, the
+/// handoff pool's threads alive, idle and at most, calls queued for its cap, and handoffs
+/// that a current-thread runtime waited for past the stall threshold. See
 /// [`Metrics`] for what each counts.
 ///
 /// Cheap to call: it sums one small block of counters per thread that has made a call and
@@ -130,7 +153,7 @@ impl Metrics {
 /// # Examples
 ///
 /// ```
-/// let m = bridge_tokio::metrics();
+/// let m = bridge::rt::metrics();
 /// println!(
 ///     "io: calls block_in_place={} handoff={} inline={}; handoff threads alive={} idle={} peak={} queued={}",
 ///     m.block_in_place, m.handoff, m.inline,
@@ -141,7 +164,7 @@ impl Metrics {
 #[cfg(not(bridge_loom))]
 pub fn metrics() -> Metrics {
     let counts = COUNTERS.snapshot();
-    let pool = crate::workers::Pool::global();
+    let pool = crate::handoff_pool::Pool::global();
     let (alive, idle, queued) = pool.stats();
     // After `stats`: the peak only grows, so it is at least the `alive` just read.
     let peak = pool.peak();
@@ -153,5 +176,6 @@ pub fn metrics() -> Metrics {
         handoff_threads_idle: idle,
         handoff_threads_peak: peak,
         handoff_queued: queued,
+        stalled_handoffs: counts[STALLED],
     }
 }

@@ -11,29 +11,29 @@ use std::time::{Duration, Instant};
 
 /// How a call with no ambient runtime (a plain thread, a rayon worker) drives its future.
 ///
-/// | strategy | ready future | 4 loopback TCP round trips | tasks the future spawns |
+/// | strategy | a ready future costs | loopback TCP round trips | tasks the future spawns |
 /// | --- | --- | --- | --- |
-/// | [`Shared`](Self::Shared) (default) | 39 ns | 1.00x | run on the I/O runtime's workers, between calls too |
-/// | [`RuntimePerThread`](Self::RuntimePerThread) | 123-124 ns | 0.68-0.72x | run only while a later call on this thread drives the runtime: stranded in between |
-/// | [`RuntimePerCall`](Self::RuntimePerCall) | 8.0-8.2 µs | 1.02-1.04x (a runtime built per call) | killed when the call ends |
+/// | [`Shared`](Self::Shared) (default) | one poll with the I/O runtime's handle entered | each I/O event a wake-up across threads | run on the I/O runtime's workers, between calls too |
+/// | [`RuntimePerThread`](Self::RuntimePerThread) | one poll inside this thread's runtime's `block_on` | the quickest: this thread polls its own driver | run only while a later call on this thread drives the runtime: stranded in between |
+/// | [`RuntimePerCall`](Self::RuntimePerCall) | a runtime built and dropped, its I/O and timer drivers with it | as `Shared` or slower: the driver is built for each call | killed when the call ends |
 ///
-/// (The medians of three runs on a 2-CPU AMD EPYC machine: ready futures from
-/// `cargo run --release -p bridge-bench -- run`, four loopback round trips on one connection
-/// from the `no-runtime` study's `thread-tcp-4`; the TCP column is relative to `Shared`.)
 /// With `Shared` every I/O event is a wake-up across threads, since the I/O runtime's workers
-/// own the driver: on loopback round trips that cost 18-25% in the `run` study against a
-/// runtime kept per thread (the published penalty of a shared runtime is 6-17%), and more on
-/// a machine where such wake-ups are slow.
+/// own the driver: on loopback round trips a runtime kept per thread is quicker, and by more
+/// on a machine where such wake-ups are slow. The
+/// [`run`](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md) and
+/// [`no-runtime`](https://github.com/bridge-rs/bridge/blob/main/docs/studies/no-runtime.md)
+/// studies have the numbers of one machine; rerun them on yours.
 ///
 /// Only `Shared` is safe for clients that keep background tasks (connection pools of HTTP
 /// and object-store clients): with the other two, a pooled connection whose driver task
 /// lives on a runtime nobody drives hangs (per thread) or fails (per call) on reuse. Pick
-/// another strategy only for futures that spawn nothing, where the measured saving matters.
+/// another strategy only for futures that spawn nothing, where the saving, measured on your
+/// machine, matters.
 ///
 /// # Examples
 ///
 /// ```
-/// use bridge_tokio::{InlineStrategy, RunBlocking};
+/// use bridge::rt::{InlineStrategy, RunBlocking};
 ///
 /// // A self-contained future: no background tasks, so a runtime per thread is safe.
 /// let n = RunBlocking::new()
@@ -61,8 +61,8 @@ pub enum InlineStrategy {
 /// ```
 /// use std::time::Duration;
 ///
-/// let io = bridge_tokio::IoRuntime::new(1).unwrap();
-/// let n = bridge_tokio::RunBlocking::new()
+/// let io = bridge::IoRuntime::new(1).unwrap();
+/// let n = bridge::rt::RunBlocking::new()
 ///     .io(&io)
 ///     .timeout(Duration::from_secs(30))
 ///     .try_run(async { 5 })
@@ -83,7 +83,7 @@ impl<'a> RunBlocking<'a> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(bridge_tokio::RunBlocking::new().run(async { 1 }), 1);
+    /// assert_eq!(bridge::rt::RunBlocking::new().run(async { 1 }), 1);
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -94,7 +94,7 @@ impl<'a> RunBlocking<'a> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_tokio::{InlineStrategy, RunBlocking};
+    /// use bridge::rt::{InlineStrategy, RunBlocking};
     ///
     /// let n = RunBlocking::new().inline(InlineStrategy::RuntimePerCall).run(async { 2 });
     /// assert_eq!(n, 2);
@@ -110,8 +110,8 @@ impl<'a> RunBlocking<'a> {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge_tokio::IoRuntime::new(1).unwrap();
-    /// assert_eq!(bridge_tokio::RunBlocking::new().io(&io).run(async { 3 }), 3);
+    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// assert_eq!(bridge::rt::RunBlocking::new().io(&io).run(async { 3 }), 3);
     /// ```
     pub fn io(mut self, io: &'a IoRuntime) -> Self {
         self.io = Some(io);
@@ -127,11 +127,11 @@ impl<'a> RunBlocking<'a> {
     /// use std::time::Duration;
     ///
     /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
-    /// let err = bridge_tokio::RunBlocking::new()
+    /// let err = bridge::rt::RunBlocking::new()
     ///     .timeout(Duration::from_millis(5))
     ///     .try_run(slow)
     ///     .unwrap_err();
-    /// assert!(matches!(err, bridge_tokio::BridgeError::TimedOut));
+    /// assert!(matches!(err, bridge::BridgeError::TimedOut(_)));
     /// ```
     ///
     /// A timeout so long that the deadline cannot be represented (`Duration::MAX`, say) means
@@ -153,7 +153,7 @@ impl<'a> RunBlocking<'a> {
     /// use std::time::{Duration, Instant};
     ///
     /// let deadline = Instant::now() + Duration::from_secs(30);
-    /// let n = bridge_tokio::RunBlocking::new().deadline(deadline).run(async { 4 });
+    /// let n = bridge::rt::RunBlocking::new().deadline(deadline).run(async { 4 });
     /// assert_eq!(n, 4);
     /// ```
     pub fn deadline(mut self, deadline: Instant) -> Self {
@@ -171,7 +171,7 @@ impl<'a> RunBlocking<'a> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(bridge_tokio::RunBlocking::new().run(async { 6 }), 6);
+    /// assert_eq!(bridge::rt::RunBlocking::new().run(async { 6 }), 6);
     /// ```
     #[track_caller]
     pub fn run<F>(self, future: F) -> F::Output
@@ -191,8 +191,8 @@ impl<'a> RunBlocking<'a> {
     /// # Examples
     ///
     /// ```
-    /// let err = bridge_tokio::RunBlocking::new().try_run(async { panic!("x") }).unwrap_err();
-    /// assert!(matches!(err, bridge_tokio::BridgeError::Panicked(_)));
+    /// let err = bridge::rt::RunBlocking::new().try_run(async { panic!("x") }).unwrap_err();
+    /// assert!(matches!(err, bridge::BridgeError::Panicked(_)));
     /// ```
     pub fn try_run<F>(self, future: F) -> Result<F::Output, BridgeError>
     where

@@ -8,28 +8,37 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 /// # Examples
 ///
 /// ```
-/// use bridge_tokio::Route;
+/// use bridge::Route;
 ///
 /// // A plain thread has no runtime: the future is polled right here.
-/// assert_eq!(bridge_tokio::route(), Route::Inline);
+/// assert_eq!(bridge::route(), Route::Inline);
 ///
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// // A current-thread runtime cannot be blocked in place: the future goes to a worker.
-/// assert_eq!(rt.block_on(async { bridge_tokio::route() }), Route::Handoff);
+/// assert_eq!(rt.block_on(async { bridge::route() }), Route::Handoff);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Route {
-    /// A multi-thread runtime's thread (a task on a worker, the `block_on` body, a
-    /// `spawn_blocking` thread, a `LocalSet` there): the future is polled on this thread with
-    /// the ambient runtime's handle, where its I/O lives, and a wake flag of its own. A worker
-    /// first leaves the scheduler (`block_in_place`), so that its other tasks move to another
-    /// thread.
+    /// A task on a multi-thread runtime's worker: the future is polled on this thread with
+    /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
+    /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
+    /// its other tasks move to another thread. Also a call nested in a future that the bridge
+    /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
+    /// handoff worker, an inline call's thread): polled right there.
     BlockInPlace,
     /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
     /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
     /// a handoff worker with the shared [`IoRuntime`](crate::IoRuntime)'s handle while this
     /// thread blocks on a oneshot.
+    ///
+    /// A multi-thread runtime's threads other than its workers (the `block_on` body, a
+    /// `LocalSet` there and its `spawn_local` tasks, a `spawn_blocking` thread) take this
+    /// route too, with that runtime's handle: the future then runs as on a thread of its own,
+    /// outside the caller's task (whose cooperative budget a nested poll loop would spend for
+    /// good) and outside the entered runtime (so that sync code in it may start a runtime of
+    /// its own), which only `block_in_place` could give on this thread, and `block_in_place`
+    /// panics in a `LocalSet`, which no public tokio API tells apart from the `block_on` body.
     ///
     /// A current-thread runtime's `spawn_blocking` thread takes this route too: that runtime
     /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
@@ -50,8 +59,8 @@ pub enum Route {
 ///
 /// ```
 /// let rt = tokio::runtime::Runtime::new().unwrap();
-/// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
-/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
+/// let route = rt.block_on(async { tokio::spawn(async { bridge::route() }).await.unwrap() });
+/// assert_eq!(route, bridge::Route::BlockInPlace);
 /// ```
 pub fn route() -> Route {
     ambient().route()
@@ -65,8 +74,18 @@ pub(crate) enum Ambient {
     /// A worker thread of a multi-thread runtime, which must leave the scheduler
     /// (`block_in_place`) before it blocks.
     Worker(Handle),
-    /// Another thread of a live multi-thread runtime (its `block_on` body, a `spawn_blocking`
-    /// thread, a `LocalSet` there, a worker inside `block_in_place`): it may block as it is.
+    /// A thread of a live multi-thread runtime that is not its worker and that the bridge
+    /// has not made its own: the runtime's `block_on` body, a `LocalSet` there (its body or a
+    /// `spawn_local` task), a `spawn_blocking` thread, a thread inside `Handle::enter`. The
+    /// runtime may have entered it (the `block_on` body and a `LocalSet` are inside a task's
+    /// poll, with its budget) and no public tokio API tells which of these it is, while only
+    /// `block_in_place` leaves an entered runtime, and it panics in a `LocalSet`: the future
+    /// runs on a handoff worker with this handle, a thread of its own.
+    RuntimeThread(Handle),
+    /// A thread of a live multi-thread runtime that the bridge polls on with no runtime
+    /// entered but its handle: a handoff worker, or a thread inside one of the bridge's
+    /// inline poll loops (a call nested in a future that `run_blocking` polls). It may block
+    /// as it is.
     MultiThread(Handle),
     /// A multi-thread runtime that is shutting down: values dropped by its shutdown call from
     /// here, and its timers will never fire again.
@@ -83,7 +102,7 @@ impl Ambient {
     pub(crate) fn route(&self) -> Route {
         match self {
             Ambient::None | Ambient::Dying => Route::Inline,
-            Ambient::CurrentThread | Ambient::Exiting => Route::Handoff,
+            Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
             Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
         }
     }
@@ -110,5 +129,8 @@ pub(crate) fn ambient() -> Ambient {
     if shutdown::shutting_down(&handle) {
         return Ambient::Dying;
     }
-    Ambient::MultiThread(handle)
+    if crate::in_place::in_free_loop() || crate::handoff_pool::on_handoff_worker() {
+        return Ambient::MultiThread(handle);
+    }
+    Ambient::RuntimeThread(handle)
 }

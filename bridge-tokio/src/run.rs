@@ -1,7 +1,8 @@
 //! `run_blocking` and its typed and `!Send` forms: pick the route, run the future there.
 
+use crate::in_place::{self, Here};
 use crate::route::{Ambient, ambient};
-use crate::{BridgeError, IoRuntime, handoff, here};
+use crate::{BridgeError, IoRuntime, handoff};
 use std::borrow::Cow;
 use std::future::Future;
 use std::panic;
@@ -14,10 +15,12 @@ use tokio::runtime::Handle;
 ///
 /// The route (see [`Route`](crate::Route) and [`route`](crate::route)):
 ///
-/// - on a **multi-thread runtime** (a task, the `block_on` body, a `spawn_blocking` thread, a
-///   `LocalSet` there) the future is polled here with that runtime's handle, so its I/O
-///   stays where it lives; a worker polls it once first and leaves the scheduler
-///   (`block_in_place`) only if it is not ready;
+/// - in a **multi-thread runtime's task** the future is polled here with that runtime's
+///   handle, so its I/O stays where it lives; the worker polls it once first and leaves the
+///   scheduler (`block_in_place`) only if it is not ready;
+/// - on a multi-thread runtime's **other threads** (the `block_on` body, as in
+///   `#[tokio::main]`, a `LocalSet` there, a `spawn_blocking` thread) the future runs on a
+///   handoff worker with that runtime's handle while this thread blocks on a oneshot;
 /// - on a **current-thread runtime** (its body, a task, a `LocalSet`, a `spawn_blocking`
 ///   thread), which must not be blocked while the future needs it, the future runs on a
 ///   handoff worker with [`IoRuntime::global`]'s handle while this thread blocks on a
@@ -37,14 +40,27 @@ use tokio::runtime::Handle;
 /// gone, its handoff worker unable to start). A handoff worker that never gave the future
 /// back would make the call wait forever; nothing is freed under the future.
 ///
+/// The future runs as if on a thread of its own, as under tokio's own `Runtime::block_on`
+/// on a fresh runtime: none of its polls spends the cooperative budget of a task that the
+/// call sits in (one call may do thousands of tokio operations, one task poll may make
+/// hundreds of calls), and sync code in it may start a runtime of its own, except in the
+/// first poll on a worker, which runs with the worker's runtime entered (see *Panics*).
+///
 /// Every route polls with a wake flag of its own, so the call may sit in one branch of a
 /// `join!` or `select!` whose other branches wait on timers, nested to any depth; it works
 /// in a `Drop` while a panic unwinds and in a thread-local destructor at thread exit, and it
 /// installs no panic hook and raises no panic of its own on the way.
 ///
-/// A future that needs resources bound to the calling current-thread runtime (a socket
-/// created on it) cannot finish while that runtime is blocked by this call: use
-/// [`try_run_blocking_timeout`] to bound such a wait, or await the future instead.
+/// A future that needs the calling current-thread runtime (a task spawned on it, such as a
+/// mock server in a `#[tokio::test]`, or a socket created on it) cannot finish while this
+/// call blocks that runtime's thread. Such a call is not silent: once it has waited
+/// [`stall_warning`](crate::stall_warning) (5 s by default, see
+/// [`set_stall_warning`](crate::set_stall_warning)) it logs a warning (feature `tracing`)
+/// and counts in [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs), and a
+/// deadline that passes gives [`BridgeError::TimedOut`] with a
+/// [`Timeout`](crate::Timeout) that names the cause. Await the future there instead, run
+/// the server on another runtime (in a test, `#[tokio::test(flavor = "multi_thread")]`), or
+/// bound the wait with [`try_run_blocking_timeout`].
 ///
 /// Background tasks that the future spawns (the connection drivers of a pooled HTTP or
 /// object-store client) live on the runtime that drives it: on the `BlockInPlace` route the
@@ -59,6 +75,13 @@ use tokio::runtime::Handle;
 /// handoff worker cannot be started ([`BridgeError::Unavailable`]); [`try_run_blocking`]
 /// returns all of them as errors instead.
 ///
+/// In a multi-thread runtime's task, sync code in the future that starts a runtime of its
+/// own (`Runtime::block_on`) before the future's first `.await` panics with tokio's "Cannot
+/// start a runtime from within a runtime", as it would in the task itself: that first poll
+/// happens before the worker leaves the scheduler, which costs a hand-over of the worker's
+/// core to another thread. Call `tokio::task::block_in_place(|| run_blocking(future))`
+/// there, and the whole call runs outside the runtime.
+///
 /// # Examples
 ///
 /// ```
@@ -66,11 +89,11 @@ use tokio::runtime::Handle;
 ///
 /// // A future that borrows from the caller: no clones, no 'static.
 /// let names = vec!["a".to_string(), "bc".to_string()];
-/// let total = bridge_tokio::run_blocking(async { names.iter().map(String::len).sum::<usize>() });
+/// let total = bridge::run_blocking(async { names.iter().map(String::len).sum::<usize>() });
 /// assert_eq!(total, 3);
 ///
 /// // Synchronous code, no runtime in sight:
-/// let n = bridge_tokio::run_blocking(async {
+/// let n = bridge::run_blocking(async {
 ///     tokio::time::sleep(Duration::from_millis(1)).await;
 ///     6 * 7
 /// });
@@ -78,7 +101,7 @@ use tokio::runtime::Handle;
 ///
 /// // The same call inside a current-thread runtime, where tokio's own block_on would panic:
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// assert_eq!(rt.block_on(async { bridge_tokio::run_blocking(async { 1 }) }), 1);
+/// assert_eq!(rt.block_on(async { bridge::run_blocking(async { 1 }) }), 1);
 /// ```
 ///
 /// A borrow must outlive the call, as with any borrow:
@@ -87,7 +110,7 @@ use tokio::runtime::Handle;
 /// let name = String::from("a");
 /// let future = async { name.len() };
 /// drop(name); // error: cannot move out of `name` because it is borrowed
-/// bridge_tokio::run_blocking(future);
+/// bridge::run_blocking(future);
 /// ```
 #[track_caller]
 pub fn run_blocking<F>(future: F) -> F::Output
@@ -109,7 +132,7 @@ where
 /// # Examples
 ///
 /// ```
-/// let err = bridge_tokio::try_run_blocking(async { panic!("corrupt header") }).unwrap_err();
+/// let err = bridge::try_run_blocking(async { panic!("corrupt header") }).unwrap_err();
 /// assert_eq!(err.to_string(), "the future panicked: corrupt header");
 /// ```
 pub fn try_run_blocking<F>(future: F) -> Result<F::Output, BridgeError>
@@ -141,8 +164,8 @@ where
 /// use std::time::Duration;
 ///
 /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
-/// let err = bridge_tokio::try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
-/// assert!(matches!(err, bridge_tokio::BridgeError::TimedOut));
+/// let err = bridge::try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
+/// assert!(matches!(err, bridge::BridgeError::TimedOut(_)));
 /// ```
 pub fn try_run_blocking_timeout<F>(future: F, timeout: Duration) -> Result<F::Output, BridgeError>
 where
@@ -157,6 +180,12 @@ where
 /// (inside `block_in_place` on a worker, with the ambient handle). The future may borrow from
 /// the caller's stack.
 ///
+/// Its polls never spend the budget of the task the call sits in. On a multi-thread
+/// runtime's threads other than its workers (the `block_on` body, a `LocalSet` there), where
+/// [`run_blocking`] hands a `Send` future to a thread of its own, this one is polled right
+/// here, and that runtime stays entered: sync code in the future cannot start a runtime of
+/// its own there.
+///
 /// # Errors
 ///
 /// [`BridgeError::NotSendOnHandoff`] on a current-thread runtime (or in a thread-local
@@ -170,18 +199,25 @@ where
 /// use std::rc::Rc;
 ///
 /// let shared = Rc::new(5);
-/// let n = bridge_tokio::run_blocking_local(async move { *shared + 1 }).unwrap();
+/// let n = bridge::run_blocking_local(async move { *shared + 1 }).unwrap();
 /// assert_eq!(n, 6);
 ///
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let err = rt.block_on(async { bridge_tokio::run_blocking_local(async { Rc::new(1) }) });
-/// assert!(matches!(err, Err(bridge_tokio::BridgeError::NotSendOnHandoff)));
+/// let err = rt.block_on(async { bridge::run_blocking_local(async { Rc::new(1) }) });
+/// assert!(matches!(err, Err(bridge::BridgeError::NotSendOnHandoff)));
 /// ```
 pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    match Plan::of(ambient(), IoRuntime::global) {
-        Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, None),
-        Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, None),
-        Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
+    match ambient() {
+        // A runtime's other threads hand `Send` futures off; this one cannot move, so it is
+        // polled here, unconstrained, with that runtime still entered.
+        Ambient::RuntimeThread(handle) => {
+            crate::metrics::call(crate::Route::BlockInPlace);
+            in_place::poll_here(Here::Any, &handle, future, None)
+        }
+        ambient => match Plan::of(ambient, IoRuntime::global) {
+            Plan::Here(handle, here) => in_place::poll_here(here, &handle, future, None),
+            Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
+        },
     }
 }
 
@@ -193,21 +229,12 @@ where
     dispatch_with(None, ambient(), future, deadline)
 }
 
-/// What the calling thread must leave before it blocks.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Leave {
-    /// A multi-thread runtime's worker: its scheduler (`block_in_place`).
-    Scheduler,
-    /// Nothing: this thread may block as it is.
-    Nothing,
-}
-
 /// Where a call runs its future; the handle is the ambient runtime's or an I/O runtime's
 /// (borrowed, which spares the hot path of a call with no runtime a reference count).
 #[derive(Debug)]
 pub(crate) enum Plan<'a> {
     /// Polled on this thread with this handle entered.
-    Here(Cow<'a, Handle>, Leave),
+    Here(Cow<'a, Handle>, Here),
     /// Run on another thread with this handle, while this thread blocks.
     Handoff(Cow<'a, Handle>),
 }
@@ -220,19 +247,18 @@ impl<'a> Plan<'a> {
     /// its own makes its plan here or in [`on`](Self::on), once: the place where it is
     /// counted in the metrics, by its route. (Counted here rather than where the context is
     /// read: a wrapper that counted and returned the context made the caller copy it just
-    /// after `ambient` stored it, a store-forwarding stall that cost a ready call a fifth
-    /// of its time.)
+    /// after `ambient` stored it, a store-forwarding stall on every ready call.)
     pub(crate) fn of(ambient: Ambient, io: impl FnOnce() -> &'a IoRuntime) -> Self {
         crate::metrics::call(ambient.route());
         if matches!(ambient, Ambient::Dying) {
             crate::trace::moved_off_dying_runtime();
         }
         match ambient {
-            Ambient::None | Ambient::Dying => {
-                Plan::Here(Cow::Borrowed(io().handle()), Leave::Nothing)
-            }
-            Ambient::Worker(handle) => Plan::Here(Cow::Owned(handle), Leave::Scheduler),
-            Ambient::MultiThread(handle) => Plan::Here(Cow::Owned(handle), Leave::Nothing),
+            Ambient::None => Plan::Here(Cow::Borrowed(io().handle()), Here::Free),
+            Ambient::Dying => Plan::Here(Cow::Borrowed(io().handle()), Here::Any),
+            Ambient::Worker(handle) => Plan::Here(Cow::Owned(handle), Here::Worker),
+            Ambient::MultiThread(handle) => Plan::Here(Cow::Owned(handle), Here::Any),
+            Ambient::RuntimeThread(handle) => Plan::Handoff(Cow::Owned(handle)),
             Ambient::CurrentThread | Ambient::Exiting => {
                 Plan::Handoff(Cow::Borrowed(io().handle()))
             }
@@ -244,11 +270,12 @@ impl<'a> Plan<'a> {
         crate::metrics::call(ambient.route());
         let handle = Cow::Borrowed(io.handle());
         match ambient {
-            Ambient::Worker(_) => Plan::Here(handle, Leave::Scheduler),
-            Ambient::None | Ambient::MultiThread(_) | Ambient::Dying => {
-                Plan::Here(handle, Leave::Nothing)
+            Ambient::Worker(_) => Plan::Here(handle, Here::Worker),
+            Ambient::None => Plan::Here(handle, Here::Free),
+            Ambient::MultiThread(_) | Ambient::Dying => Plan::Here(handle, Here::Any),
+            Ambient::RuntimeThread(_) | Ambient::CurrentThread | Ambient::Exiting => {
+                Plan::Handoff(handle)
             }
-            Ambient::CurrentThread | Ambient::Exiting => Plan::Handoff(handle),
         }
     }
 
@@ -264,8 +291,7 @@ impl<'a> Plan<'a> {
         F::Output: Send,
     {
         match self {
-            Plan::Here(handle, Leave::Scheduler) => here::poll_on_worker(&handle, future, deadline),
-            Plan::Here(handle, Leave::Nothing) => here::poll_here(&handle, future, deadline),
+            Plan::Here(handle, here) => in_place::poll_here(here, &handle, future, deadline),
             // The one route whose polls (and drop) happen on another thread: the future
             // takes the caller's span with it (feature `tracing`, in `handoff::run`). The
             // routes above poll it on this thread, inside this call, where that span is
@@ -296,6 +322,6 @@ pub(crate) fn unwrap<T>(result: Result<T, BridgeError>) -> T {
     match result {
         Ok(output) => output,
         Err(BridgeError::Panicked(panic)) => panic::resume_unwind(panic.into_payload()),
-        Err(other) => panic!("bridge_tokio::run_blocking: {other}"),
+        Err(other) => panic!("run_blocking: {other}"),
     }
 }

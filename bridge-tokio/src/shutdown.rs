@@ -9,9 +9,9 @@
 //!   a core it defers the waker to the scheduler, without one it wakes it at once
 //!   ([`worker_without_core`]);
 //! - a runtime that shuts down refuses new tasks: a task spawned on it is cancelled at once
-//!   ([`shutting_down`]). That answer is definitive but costs a task spawn (a few hundred
-//!   ns), so a worker asks only when it holds no core (a shutdown, or a call nested in
-//!   `block_in_place`).
+//!   ([`shutting_down`]). That answer is definitive but costs a task spawn (an allocation
+//!   and a trip through the scheduler), so a worker asks only when it holds no core (a
+//!   shutdown, or a call nested in `block_in_place`).
 //!
 //! A future polled with a runtime that shuts down under it is woken with tokio's "being
 //! shutdown" panic by its timers, which [`classify`] turns into

@@ -8,8 +8,8 @@ use std::future::Future;
 /// `future`, entering the span current here (at the call) around each of its polls and its
 /// drop, on the handoff worker that runs it. Only the handoff route needs this: every other
 /// route polls and drops the future on the calling thread, inside the call, where the span
-/// is current already; wrapping it there too would cost a ready call a quarter of its time
-/// (the dispatcher lookup and a larger future to move) for nothing.
+/// is current already; wrapping it there too would add to every ready call the dispatcher
+/// lookup and a larger future to move, for nothing.
 ///
 /// A program that never installed a subscriber can have no current span, and one relaxed
 /// load (`has_been_set`) says so: the call then skips `Span::current()`'s dispatcher lookup
@@ -32,8 +32,8 @@ pub(crate) fn instrument<F: Future>(future: F) -> F {
 /// [`BridgeError::Lost`], logged (warn) where it is made: the runtime running the future
 /// shut down first. The bridge's errors are logged where they arise, not by inspecting
 /// every call's result: with the feature on, a check on the result made the ready path copy
-/// the value through memory it had just written (a store-forwarding stall, a quarter of a
-/// ready call's time).
+/// the value through memory it had just written (a store-forwarding stall on every ready
+/// call).
 pub(crate) fn lost() -> BridgeError {
     #[cfg(feature = "tracing")]
     log_lost();

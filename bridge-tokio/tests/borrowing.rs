@@ -76,7 +76,10 @@ fn every_path(expected: Route, tag: u64) {
         Duration::from_millis(20),
     );
     timed_out.done();
-    assert!(matches!(result, Err(BridgeError::TimedOut)), "{result:?}");
+    assert!(
+        matches!(result, Err(BridgeError::TimedOut(_))),
+        "{result:?}"
+    );
     assert!(started.elapsed() < Duration::from_secs(30));
 
     let panicked = Stack::new(tag + 2);
@@ -95,7 +98,7 @@ fn every_route_keeps_the_borrow_alive() {
         every_path(Route::Inline, 10);
         let rt = multi_thread();
         rt.block_on(async {
-            every_path(Route::BlockInPlace, 20);
+            every_path(Route::Handoff, 20);
             tokio::spawn(async { every_path(Route::BlockInPlace, 30) })
                 .await
                 .unwrap();

@@ -37,11 +37,11 @@ fn multi_thread_task_body_and_spawn_blocking() {
     watchdog(30, || {
         let rt = multi_thread();
         rt.block_on(async {
-            call(Route::BlockInPlace, 4);
+            call(Route::Handoff, 4);
             tokio::spawn(async { call(Route::BlockInPlace, 5) })
                 .await
                 .unwrap();
-            tokio::task::spawn_blocking(|| call(Route::BlockInPlace, 6))
+            tokio::task::spawn_blocking(|| call(Route::Handoff, 6))
                 .await
                 .unwrap();
         });
@@ -79,15 +79,16 @@ fn tokio_local_set_on_current_thread() {
 }
 
 /// A `LocalSet` on a multi-thread runtime's `block_on` body, where `block_in_place` panics:
-/// the thread may block, and the future is polled here with that runtime's handle.
+/// the future runs on a handoff worker with that runtime's handle (outside the `LocalSet`'s
+/// task, its budget and its entered runtime), and a `!Send` one is polled here.
 #[test]
 fn tokio_local_set_on_multi_thread() {
     watchdog(30, || {
         let rt = multi_thread();
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
-            call(Route::BlockInPlace, 12);
-            tokio::task::spawn_local(async { call(Route::BlockInPlace, 13) })
+            call(Route::Handoff, 12);
+            tokio::task::spawn_local(async { call(Route::Handoff, 13) })
                 .await
                 .unwrap();
             // A !Send future, borrowing, on the same route.
@@ -99,7 +100,7 @@ fn tokio_local_set_on_multi_thread() {
             assert_eq!(n.unwrap(), 42);
         });
         // The runtime is fine afterwards, in and out of the LocalSet.
-        rt.block_on(async { call(Route::BlockInPlace, 14) });
+        rt.block_on(async { call(Route::Handoff, 14) });
     });
 }
 
@@ -158,7 +159,7 @@ fn a_panicking_future_is_resumed_and_everything_still_works() {
         rt.block_on(async {
             let caught = std::panic::catch_unwind(|| run_blocking(async { panic!("mt") }));
             assert!(caught.is_err());
-            call(Route::BlockInPlace, 21);
+            call(Route::Handoff, 21);
         });
         let rt = current_thread();
         rt.block_on(async {

@@ -9,7 +9,7 @@
 
 mod common;
 
-use bridge_tokio::{__handoff_pool_stats, __set_handoff_idle_time, run_blocking};
+use bridge_tokio::{BridgeError, run_blocking, try_run_blocking_timeout};
 use common::{current_thread, watchdog};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
@@ -23,14 +23,24 @@ fn serial() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The pool's workers alive, idle, and the calls queued, as its metrics give them.
+fn pool_stats() -> (usize, usize, usize) {
+    let metrics = bridge_tokio::metrics();
+    (
+        metrics.handoff_threads_alive,
+        metrics.handoff_threads_idle,
+        metrics.handoff_queued,
+    )
+}
+
 /// Workers alive, as the pool counts them.
 fn workers() -> usize {
-    __handoff_pool_stats().0
+    pool_stats().0
 }
 
 /// Jobs queued for a worker.
 fn queued() -> usize {
-    __handoff_pool_stats().2
+    pool_stats().2
 }
 
 /// Threads named `bridge-handoff` in this process, as the kernel lists them.
@@ -54,7 +64,7 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 
 /// Short idle time, and no worker left from an earlier test.
 fn empty_pool() {
-    __set_handoff_idle_time(Duration::from_millis(50));
+    bridge_tokio::set_handoff_keep_alive(Duration::from_millis(50));
     wait_until("the earlier workers to retire", || workers() == 0);
     wait_until("their threads to end", || handoff_threads() == 0);
 }
@@ -169,7 +179,7 @@ fn queued_calls_run_in_fifo_order() {
         })
     };
     wait_until("the first call to hold the thread", || {
-        __handoff_pool_stats() == (1, 0, 0)
+        pool_stats() == (1, 0, 0)
     });
     let mut callers = vec![first];
     for index in 1..=QUEUED {
@@ -198,4 +208,108 @@ fn idle_workers_retire() {
     assert_eq!(inside, (1, 1), "the call ran on one handoff thread");
     wait_until("the idle worker to retire", || workers() == 0);
     wait_until("its thread to end", || handoff_threads() == 0);
+}
+
+/// Sets the process-wide cap, and puts the default back when dropped (also when the test
+/// fails, so that the next test starts from it).
+struct Cap;
+
+impl Cap {
+    fn set(max: usize) -> Cap {
+        bridge_tokio::set_max_handoff_threads(max);
+        Cap
+    }
+}
+
+impl Drop for Cap {
+    fn drop(&mut self) {
+        bridge_tokio::set_max_handoff_threads(512);
+    }
+}
+
+/// Sets its flag when dropped.
+struct DropMark<'a>(&'a AtomicBool);
+
+impl Drop for DropMark<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+/// With the cap at 1 and its thread held by a first call, a second call with a 50 ms timeout
+/// queues, and returns `TimedOut` while the first call still holds the thread: its job leaves
+/// the queue, and its future is dropped unpolled before the call returns. The pool then runs
+/// calls as before, with nothing left queued. The order of events shows it, not the clock:
+/// the first call is released only once the second returned, or after a 10 s liveness limit
+/// (the queued call used to wait for the thread to free up, so it returned only after the
+/// release).
+#[test]
+fn a_queued_call_returns_at_its_deadline() {
+    let _serial = serial();
+    empty_pool();
+    let _cap = Cap::set(1);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let (release, gate) = mpsc::channel::<()>();
+
+    let first = {
+        let events = Arc::clone(&events);
+        std::thread::spawn(move || {
+            hand_off(async move {
+                // Holds the pool's only thread until the second call is done.
+                gate.recv().unwrap();
+                events.lock().unwrap().push("the first call ends");
+            })
+        })
+    };
+    wait_until("the first call to hold the thread", || {
+        pool_stats() == (1, 0, 0)
+    });
+
+    let (returned, has_returned) = mpsc::channel();
+    let second = {
+        let events = Arc::clone(&events);
+        std::thread::spawn(move || {
+            let (polled, dropped) = (AtomicBool::new(false), AtomicBool::new(false));
+            let mark = DropMark(&dropped);
+            let future = async {
+                let _mark = mark;
+                polled.store(true, SeqCst);
+            };
+            let got = current_thread()
+                .block_on(async { try_run_blocking_timeout(future, Duration::from_millis(50)) });
+            events.lock().unwrap().push("the second call returns");
+            let seen = (got, polled.load(SeqCst), dropped.load(SeqCst));
+            returned.send(()).unwrap();
+            seen
+        })
+    };
+    // A liveness limit, not a speed requirement.
+    let _ = has_returned.recv_timeout(Duration::from_secs(10));
+    events.lock().unwrap().push("the first call is released");
+    release.send(()).unwrap();
+    first.join().expect("the first call");
+    let (got, polled, dropped) = second.join().expect("the second call");
+
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            "the second call returns",
+            "the first call is released",
+            "the first call ends"
+        ],
+        "the queued call waited for the thread instead of its deadline"
+    );
+    assert!(
+        matches!(got, Err(BridgeError::TimedOut(_))),
+        "expected TimedOut, got {got:?}"
+    );
+    assert!(!polled, "the queued future was polled");
+    assert!(
+        dropped,
+        "the queued future was not dropped before the call returned"
+    );
+    assert_eq!(queued(), 0, "the job left the queue");
+    // The pool works on.
+    assert_eq!(hand_off(async { 5 }), 5);
+    assert_eq!(queued(), 0);
 }

@@ -92,7 +92,7 @@ fn caller_timeout_vs_completion() {
         };
         match __loom_handoff(future, Some(Instant::now()), worker(true)) {
             Ok(output) => drop(output),
-            Err(BridgeError::TimedOut) => {}
+            Err(BridgeError::TimedOut(_)) => {}
             Err(other) => panic!("unexpected {other:?}"),
         }
         alive.store(false, SeqCst);
@@ -338,5 +338,183 @@ fn spawn_failure_strands_no_job() {
         assert!(matches!(second, Ok(2) | Err(RecvError)), "{second:?}");
         // The failed spawn gave back its count: nothing is left queued or counted.
         assert_eq!(pool.stats().2, 0, "a job left in the queue");
+    });
+}
+
+/// Checks, when dropped, that the caller has not returned yet: the caller marks `alive` dead
+/// right after its call.
+struct Borrows<'a>(&'a loom::sync::atomic::AtomicBool);
+
+impl Drop for Borrows<'_> {
+    fn drop(&mut self) {
+        assert!(self.0.load(SeqCst), "the future outlived the call");
+    }
+}
+
+/// The pool at its cap of 1 thread, held by a first job until a gate opens, with a second
+/// job queued; a handoff through the pool with a deadline already passed queues behind it.
+/// At the deadline the caller takes its own job back out of the queue
+/// (`pool.cancel.removed_queued`), and drops it on its own thread, unpolled, outside the
+/// pool's lock and while what the future borrows is alive, and returns `TimedOut`. The
+/// future's drop reads the pool's stats: the first job running, the second still queued. The
+/// gate opens only after the call returned; the second job then runs.
+///
+/// Catches: a queued call that waits for a worker to take its job before it returns (the
+/// only worker waits for the gate, which opens after the call: loom reports the deadlock);
+/// a take-back of the queue's oldest job instead of its own (the caller's own job stays
+/// queued behind the held worker, and the call waits for it: the deadlock again); a job
+/// dropped under the pool's lock (the drop's stats call blocks on it: loom reports the
+/// deadlock); a job dropped after the call returned (its borrow is dead).
+#[test]
+fn a_queued_call_leaves_the_queue_at_its_deadline() {
+    use loom::sync::atomic::AtomicBool;
+
+    /// Reads the pool's stats when dropped: the lock must be free, and only the second job
+    /// left in the queue.
+    struct StatsOnDrop(loom::sync::Arc<__LoomPool>);
+    impl Drop for StatsOnDrop {
+        fn drop(&mut self) {
+            assert_eq!(
+                self.0.stats(),
+                (1, 0, 1),
+                "dropped before leaving the queue"
+            );
+        }
+    }
+
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let (open, gate) = bridge_core::oneshot::channel::<()>();
+        let (first_tx, first_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |_: &dyn Fn()| {
+                let _ = gate.recv_blocking();
+                let _ = first_tx.send(1u8);
+            }),
+        );
+        let (second_tx, second_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |_: &dyn Fn()| {
+                let _ = second_tx.send(2u8);
+            }),
+        );
+        let alive = AtomicBool::new(true);
+        let polled = AtomicBool::new(false);
+        let borrows = Borrows(&alive);
+        let probe = StatsOnDrop(pool.clone());
+        let future = async {
+            let _probe = probe;
+            let _borrows = borrows;
+            polled.store(true, SeqCst);
+        };
+        match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
+            Err(BridgeError::TimedOut(_)) => {}
+            other => panic!("expected TimedOut, got {other:?}"),
+        }
+        alive.store(false, SeqCst);
+        assert!(!polled.load(SeqCst), "the queued future was polled");
+        assert_eq!(
+            pool.stats(),
+            (1, 0, 1),
+            "only the second job is left queued"
+        );
+        drop(open.send(()));
+        assert_eq!(first_rx.recv_blocking(), Ok(1));
+        assert_eq!(second_rx.recv_blocking(), Ok(2), "the second job was lost");
+    });
+}
+
+/// The pool at its cap of 1 thread, busy with a first job that a racing thread's gate
+/// releases; a handoff through the pool with a deadline already passed. The worker may free
+/// up before the submit (the job goes to it, or to a new worker if it retired), or take the
+/// job from the queue before the caller's deadline, or after it. A caller that finds its job
+/// gone from the queue (`pool.cancel.already_started`) asks it to stop and waits, as for any
+/// started job; one that finds it queued takes it back (`pool.cancel.removed_queued`). The
+/// future borrows from the caller's stack and checks the borrow on each poll and in its
+/// drop; its output is dropped at most once; nothing is left queued.
+///
+/// Catches: a take-back that assumes its job is still queued (it fails when a worker took
+/// the job first, and only this race takes that path); an output leaked or dropped twice; a
+/// future polled or dropped after the call returned.
+#[test]
+fn a_deadline_vs_a_worker_taking_the_queued_job() {
+    use loom::sync::atomic::AtomicBool;
+
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let (open, gate) = bridge_core::oneshot::channel::<()>();
+        let (first_tx, first_rx) = bridge_core::oneshot::channel();
+        __LoomPool::submit(
+            &pool,
+            Box::new(move |back_to_idle: &dyn Fn()| {
+                let _ = gate.recv_blocking();
+                back_to_idle();
+                let _ = first_tx.send(1u8);
+            }),
+        );
+        thread::spawn(move || drop(open.send(())));
+        let alive = AtomicBool::new(true);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counter = drops.clone();
+        let borrows = Borrows(&alive);
+        let future = async move {
+            let borrows = borrows;
+            assert!(borrows.0.load(SeqCst), "polled after the call");
+            Track::new(Counted(counter))
+        };
+        match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
+            Ok(output) => drop(output),
+            Err(BridgeError::TimedOut(_)) => {}
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+        alive.store(false, SeqCst);
+        assert!(drops.load(SeqCst) <= 1);
+        assert_eq!(pool.stats().2, 0, "a job was left in the queue");
+        assert_eq!(first_rx.recv_blocking(), Ok(1), "the first job was lost");
+    });
+}
+
+/// A handoff through the pool (capped at 1 thread, empty) whose worker cannot start
+/// (injected spawn failure), with a future whose drop panics. The job is dropped unrun in the
+/// failed spawn: the call unwinds with the drop's panic (its channel closed all the same)
+/// instead of waiting forever, the pool gives back the thread it had counted, and the next
+/// handoff runs.
+///
+/// Catches: a job whose sender leaks while the future's drop unwinds (the call waits
+/// forever: loom reports the deadlock); a spawn failure whose unwinding job skips giving
+/// back its count (a slot of the cap lost: the next call queues for a worker that never
+/// comes, and loom reports the deadlock).
+#[test]
+fn a_failed_spawn_whose_future_panics_in_drop_keeps_the_pool_whole() {
+    use std::panic::{self, AssertUnwindSafe};
+
+    /// Panics when dropped.
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic::panic_any("in the future's drop");
+        }
+    }
+
+    loom::model(|| {
+        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let bomb = PanicsOnDrop;
+        let future = async move {
+            let _bomb = bomb;
+        };
+        __loom_fail_spawns(1);
+        let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
+            __LoomPool::__loom_handoff(&pool, future, None)
+        }));
+        let payload = unwound.map(drop).expect_err("the future's drop panics");
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"in the future's drop")
+        );
+        assert_eq!(pool.stats(), (0, 0, 0), "the failed spawn kept its count");
+        let next = __LoomPool::__loom_handoff(&pool, async { 5u8 }, None);
+        assert_eq!(next.ok(), Some(5));
     });
 }

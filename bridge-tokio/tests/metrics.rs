@@ -22,7 +22,7 @@ const IDLE: Duration = Duration::from_millis(300);
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    bridge_tokio::__set_handoff_idle_time(IDLE);
+    bridge_tokio::set_handoff_keep_alive(IDLE);
     wait_until("the earlier handoff threads to retire", || {
         bridge_tokio::metrics().handoff_threads_alive == 0
     });

@@ -123,11 +123,12 @@ fn expected(stack: &[Ctx]) -> Route {
         .rev()
         .find_map(|ctx| match ctx {
             Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
+            Ctx::MultiTask => Some(Route::BlockInPlace),
+            // A multi-thread runtime's other threads hand the future to a thread of its own.
             Ctx::MultiBody
-            | Ctx::MultiTask
             | Ctx::MultiBlocking
             | Ctx::TokioLocalOnMulti
-            | Ctx::TokioLocalTaskOnMulti => Some(Route::BlockInPlace),
+            | Ctx::TokioLocalTaskOnMulti => Some(Route::Handoff),
             Ctx::CurrentBody
             | Ctx::CurrentTask
             | Ctx::CurrentBlocking

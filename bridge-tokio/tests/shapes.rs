@@ -377,7 +377,7 @@ fn a_panic_hook_installed_after_the_first_call_sees_only_user_panics() {
             let rt = multi_thread();
             for _ in 0..50 {
                 tokio::task::LocalSet::new().block_on(&rt, async {
-                    assert_eq!(route(), Route::BlockInPlace);
+                    assert_eq!(route(), Route::Handoff);
                     assert_eq!(run_blocking(async { 2 }), 2);
                 });
                 rt.block_on(async {

@@ -368,7 +368,7 @@ fn from_every_context(fetch: &Fetch, calls: usize, salt: usize) -> usize {
                     })
                     .collect();
                 for i in 0..calls {
-                    counted(Route::BlockInPlace, 34_000 + i);
+                    counted(Route::Handoff, 34_000 + i);
                 }
                 for task in tasks {
                     task.await.unwrap();
@@ -614,7 +614,7 @@ fn a_connection_whose_driver_sits_on_an_idle_runtime_hangs() {
         outcome
     });
     assert!(
-        matches!(outcome, Err(BridgeError::TimedOut)),
+        matches!(outcome, Err(BridgeError::TimedOut(_))),
         "expected the reuse to hang: {outcome:?}"
     );
     assert_eq!(server.stats.connections(), 1);

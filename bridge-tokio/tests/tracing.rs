@@ -115,7 +115,7 @@ fn with_a_deadline_the_drop_is_in_the_span_too() {
     let limit = Duration::from_millis(20);
     let inline = info_span!("deadline_inline")
         .in_scope(|| bridge_tokio::try_run_blocking_timeout(slow("never"), limit));
-    assert!(matches!(inline, Err(BridgeError::TimedOut)));
+    assert!(matches!(inline, Err(BridgeError::TimedOut(_))));
     let handed_off = current_thread().block_on(async {
         info_span!("deadline_handoff").in_scope(|| {
             bridge_tokio::try_run_blocking_timeout(
@@ -127,7 +127,7 @@ fn with_a_deadline_the_drop_is_in_the_span_too() {
             )
         })
     });
-    assert!(matches!(handed_off, Err(BridgeError::TimedOut)));
+    assert!(matches!(handed_off, Err(BridgeError::TimedOut(_))));
     assert_eq!(
         seen("deadline handoff polled")[0].span,
         Some("deadline_handoff")

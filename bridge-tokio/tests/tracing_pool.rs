@@ -23,7 +23,7 @@ fn pool_growth_and_a_burst_of_queued_calls_are_logged() {
     });
     // Wait until the holder occupies the worker.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while bridge_tokio::__handoff_pool_stats() != (1, 0, 0) {
+    while pool_stats() != (1, 0, 0) {
         assert!(Instant::now() < deadline, "the holder never started");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -36,7 +36,7 @@ fn pool_growth_and_a_burst_of_queued_calls_are_logged() {
             })
         })
         .collect();
-    while bridge_tokio::__handoff_pool_stats().2 < 3 {
+    while pool_stats().2 < 3 {
         assert!(Instant::now() < deadline, "the calls never queued");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -63,4 +63,14 @@ fn current_thread() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The pool's workers alive, idle, and the calls queued, as its metrics give them.
+fn pool_stats() -> (usize, usize, usize) {
+    let metrics = bridge_tokio::metrics();
+    (
+        metrics.handoff_threads_alive,
+        metrics.handoff_threads_idle,
+        metrics.handoff_queued,
+    )
 }

@@ -1,0 +1,259 @@
+//! A handoff that a current-thread runtime waits for too long is named, not silent.
+//!
+//! A current-thread runtime runs its tasks only while its one thread sits in
+//! `Runtime::block_on`. A call made there hands its future to a handoff worker and blocks that
+//! thread: a future that needs a task of the same runtime (a mock server spawned in a
+//! `#[tokio::test]`, then a sync client call) can never finish. The caller's wait is split at a
+//! threshold ([`stall_warning`]): a call still waiting then, whose caller is a current-thread
+//! runtime, logs one warning (feature `tracing`) and counts in
+//! [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs), and a deadline that passes
+//! on such a call gives a [`Timeout`] whose message says the same. It only warns: the call
+//! waits on as before.
+//!
+//! The caller's context is read only when the threshold or the deadline has passed, on the
+//! calling thread (which is still inside the call, so still in its runtime's context): a call
+//! that finishes in time pays one clock read and one relaxed load, nothing of tokio.
+
+use crate::Timeout;
+use bridge_core::__scoped::Pending;
+use bridge_core::oneshot::RecvTimeoutError;
+#[cfg(not(bridge_loom))]
+use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(bridge_loom))]
+use std::time::Duration;
+use std::time::Instant;
+
+/// The default threshold of [`stall_warning`], in nanoseconds: 5 s.
+#[cfg(not(bridge_loom))]
+const DEFAULT_NANOS: u64 = 5_000_000_000;
+
+/// The stored threshold that stands for [`Duration::MAX`]: no warning.
+#[cfg(not(bridge_loom))]
+const OFF: u64 = u64::MAX;
+
+/// The threshold in nanoseconds ([`OFF`]: none).
+#[cfg(not(bridge_loom))]
+static THRESHOLD: AtomicU64 = AtomicU64::new(DEFAULT_NANOS);
+
+/// Sets how long a `run_blocking` call made on a current-thread runtime may wait for its
+/// handed-off future before the bridge says why it may never finish; returns the previous
+/// threshold. [`stall_warning`] has the default (5 s) and why.
+///
+/// A call made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
+/// `spawn_blocking` thread there) hands its future to another thread and blocks this one. The
+/// runtime runs none of its tasks meanwhile: a future that needs one of them (a server spawned
+/// on it, a socket created on it) never finishes. A call that is still waiting at the
+/// threshold logs one warning (feature `tracing`, level warn) that names the cause and the
+/// remedies (await the future there instead of calling `run_blocking`; run those tasks on
+/// another runtime, such as a multi-thread test runtime, `#[tokio::test(flavor =
+/// "multi_thread")]`; bound the wait with [`try_run_blocking_timeout`](crate::try_run_blocking_timeout)),
+/// and counts in [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs). Nothing is
+/// cancelled: the call waits on, until its future finishes or its deadline passes.
+///
+/// Calls made anywhere else never warn, whatever their route: a multi-thread runtime's
+/// threads, a plain thread, a rayon worker, a thread-local destructor at thread exit.
+///
+/// A new threshold applies to the calls that start waiting after it. `Duration::MAX` (or any
+/// threshold too large for the clock) turns the warning off; `Duration::ZERO` warns for every
+/// such call whose future was not done when its wait began.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// // A test suite whose calls should never wait for long: a warning after 1 s.
+/// let default = bridge::rt::set_stall_warning(Duration::from_secs(1));
+/// assert_eq!(default, Duration::from_secs(5));
+/// assert_eq!(bridge::rt::stall_warning(), Duration::from_secs(1));
+///
+/// // Off.
+/// bridge::rt::set_stall_warning(Duration::MAX);
+/// assert_eq!(bridge::rt::stall_warning(), Duration::MAX);
+/// ```
+#[cfg(not(bridge_loom))]
+pub fn set_stall_warning(threshold: Duration) -> Duration {
+    // 2^64 ns is 584 years: anything longer is never reached.
+    let nanos = u64::try_from(threshold.as_nanos()).unwrap_or(OFF);
+    // ORDERING: Relaxed: a setting, read on its own by later calls; nothing else is published
+    // with it (a call that reads the old value warns by the old threshold, as one that
+    // started waiting before the change does).
+    from_nanos(THRESHOLD.swap(nanos, Ordering::Relaxed))
+}
+
+/// How long a `run_blocking` call made on a current-thread runtime may wait for its
+/// handed-off future before it logs a warning (feature `tracing`) and counts in
+/// [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs): 5 seconds unless
+/// [`set_stall_warning`] changed it.
+///
+/// Why 5 s: a stalled call never finishes, so a later warning only delays the hint, while an
+/// earlier one would fire for calls that are merely slow. A handoff itself is a couple of
+/// wake-ups across threads, and ordinary slow I/O that does finish stays under a few
+/// seconds: a request that lost a packet or two waits for TCP's retransmission timer, 1 s
+/// and then 2 s more. Past 5 s the runtime has been held for that long either way, its timers and other tasks
+/// with it. The warning never cancels anything.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(bridge::rt::stall_warning(), std::time::Duration::from_secs(5));
+/// ```
+#[cfg(not(bridge_loom))]
+pub fn stall_warning() -> Duration {
+    // ORDERING: Relaxed: see the store in `set_stall_warning`.
+    from_nanos(THRESHOLD.load(Ordering::Relaxed))
+}
+
+#[cfg(not(bridge_loom))]
+fn from_nanos(nanos: u64) -> Duration {
+    match nanos {
+        OFF => Duration::MAX,
+        nanos => Duration::from_nanos(nanos),
+    }
+}
+
+/// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold:
+/// it waits until the threshold (or the deadline, whichever is first); if the outcome is not
+/// there by the threshold and the caller is a current-thread runtime, it warns and counts,
+/// once; then it waits the rest. An outcome already there (the usual case after the
+/// handoff's watch) skips the clock.
+///
+/// loom builds wait in one piece: the models cover the handoff protocol, which the split
+/// does not change, and each timed wait would add branch points to every model.
+pub(crate) fn recv_until<R>(
+    pending: &mut Pending<'_, R>,
+    deadline: Option<Instant>,
+) -> Result<R, RecvTimeoutError> {
+    #[cfg(not(bridge_loom))]
+    if !pending.is_ready() {
+        if let Some((threshold, at)) = threshold_from_now() {
+            if deadline.is_none_or(|deadline| at < deadline) {
+                match pending.recv_until(Some(at)) {
+                    Err(RecvTimeoutError::Timeout) => passed_threshold(threshold),
+                    received => return received,
+                }
+            }
+        }
+    }
+    pending.recv_until(deadline)
+}
+
+/// The threshold, and when a wait that starts now reaches it; `None` when it never does.
+#[cfg(not(bridge_loom))]
+#[inline]
+fn threshold_from_now() -> Option<(Duration, Instant)> {
+    // ORDERING: Relaxed: see the store in `set_stall_warning`.
+    match THRESHOLD.load(Ordering::Relaxed) {
+        OFF => None,
+        nanos => {
+            let threshold = Duration::from_nanos(nanos);
+            Some((threshold, Instant::now().checked_add(threshold)?))
+        }
+    }
+}
+
+/// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.
+#[cfg(not(bridge_loom))]
+#[cold]
+#[inline(never)]
+fn passed_threshold(threshold: Duration) {
+    if caller_is_current_thread() {
+        crate::metrics::stalled_handoff();
+        #[cfg(not(feature = "tracing"))]
+        let _ = threshold;
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            waited = ?threshold,
+            "run_blocking: a call made on a current-thread runtime is still waiting for its \
+             future, and that runtime runs none of its tasks while its thread waits in (or for) \
+             the call: a future that needs one of them (a server spawned there, a socket \
+             created there) never finishes. Await the future there instead of calling \
+             run_blocking, run those tasks on another runtime (in a test: \
+             #[tokio::test(flavor = \"multi_thread\")]), or bound the wait with \
+             try_run_blocking_timeout"
+        );
+    }
+}
+
+/// Whether the calling thread is in a current-thread runtime's context. Never panics: in a
+/// thread-local destructor after tokio's, `try_current` says the context is gone (not a
+/// current-thread runtime). Another flavor (a multi-thread runtime's thread, which the
+/// handoff serves too) keeps running its tasks on its workers.
+#[cfg(not(bridge_loom))]
+fn caller_is_current_thread() -> bool {
+    matches!(
+        tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()),
+        Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
+    )
+}
+
+impl Timeout {
+    /// The timeout of a handoff whose deadline passed, read on the calling thread after the
+    /// wait: it names the stalled current-thread runtime when the caller is one.
+    pub(crate) fn on_handoff() -> Self {
+        #[cfg(not(bridge_loom))]
+        if caller_is_current_thread() {
+            return Self::stalled_current_thread();
+        }
+        Self::elapsed()
+    }
+}
+
+#[cfg(all(test, not(bridge_loom)))]
+mod tests {
+    use crate::{BridgeError, IoRuntime};
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// The threshold and the counter are the process's: one test at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// Gives `context` a call to make: a handoff (the route of every thread of a runtime
+    /// that is not a multi-thread worker) whose future outlives a 100 ms threshold and then
+    /// its 300 ms deadline; the call returns the stalled count it added and whether its
+    /// timeout names a stalled current-thread runtime.
+    fn handoff_past_threshold(context: impl FnOnce(&dyn Fn() -> (u64, bool))) {
+        let _serial = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = super::set_stall_warning(Duration::from_millis(100));
+        context(&|| {
+            let before = crate::metrics().stalled_handoffs;
+            let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
+            let deadline = std::time::Instant::now() + Duration::from_millis(300);
+            let result = crate::handoff::run(IoRuntime::global().handle(), slow, Some(deadline));
+            let Err(BridgeError::TimedOut(timeout)) = result else {
+                panic!("not timed out: {result:?}");
+            };
+            let added = crate::metrics().stalled_handoffs - before;
+            (added, timeout.is_stalled_current_thread())
+        });
+        super::set_stall_warning(previous);
+    }
+
+    #[test]
+    fn a_plain_thread_neither_counts_nor_names_a_stall() {
+        handoff_past_threshold(|call| assert_eq!(call(), (0, false)));
+    }
+
+    #[test]
+    fn a_multi_thread_runtime_neither_counts_nor_names_a_stall() {
+        handoff_past_threshold(|call| {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            assert_eq!(rt.block_on(async { call() }), (0, false), "block_on body");
+            // As a `spawn_blocking` thread: the runtime's context entered, not a worker.
+            let _context = rt.enter();
+            assert_eq!(call(), (0, false), "the runtime's context entered");
+        });
+    }
+
+    #[test]
+    fn a_current_thread_runtime_counts_once_and_names_the_stall() {
+        handoff_past_threshold(|call| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            assert_eq!(rt.block_on(async { call() }), (1, true));
+        });
+    }
+}

@@ -1,0 +1,193 @@
+//! Differential, at volume: a corpus of futures that each do a thousand or more units of
+//! tokio work (channel floods, MiB socket streams, hundreds of timer tasks, lock contention,
+//! a private runtime, a nested `run_blocking`, a pooled HTTP client; see
+//! `differential/corpus.rs`) must give, through the bridge, the value that tokio's own
+//! `Runtime::block_on` gives for the same future and seed on a fresh multi-thread runtime
+//! (computed once per future). Volume matters: tokio's cooperative budget is 128 units per
+//! task poll, and a shape test that does five operations per call cannot see a nested poll
+//! loop that spends it.
+//!
+//! What runs:
+//!
+//! - **the plain shape**, the full product: every future x every entry point
+//!   (`run_blocking`, `try_run_blocking`, `try_run_blocking_timeout` with a 20 s limit,
+//!   `RunBlocking::new().run` and `.try_run`) x every context: a plain thread, a rayon worker,
+//!   `futures::executor::block_on`; a multi-thread runtime's worker task, `block_on` body and
+//!   `spawn_blocking` thread; a current-thread runtime's body, task, `spawn_blocking` thread,
+//!   `LocalSet` body and `spawn_local` task; a `LocalSet` on a multi-thread runtime: its
+//!   `block_on` body, a `spawn_local` task, and `LocalSet::run_until` inside `block_on`;
+//! - **the other shapes**, every future once per context, with one entry point per future
+//!   (rotated by the future's index, and differently in each shape, so that every entry
+//!   point meets every shape): beside a sibling of the same task ticking on a timer in a
+//!   `tokio::join!`, and in the winning branch of a `tokio::select!` against a timer (the
+//!   contexts whose call site is async); nested in a future, itself run by `run_blocking`,
+//!   that joins such a sibling; from a `Drop` while a panic unwinds; from a thread-local
+//!   destructor when the context's thread exits (half the futures register it before the
+//!   thread touches tokio, so it runs after tokio's own thread-locals are gone).
+//!
+//! Each test runs its cells in a child process (this binary, that test only), on threads of
+//! their own under a watchdog: a cell that reports nothing within 25 s is recorded as a hang
+//! and left behind, and the child exits when all cells are in, so a hang costs neither the
+//! test binary nor the other tests. A corpus future polled more than 50,000 times sleeps
+//! 1 ms before each further poll, so that a spinning hang does not starve the healthy cells.
+//!
+//! Where tokio refuses a future (the one that starts a private runtime inside: under
+//! `Runtime::block_on` that panics), each cell is compared with the same future through
+//! `run_blocking` on a plain thread, where no runtime is entered: the bridge's outcome must not
+//! depend on the calling context.
+//!
+//! A test that finds a cell differing fails with its table: rows are contexts (and entry
+//! points, for the plain shape), columns are futures, cells `ok`, `hang`, `panic[n]`,
+//! `error[n]` (a typed error other than a panic), `wrong[n]`, with the messages and the
+//! got-vs-want values in numbered notes below. `BRIDGE_DIFF_TABLE=1` prints every table,
+//! passing or not:
+//!
+//! ```text
+//! BRIDGE_DIFF_TABLE=1 cargo test -p threadbridge-tokio --test differential -- --nocapture
+//! ```
+// Not under loom: these use the std build of the bridge (metrics, settings, real runtimes).
+#![cfg(not(bridge_loom))]
+
+#[path = "differential/corpus.rs"]
+mod corpus;
+#[path = "differential/harness.rs"]
+mod harness;
+
+use harness::{Ctx, Shape, check, plain, shaped};
+
+#[test]
+fn plain_without_a_runtime() {
+    check(
+        "plain_without_a_runtime",
+        "plain shape, no runtime",
+        plain(&[Ctx::PlainThread, Ctx::RayonWorker, Ctx::FuturesExecutor]),
+    );
+}
+
+#[test]
+fn plain_on_a_multi_thread_runtime() {
+    check(
+        "plain_on_a_multi_thread_runtime",
+        "plain shape, multi-thread runtime",
+        plain(&[Ctx::MtWorkerTask, Ctx::MtBlockOnBody, Ctx::MtSpawnBlocking]),
+    );
+}
+
+#[test]
+fn plain_on_a_current_thread_runtime() {
+    check(
+        "plain_on_a_current_thread_runtime",
+        "plain shape, current-thread runtime",
+        plain(&[
+            Ctx::CtBody,
+            Ctx::CtTask,
+            Ctx::CtSpawnBlocking,
+            Ctx::CtLocalSetBody,
+            Ctx::CtSpawnLocal,
+        ]),
+    );
+}
+
+#[test]
+fn plain_in_a_local_set_on_a_multi_thread_runtime() {
+    check(
+        "plain_in_a_local_set_on_a_multi_thread_runtime",
+        "plain shape, LocalSet on a multi-thread runtime",
+        plain(&[Ctx::MtLocalSetBody, Ctx::MtSpawnLocal, Ctx::MtRunUntil]),
+    );
+}
+
+#[test]
+fn beside_a_joined_sibling_on_a_timer() {
+    check(
+        "beside_a_joined_sibling_on_a_timer",
+        "beside a join! sibling ticking on a timer",
+        shaped(Shape::JoinedSibling),
+    );
+}
+
+#[test]
+fn beside_a_selected_sibling_on_a_timer() {
+    check(
+        "beside_a_selected_sibling_on_a_timer",
+        "in a select! branch against a timer",
+        shaped(Shape::SelectedSibling),
+    );
+}
+
+#[test]
+fn nested_in_a_future_that_joins_a_sibling() {
+    check(
+        "nested_in_a_future_that_joins_a_sibling",
+        "nested in a run_blocking future that joins a ticking sibling",
+        shaped(Shape::NestedInJoin),
+    );
+}
+
+#[test]
+fn from_a_drop_while_a_panic_unwinds() {
+    check(
+        "from_a_drop_while_a_panic_unwinds",
+        "from a Drop while a panic unwinds",
+        shaped(Shape::DropWhileUnwinding),
+    );
+}
+
+#[test]
+fn from_a_thread_local_destructor_at_thread_exit() {
+    check(
+        "from_a_thread_local_destructor_at_thread_exit",
+        "from a thread-local destructor at thread exit",
+        shaped(Shape::ThreadLocalDestructor),
+    );
+}
+
+/// On a multi-thread runtime's worker the bridge polls a future once in place before it
+/// leaves the scheduler, and during that poll the worker's runtime is entered, so sync code
+/// that starts a runtime of its own in the very first poll is refused there (the corpus's
+/// private runtime starts after its first await). Wrapped by the caller in
+/// `block_in_place`, the same future runs: the worker has left its runtime before the call.
+#[test]
+fn a_private_runtime_in_the_first_poll_on_a_worker_under_block_in_place() {
+    let got = harness_watchdog(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::spawn(async {
+                tokio::task::block_in_place(|| {
+                    bridge_tokio::run_blocking(async {
+                        let private = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .unwrap();
+                        let n = private.block_on(async {
+                            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                            tokio::spawn(async { 41 }).await.unwrap()
+                        });
+                        drop(private);
+                        n + 1
+                    })
+                })
+            })
+            .await
+            .unwrap()
+        })
+    });
+    assert_eq!(got, 42);
+}
+
+/// Runs `f` on its own thread; fails if it takes longer than 30 s.
+fn harness_watchdog<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("hung: no result within 30 s"),
+    }
+}

@@ -1,0 +1,1007 @@
+//! The harness: contexts, shapes and entry points; cells run under a watchdog in a child
+//! process; the references; the table.
+
+use crate::corpus::{CORPUS, Work, seed_of};
+use bridge_tokio::RunBlocking;
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::io::{BufRead, BufReader, Read, Write as _};
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------
+// What a cell is.
+
+/// Where the call is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ctx {
+    PlainThread,
+    RayonWorker,
+    FuturesExecutor,
+    MtWorkerTask,
+    MtBlockOnBody,
+    MtSpawnBlocking,
+    CtBody,
+    CtTask,
+    CtSpawnBlocking,
+    CtLocalSetBody,
+    CtSpawnLocal,
+    MtLocalSetBody,
+    MtSpawnLocal,
+    MtRunUntil,
+}
+
+impl Ctx {
+    pub const ALL: [Ctx; 14] = [
+        Ctx::PlainThread,
+        Ctx::RayonWorker,
+        Ctx::FuturesExecutor,
+        Ctx::MtWorkerTask,
+        Ctx::MtBlockOnBody,
+        Ctx::MtSpawnBlocking,
+        Ctx::CtBody,
+        Ctx::CtTask,
+        Ctx::CtSpawnBlocking,
+        Ctx::CtLocalSetBody,
+        Ctx::CtSpawnLocal,
+        Ctx::MtLocalSetBody,
+        Ctx::MtSpawnLocal,
+        Ctx::MtRunUntil,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Ctx::PlainThread => "plain thread",
+            Ctx::RayonWorker => "rayon worker",
+            Ctx::FuturesExecutor => "futures::executor::block_on",
+            Ctx::MtWorkerTask => "mt: worker task",
+            Ctx::MtBlockOnBody => "mt: block_on body",
+            Ctx::MtSpawnBlocking => "mt: spawn_blocking",
+            Ctx::CtBody => "ct: block_on body",
+            Ctx::CtTask => "ct: task",
+            Ctx::CtSpawnBlocking => "ct: spawn_blocking",
+            Ctx::CtLocalSetBody => "ct: LocalSet body",
+            Ctx::CtSpawnLocal => "ct: spawn_local",
+            Ctx::MtLocalSetBody => "mt: LocalSet body",
+            Ctx::MtSpawnLocal => "mt: spawn_local",
+            Ctx::MtRunUntil => "mt: run_until in block_on",
+        }
+    }
+
+    /// The call site is inside an async body, where a sibling future can sit beside it.
+    pub fn is_async(self) -> bool {
+        !matches!(
+            self,
+            Ctx::PlainThread | Ctx::RayonWorker | Ctx::MtSpawnBlocking | Ctx::CtSpawnBlocking
+        )
+    }
+
+    /// tokio timers work at the call site (a runtime is entered there).
+    fn has_tokio_timers(self) -> bool {
+        self.is_async() && self != Ctx::FuturesExecutor
+    }
+}
+
+/// The program shape around the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Plain,
+    /// In one branch of a `tokio::join!` whose other branch ticks on a timer.
+    JoinedSibling,
+    /// In one branch of a `tokio::select!` whose other branch waits on a timer.
+    SelectedSibling,
+    /// Nested in a future, run by `run_blocking`, that joins a ticking sibling.
+    NestedInJoin,
+    /// From a `Drop` while a panic unwinds.
+    DropWhileUnwinding,
+    /// From a thread-local destructor when the context's thread exits.
+    ThreadLocalDestructor,
+}
+
+impl Shape {
+    /// How far the entry point of a future's column rotates in this shape's tests.
+    pub fn rotation(self) -> usize {
+        match self {
+            Shape::Plain => 0,
+            Shape::JoinedSibling => 1,
+            Shape::SelectedSibling => 2,
+            Shape::NestedInJoin => 3,
+            Shape::DropWhileUnwinding => 4,
+            Shape::ThreadLocalDestructor => 5,
+        }
+    }
+}
+
+/// How the future is handed to the bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryPoint {
+    RunBlocking,
+    TryRunBlocking,
+    TryRunBlockingTimeout,
+    BuilderRun,
+    BuilderTryRun,
+}
+
+impl EntryPoint {
+    pub const ALL: [EntryPoint; 5] = [
+        EntryPoint::RunBlocking,
+        EntryPoint::TryRunBlocking,
+        EntryPoint::TryRunBlockingTimeout,
+        EntryPoint::BuilderRun,
+        EntryPoint::BuilderTryRun,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            EntryPoint::RunBlocking => "run_blocking",
+            EntryPoint::TryRunBlocking => "try_run_blocking",
+            EntryPoint::TryRunBlockingTimeout => "try_run_blocking_timeout",
+            EntryPoint::BuilderRun => "RunBlocking::run",
+            EntryPoint::BuilderTryRun => "RunBlocking::try_run",
+        }
+    }
+
+    /// The entry point of column `future` in a test of `shape` (one per column).
+    pub fn rotated(future: usize, shape: Shape) -> Self {
+        Self::ALL[(future + shape.rotation()) % Self::ALL.len()]
+    }
+}
+
+/// The limit given to `try_run_blocking_timeout`: generous, and shorter than the watchdog's,
+/// so that a hung call of that entry point shows what the deadline does.
+const CALL_LIMIT: Duration = Duration::from_secs(20);
+
+/// How long a cell may take before it is recorded as a hang.
+const WATCHDOG: Duration = Duration::from_secs(25);
+
+/// One call: a corpus future through an entry point, in a context and a shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    pub ctx: Ctx,
+    pub shape: Shape,
+    pub entry: EntryPoint,
+    pub future: usize,
+    /// Rows of the table: one per context (and entry point, when every entry point of a
+    /// context has a row of its own).
+    pub row_per_entry: bool,
+}
+
+impl Cell {
+    fn row(&self) -> String {
+        if self.row_per_entry {
+            format!("{} / {}", self.ctx.name(), self.entry.name())
+        } else {
+            self.ctx.name().to_owned()
+        }
+    }
+}
+
+/// Every future through every entry point in each of `contexts`, in the plain shape.
+pub fn plain(contexts: &[Ctx]) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for &ctx in contexts {
+        for entry in EntryPoint::ALL {
+            for future in 0..CORPUS.len() {
+                cells.push(Cell {
+                    ctx,
+                    shape: Shape::Plain,
+                    entry,
+                    future,
+                    row_per_entry: true,
+                });
+            }
+        }
+    }
+    cells
+}
+
+/// Every future in `shape` in each context where the shape exists, one entry point per
+/// future (rotated by column).
+pub fn shaped(shape: Shape) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for ctx in Ctx::ALL {
+        let sibling = matches!(shape, Shape::JoinedSibling | Shape::SelectedSibling);
+        if sibling && !ctx.is_async() {
+            continue;
+        }
+        for future in 0..CORPUS.len() {
+            cells.push(Cell {
+                ctx,
+                shape,
+                entry: EntryPoint::rotated(future, shape),
+                future,
+                row_per_entry: false,
+            });
+        }
+    }
+    cells
+}
+
+// ---------------------------------------------------------------------------------------
+// Outcomes.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Value(u64),
+    Panic(String),
+    /// A typed error other than a panic.
+    Error(String),
+    Hang,
+    /// No report came: the child process died first.
+    Gone(String),
+}
+
+impl Outcome {
+    fn encode(&self) -> String {
+        let clean = |s: &str| s.replace(['\n', '\t'], " ");
+        match self {
+            Outcome::Value(v) => format!("v\t{v}"),
+            Outcome::Panic(m) => format!("p\t{}", clean(m)),
+            Outcome::Error(m) => format!("e\t{}", clean(m)),
+            Outcome::Hang => "h\t".to_owned(),
+            Outcome::Gone(m) => format!("g\t{}", clean(m)),
+        }
+    }
+
+    fn decode(s: &str) -> Option<Self> {
+        let (kind, rest) = s.split_once('\t')?;
+        Some(match kind {
+            "v" => Outcome::Value(rest.parse().ok()?),
+            "p" => Outcome::Panic(rest.to_owned()),
+            "e" => Outcome::Error(rest.to_owned()),
+            "h" => Outcome::Hang,
+            "g" => Outcome::Gone(rest.to_owned()),
+            _ => return None,
+        })
+    }
+}
+
+pub fn message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a payload that is not a string)".to_owned())
+}
+
+/// The call itself: `work` through `entry`, every panic caught.
+pub fn call(entry: EntryPoint, work: Work) -> Outcome {
+    let result = panic::catch_unwind(AssertUnwindSafe(move || match entry {
+        EntryPoint::RunBlocking => Ok(bridge_tokio::run_blocking(work)),
+        EntryPoint::TryRunBlocking => bridge_tokio::try_run_blocking(work),
+        EntryPoint::TryRunBlockingTimeout => {
+            bridge_tokio::try_run_blocking_timeout(work, CALL_LIMIT)
+        }
+        EntryPoint::BuilderRun => Ok(RunBlocking::new().run(work)),
+        EntryPoint::BuilderTryRun => RunBlocking::new().try_run(work),
+    }));
+    match result {
+        Ok(Ok(value)) => Outcome::Value(value),
+        Ok(Err(error)) => match error.try_into_panic() {
+            Ok(payload) => Outcome::Panic(message(&*payload)),
+            Err(error) => Outcome::Error(format!("{error:?}")),
+        },
+        Err(payload) => Outcome::Panic(message(&*payload)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Shapes.
+
+type Call = Box<dyn FnOnce() -> Outcome + Send>;
+type Body = Pin<Box<dyn Future<Output = Option<Outcome>> + Send>>;
+
+/// What runs at the call site: a sync closure, or an async body (the sibling shapes). `None`
+/// means the outcome will come later (from a thread-local destructor).
+enum Site {
+    Sync(Box<dyn FnOnce() -> Option<Outcome> + Send>),
+    Async(Body),
+}
+
+impl Site {
+    fn run(self) -> Option<Outcome> {
+        match self {
+            Site::Sync(f) => f(),
+            Site::Async(_) => unreachable!("an async shape in a sync context"),
+        }
+    }
+
+    fn into_body(self) -> Body {
+        match self {
+            Site::Sync(f) => Box::pin(async move { f() }),
+            Site::Async(body) => body,
+        }
+    }
+}
+
+/// Waits `d` on tokio's timer, or on a thread where no runtime is entered.
+async fn pause(d: Duration, tokio_timers: bool) {
+    if tokio_timers {
+        tokio::time::sleep(d).await;
+    } else {
+        let (tx, rx) = bridge_core::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            let _ = tx.send(());
+        });
+        let _ = rx.await;
+    }
+}
+
+/// A sibling that ticks every millisecond until `done`.
+async fn ticker(done: Arc<AtomicBool>, tokio_timers: bool) -> u32 {
+    let mut ticks = 0;
+    while !done.load(Ordering::Acquire) {
+        pause(Duration::from_millis(1), tokio_timers).await;
+        ticks += 1;
+    }
+    ticks
+}
+
+/// The call in one branch of a `join!`, after a timer (so that the ticker's timer is
+/// registered when the call blocks); the branches in either order.
+async fn joined(call: Call, tokio_timers: bool, helper_first: bool) -> Outcome {
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    let helper = async move {
+        pause(Duration::from_millis(1), tokio_timers).await;
+        let outcome = call();
+        finished.store(true, Ordering::Release);
+        outcome
+    };
+    if helper_first {
+        tokio::join!(helper, ticker(done, tokio_timers)).0
+    } else {
+        tokio::join!(ticker(done, tokio_timers), helper).1
+    }
+}
+
+/// The call in the winning branch of a `select!` whose other branch waits on a long timer;
+/// the timer branch stays pending, and the body waits on a timer afterwards.
+async fn selected(call: Call, tokio_timers: bool) -> Outcome {
+    let slow = pause(Duration::from_secs(30), tokio_timers);
+    tokio::pin!(slow);
+    tokio::select! {
+        outcome = async { pause(Duration::from_millis(1), tokio_timers).await; call() } => {
+            pause(Duration::from_millis(1), tokio_timers).await;
+            outcome
+        }
+        () = &mut slow => Outcome::Panic("the 30 s timer branch won".to_owned()),
+    }
+}
+
+/// The call nested in a future that joins a ticking sibling, that future run by
+/// `run_blocking` (whose polls have a runtime entered, so the sibling uses tokio's timer).
+fn nested(call: Call, helper_first: bool) -> Outcome {
+    let outer = panic::catch_unwind(AssertUnwindSafe(|| {
+        bridge_tokio::run_blocking(joined(call, true, helper_first))
+    }));
+    outer
+        .unwrap_or_else(|payload| Outcome::Panic(format!("the outer call: {}", message(&*payload))))
+}
+
+/// Runs its closure when dropped.
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// Unwinds on purpose (raised with `resume_unwind`, which runs no panic hook).
+struct Unwinding;
+
+/// The call from a `Drop` that runs while a panic unwinds through it.
+fn while_unwinding(call: Call) -> Outcome {
+    let slot = Arc::new(Mutex::new(None));
+    let filled = slot.clone();
+    let caught = panic::catch_unwind(AssertUnwindSafe(move || {
+        let _guard = OnDrop(Some(move || {
+            let outcome = if std::thread::panicking() {
+                call()
+            } else {
+                Outcome::Panic("the drop ran without a panic unwinding".to_owned())
+            };
+            *filled.lock().unwrap() = Some(outcome);
+        }));
+        panic::resume_unwind(Box::new(Unwinding));
+    }));
+    assert!(caught.is_err_and(|payload| payload.is::<Unwinding>()));
+    let outcome = slot.lock().unwrap().take();
+    outcome.unwrap_or_else(|| Outcome::Panic("the drop left no outcome".to_owned()))
+}
+
+/// A call registered to run in a thread-local destructor; reports there.
+struct AtExit {
+    call: Option<Call>,
+    report: Report,
+}
+
+impl Drop for AtExit {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.report.send(call());
+        }
+    }
+}
+
+thread_local! {
+    static AT_EXIT: RefCell<Vec<AtExit>> = const { RefCell::new(Vec::new()) };
+}
+
+fn site(cell: Cell, report: Report) -> Site {
+    let Cell { entry, future, .. } = cell;
+    let call: Call = Box::new(move || call(entry, (CORPUS[future].make)(seed_of(future))));
+    let timers = cell.ctx.has_tokio_timers();
+    let helper_first = future % 2 == 0;
+    match cell.shape {
+        Shape::Plain => Site::Sync(Box::new(move || Some(call()))),
+        Shape::JoinedSibling => Site::Async(Box::pin(async move {
+            Some(joined(call, timers, helper_first).await)
+        })),
+        Shape::SelectedSibling => {
+            Site::Async(Box::pin(async move { Some(selected(call, timers).await) }))
+        }
+        Shape::NestedInJoin => Site::Sync(Box::new(move || Some(nested(call, helper_first)))),
+        Shape::DropWhileUnwinding => Site::Sync(Box::new(move || Some(while_unwinding(call)))),
+        Shape::ThreadLocalDestructor => Site::Sync(Box::new(move || {
+            let at_exit = AtExit {
+                call: Some(call),
+                report,
+            };
+            AT_EXIT.with(|slot| slot.borrow_mut().push(at_exit));
+            None
+        })),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Contexts.
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `f` with a multi-thread runtime: a fresh one (dropped afterwards, so that its
+/// threads exit) or the process's shared one, which lives as long as the process, and with
+/// it the connection drivers that the pooled client spawns on it.
+fn with_multi_thread<R>(fresh: bool, f: impl FnOnce(&tokio::runtime::Runtime) -> R) -> R {
+    static SHARED: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    if fresh {
+        let runtime = multi_thread();
+        let result = f(&runtime);
+        drop(runtime);
+        result
+    } else {
+        f(SHARED.get_or_init(multi_thread))
+    }
+}
+
+fn joined_task(result: Result<Option<Outcome>, tokio::task::JoinError>) -> Option<Outcome> {
+    result.unwrap_or_else(|error| match error.try_into_panic() {
+        Ok(payload) => Some(Outcome::Panic(format!("the task: {}", message(&*payload)))),
+        Err(error) => Some(Outcome::Panic(format!("the task: {error}"))),
+    })
+}
+
+/// Runs `site` in `ctx`. `fresh`: every runtime and pool is made for the call and dropped
+/// after it (the thread-local destructor shape needs their threads to exit).
+fn in_context(ctx: Ctx, site: Site, fresh: bool) -> Option<Outcome> {
+    use tokio::task::{LocalSet, spawn_blocking, spawn_local};
+    match ctx {
+        Ctx::PlainThread => site.run(),
+        Ctx::RayonWorker => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            pool.install(move || site.run())
+        }
+        Ctx::FuturesExecutor => futures::executor::block_on(site.into_body()),
+        Ctx::MtWorkerTask => with_multi_thread(fresh, |rt| {
+            joined_task(rt.block_on(async move { tokio::spawn(site.into_body()).await }))
+        }),
+        Ctx::MtBlockOnBody => with_multi_thread(fresh, |rt| rt.block_on(site.into_body())),
+        Ctx::MtSpawnBlocking => with_multi_thread(fresh, |rt| {
+            joined_task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
+        }),
+        Ctx::CtBody => current_thread().block_on(site.into_body()),
+        Ctx::CtTask => {
+            let rt = current_thread();
+            joined_task(rt.block_on(async move { tokio::spawn(site.into_body()).await }))
+        }
+        Ctx::CtSpawnBlocking => {
+            let rt = current_thread();
+            joined_task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
+        }
+        Ctx::CtLocalSetBody => LocalSet::new().block_on(&current_thread(), site.into_body()),
+        Ctx::CtSpawnLocal => {
+            let rt = current_thread();
+            joined_task(
+                LocalSet::new().block_on(&rt, async move { spawn_local(site.into_body()).await }),
+            )
+        }
+        Ctx::MtLocalSetBody => {
+            with_multi_thread(fresh, |rt| LocalSet::new().block_on(rt, site.into_body()))
+        }
+        Ctx::MtSpawnLocal => with_multi_thread(fresh, |rt| {
+            joined_task(
+                LocalSet::new().block_on(rt, async move { spawn_local(site.into_body()).await }),
+            )
+        }),
+        Ctx::MtRunUntil => with_multi_thread(fresh, |rt| {
+            rt.block_on(async move { LocalSet::new().run_until(site.into_body()).await })
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The watchdog: jobs on threads of their own.
+
+/// Where a job sends its outcome.
+#[derive(Clone)]
+struct Report {
+    index: usize,
+    tx: mpsc::Sender<(usize, Outcome)>,
+}
+
+impl Report {
+    fn send(&self, outcome: Outcome) {
+        let _ = self.tx.send((self.index, outcome));
+    }
+}
+
+type Job = Box<dyn FnOnce(Report) + Send>;
+
+/// Jobs started while fewer than this many started less than `YOUNG` ago.
+const SLOTS: usize = 4;
+
+/// A job running longer than this no longer holds a slot (it is probably hung; it still
+/// has until `WATCHDOG` to report).
+const YOUNG: Duration = Duration::from_millis(500);
+
+/// Runs every job on a thread of its own and returns their outcomes: a job that reports
+/// nothing within `WATCHDOG` of its start is a `Hang` (its thread is left behind).
+fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
+    let (tx, rx) = mpsc::channel();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; jobs.len()];
+    let mut running: Vec<(usize, Instant)> = Vec::new();
+    let mut pending = jobs.into_iter().enumerate();
+    let mut next = pending.next();
+    while next.is_some() || !running.is_empty() {
+        let now = Instant::now();
+        let young = running
+            .iter()
+            .filter(|(_, start)| now - *start < YOUNG)
+            .count();
+        if young < SLOTS {
+            if let Some((index, job)) = next.take() {
+                let report = Report {
+                    index,
+                    tx: tx.clone(),
+                };
+                std::thread::Builder::new()
+                    .name(format!("diff-job-{index}"))
+                    .spawn(move || job(report))
+                    .unwrap();
+                running.push((index, now));
+                next = pending.next();
+                continue;
+            }
+        }
+        let mut wake = running.iter().map(|(_, start)| *start + WATCHDOG).min();
+        if next.is_some() {
+            let aging = running
+                .iter()
+                .map(|(_, start)| *start + YOUNG)
+                .filter(|at| *at > now)
+                .min();
+            wake = wake.into_iter().chain(aging).min();
+        }
+        let wait = wake.map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+        if let Ok((index, outcome)) = rx.recv_timeout(wait) {
+            if let Some(at) = running.iter().position(|(i, _)| *i == index) {
+                running.swap_remove(at);
+                outcomes[index] = Some(outcome);
+            }
+        }
+        let now = Instant::now();
+        running.retain(|(index, start)| {
+            let hung = now - *start >= WATCHDOG;
+            if hung {
+                outcomes[*index] = Some(Outcome::Hang);
+            }
+            !hung
+        });
+    }
+    outcomes.into_iter().map(Option::unwrap).collect()
+}
+
+fn cell_job(cell: Cell) -> Job {
+    Box::new(move |report: Report| {
+        let thread_local = cell.shape == Shape::ThreadLocalDestructor;
+        if thread_local && cell.future % 2 == 0 {
+            // Registered before anything of tokio on this thread, so the destructor runs
+            // after tokio's own (on the threads the job owns; the others register at the
+            // call site, and run before).
+            AT_EXIT.with(|_| ());
+        }
+        let site = site(cell, report.clone());
+        match panic::catch_unwind(AssertUnwindSafe(|| {
+            in_context(cell.ctx, site, thread_local)
+        })) {
+            Ok(Some(outcome)) => report.send(outcome),
+            Ok(None) => {}
+            Err(payload) => report.send(Outcome::Panic(format!(
+                "the harness: {}",
+                message(&*payload)
+            ))),
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// The references.
+
+/// What every cell of a column must give.
+struct Expected {
+    /// Each future under `Runtime::block_on` on a fresh multi-thread runtime.
+    reference: Vec<Outcome>,
+    /// Each future through `run_blocking` on a plain thread (where no runtime is entered and
+    /// nothing can refuse): the expectation where tokio refuses the future.
+    anchor: Vec<Outcome>,
+}
+
+impl Expected {
+    /// The value column `future` must give, and what is wrong with the references.
+    fn want(&self, future: usize) -> (Option<u64>, Option<String>) {
+        let entry = &CORPUS[future];
+        let anchor = match &self.anchor[future] {
+            Outcome::Value(v) => Some(*v),
+            _ => None,
+        };
+        match (&self.reference[future], entry.refused_by_tokio) {
+            (Outcome::Value(v), false) => (Some(*v), None),
+            (Outcome::Value(v), true) => (
+                Some(*v),
+                Some(format!(
+                    "marked as refused by tokio, but Runtime::block_on gave {v:#x}"
+                )),
+            ),
+            (Outcome::Panic(_), true) if anchor.is_some() => (anchor, None),
+            (Outcome::Panic(_), true) => (
+                None,
+                Some(format!(
+                    "the plain-thread anchor gave {:?}",
+                    self.anchor[future]
+                )),
+            ),
+            (other, _) => (anchor, Some(format!("Runtime::block_on gave {other:?}"))),
+        }
+    }
+}
+
+fn expected() -> &'static Expected {
+    static EXPECTED: OnceLock<Expected> = OnceLock::new();
+    EXPECTED.get_or_init(|| {
+        // The anchors first: each reference's runtime is dropped after it, with the drivers
+        // of the pooled connections it made, which nothing in this process uses afterwards.
+        let mut jobs: Vec<Job> = Vec::new();
+        for (future, entry) in CORPUS.iter().enumerate() {
+            let make = entry.make;
+            jobs.push(Box::new(move |report: Report| {
+                report.send(call(EntryPoint::RunBlocking, make(seed_of(future))));
+            }));
+        }
+        for (future, entry) in CORPUS.iter().enumerate() {
+            let make = entry.make;
+            jobs.push(Box::new(move |report: Report| {
+                let runtime = multi_thread();
+                let work = make(seed_of(future));
+                let outcome = match panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(work)))
+                {
+                    Ok(value) => Outcome::Value(value),
+                    Err(payload) => Outcome::Panic(message(&*payload)),
+                };
+                drop(runtime);
+                report.send(outcome);
+            }));
+        }
+        let mut anchor = run_jobs(jobs);
+        let reference = anchor.split_off(CORPUS.len());
+        Expected { reference, anchor }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// The child process, and the check.
+
+const CHILD_VAR: &str = "BRIDGE_DIFF_CHILD";
+const CELL_LINE: &str = "@@cell\t";
+
+/// How long a child may take for all its cells.
+const CHILD_LIMIT: Duration = Duration::from_secs(600);
+
+/// Runs `cells` (in a child process: a hang leaves threads behind and an abort must not take
+/// the test binary down) and checks every outcome against the references; fails with the
+/// table if any differs, and prints it anyway under `BRIDGE_DIFF_TABLE=1`.
+pub fn check(test: &str, title: &str, cells: Vec<Cell>) {
+    if std::env::var(CHILD_VAR).as_deref() == Ok(test) {
+        let outcomes = run_jobs(cells.into_iter().map(cell_job).collect());
+        let mut out = std::io::stdout().lock();
+        for (index, outcome) in outcomes.iter().enumerate() {
+            writeln!(out, "{CELL_LINE}{index}\t{}", outcome.encode()).unwrap();
+        }
+        out.flush().unwrap();
+        // The threads of hung cells are still there: end the process, not the test.
+        std::process::exit(0);
+    }
+    let expected = expected();
+    let outcomes = run_child(test, cells.len());
+    let table = Table::new(title, &cells, &outcomes, expected);
+    let (failed, references) = (table.failed, table.broken_references);
+    let text = table.render();
+    let verdict = format!("{test}: {failed} cells differ, {references} references failed");
+    if std::env::var("BRIDGE_DIFF_TABLE").as_deref() == Ok("1") {
+        println!("{text}");
+        assert!(failed + references == 0, "{verdict} (the table is above)");
+    }
+    assert!(failed + references == 0, "{verdict}\n{text}");
+}
+
+fn run_child(test: &str, cells: usize) -> Vec<Outcome> {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_VAR, test)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stderr.read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; cells];
+    let deadline = Instant::now() + CHILD_LIMIT;
+    let mut killed = false;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                // The harness may have printed the test's name on the same line.
+                let Some(at) = line.find(CELL_LINE) else {
+                    continue;
+                };
+                let rest = &line[at + CELL_LINE.len()..];
+                let (index, outcome) = rest.split_once('\t').unwrap();
+                let index: usize = index.parse().unwrap();
+                outcomes[index] = Some(Outcome::decode(outcome).unwrap());
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                killed = true;
+                break;
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    let why = if killed {
+        format!(
+            "the child ran past {} s and was killed",
+            CHILD_LIMIT.as_secs()
+        )
+    } else {
+        let tail: String = stderr
+            .chars()
+            .rev()
+            .take(600)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("the child exited ({status}) before reporting: {tail}")
+    };
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Outcome::Gone(why.clone())))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The table.
+
+struct Table {
+    title: String,
+    columns: usize,
+    rows: Vec<(String, Vec<String>)>,
+    notes: BTreeMap<String, usize>,
+    legend: Vec<String>,
+    references: Vec<String>,
+    counts: BTreeMap<&'static str, usize>,
+    /// Cells that are not `ok`.
+    failed: usize,
+    /// Columns whose reference is not what it must be.
+    broken_references: usize,
+}
+
+impl Table {
+    fn new(title: &str, cells: &[Cell], outcomes: &[Outcome], expected: &Expected) -> Self {
+        let columns = CORPUS.len();
+        let mut table = Table {
+            title: title.to_owned(),
+            columns,
+            rows: Vec::new(),
+            notes: BTreeMap::new(),
+            legend: Vec::new(),
+            references: Vec::new(),
+            counts: BTreeMap::new(),
+            failed: 0,
+            broken_references: 0,
+        };
+        let mut wants = Vec::new();
+        for (future, entry) in CORPUS.iter().enumerate() {
+            let (want, problem) = expected.want(future);
+            if let Some(problem) = problem {
+                table.broken_references += 1;
+                table
+                    .references
+                    .push(format!("  f{future:02} {}: {problem}", entry.name));
+            } else if entry.refused_by_tokio {
+                table.references.push(format!(
+                    "  f{future:02} {}: refused by Runtime::block_on ({:?}); compared with the plain-thread run_blocking value {:#x}",
+                    entry.name,
+                    expected.reference[future],
+                    want.unwrap_or_default()
+                ));
+            }
+            wants.push(want);
+        }
+        let rotated = cells.iter().any(|c| !c.row_per_entry);
+        for (future, corpus_entry) in CORPUS.iter().enumerate() {
+            let entry = cells
+                .iter()
+                .find(|c| c.future == future && !c.row_per_entry)
+                .map(|c| format!(" (entry point: {})", c.entry.name()));
+            table.legend.push(format!(
+                "  f{future:02} {}{}",
+                corpus_entry.name,
+                if rotated {
+                    entry.unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for (cell, outcome) in cells.iter().zip(outcomes) {
+            let row = cell.row();
+            if table.rows.last().is_none_or(|(label, _)| *label != row) {
+                table.rows.push((row, vec!["-".to_owned(); columns]));
+            }
+            let text = table.cell_text(outcome, wants[cell.future]);
+            table.rows.last_mut().unwrap().1[cell.future] = text;
+        }
+        table
+    }
+
+    fn note(&mut self, kind: &'static str, text: String) -> String {
+        let next = self.notes.len() + 1;
+        let number = *self.notes.entry(text).or_insert(next);
+        format!("{kind}[{number}]")
+    }
+
+    fn cell_text(&mut self, outcome: &Outcome, want: Option<u64>) -> String {
+        let kind = match outcome {
+            Outcome::Value(v) if Some(*v) == want => "ok",
+            Outcome::Value(_) => "wrong",
+            Outcome::Panic(_) => "panic",
+            Outcome::Error(_) => "error",
+            Outcome::Hang => "hang",
+            Outcome::Gone(_) => "gone",
+        };
+        *self.counts.entry(kind).or_default() += 1;
+        if kind != "ok" {
+            self.failed += 1;
+        }
+        match outcome {
+            Outcome::Value(v) if Some(*v) == want => "ok".to_owned(),
+            Outcome::Value(v) => match want {
+                Some(w) => self.note("wrong", format!("wrong: got {v:#x} vs want {w:#x}")),
+                None => self.note("wrong", format!("got {v:#x}, no reference to compare with")),
+            },
+            Outcome::Panic(m) => self.note("panic", format!("panic: {m}")),
+            Outcome::Error(m) => self.note("error", format!("error: {m}")),
+            Outcome::Hang => "hang".to_owned(),
+            Outcome::Gone(m) => self.note("gone", format!("gone: {m}")),
+        }
+    }
+
+    fn render(&self) -> String {
+        let label_width = self.rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+        let width = self
+            .rows
+            .iter()
+            .flat_map(|(_, cells)| cells.iter().map(String::len))
+            .max()
+            .unwrap_or(3)
+            .max(3);
+        let mut out = String::new();
+        let cells: usize = self.counts.values().sum();
+        let counts: Vec<_> = self
+            .counts
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(
+            out,
+            "== {}: {cells} cells: {}",
+            self.title,
+            counts.join(", ")
+        )
+        .unwrap();
+        write!(out, "{:label_width$} ", "").unwrap();
+        for future in 0..self.columns {
+            write!(out, " {:width$}", format!("f{future:02}")).unwrap();
+        }
+        writeln!(out).unwrap();
+        for (label, cells) in &self.rows {
+            write!(out, "{label:label_width$} ").unwrap();
+            for cell in cells {
+                write!(out, " {cell:width$}").unwrap();
+            }
+            writeln!(out).unwrap();
+        }
+        if !self.notes.is_empty() {
+            writeln!(out, "notes:").unwrap();
+            let mut notes: Vec<_> = self.notes.iter().collect();
+            notes.sort_by_key(|(_, n)| **n);
+            for (text, n) in notes {
+                writeln!(out, "  [{n}] {text}").unwrap();
+            }
+        }
+        if !self.references.is_empty() {
+            writeln!(out, "references:").unwrap();
+            for line in &self.references {
+                writeln!(out, "{line}").unwrap();
+            }
+        }
+        writeln!(out, "futures:").unwrap();
+        for line in &self.legend {
+            writeln!(out, "{line}").unwrap();
+        }
+        out
+    }
+}
