@@ -294,7 +294,7 @@ fn panel_lines(report: &ScenarioReport) -> Vec<(String, RGBColor)> {
     for (text, met) in report.verdicts() {
         let line = match met {
             Some(true) => format!("Goal met: {text}"),
-            Some(false) => format!("Goal NOT met: {text}"),
+            Some(false) => format!("Goal not met on this machine: {text}"),
             None => format!("Goal not measured: {text}"),
         };
         lines.push((line, if met == Some(true) { MET } else { MISSED }));
@@ -704,7 +704,7 @@ mod tests {
             notes: Vec::new(),
             rows: rows(name, &m),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         };
         let svg = svg("demo", &[report("first"), report("second")]).unwrap();
         assert!(svg.starts_with("<svg"));

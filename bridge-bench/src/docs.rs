@@ -52,6 +52,16 @@ impl Machine {
         )
     }
 
+    /// The machine in a few words, for a goal that was not met on it: the CPU model, then
+    /// the CPUs, e.g. `AMD EPYC 7B13, 2 CPUs`.
+    pub fn short(&self) -> String {
+        format!(
+            "{}, {} CPUs",
+            self.cpu_model.as_deref().unwrap_or("model unknown"),
+            self.cpus
+        )
+    }
+
     /// One line that names the machine, the checkout and `mode`, for the head of a study's
     /// `results.md`.
     pub fn summary(&self, mode: &str) -> String {
@@ -317,6 +327,7 @@ mod tests {
             "Machine: 2 CPUs (AMD EPYC 7B13), linux x86_64, commit 83541f5, 2025-01-01 (UTC); \
              mode quick: 5 rounds per scenario, batches of ~3 ms, 1 run."
         );
+        assert_eq!(machine.short(), "AMD EPYC 7B13, 2 CPUs");
         machine.cpu_model = None;
         assert_eq!(machine.cpus_text(), "2 CPUs (model unknown)");
     }

@@ -633,9 +633,9 @@ mod tests {
         assert!(load.idle_kernels_per_s.iter().all(|&k| k > 0.0));
         assert_eq!(m.variants[0].background.len(), 3);
         assert!(m.variants[0].background.iter().all(|&k| k > 0.0));
-        // 20 ms of 100 µs iterations (and more, for the time the sleeps overshoot) is far
-        // more than one probe's worth of a 1 ms batch.
-        assert!(load.iters_per_round[0] >= 20, "{:?}", load.iters_per_round);
+        // A batch under load is sized to fill 20 ms, not one 1 ms probe: several of the 100 µs
+        // iterations, however far a busy machine makes each sleep overshoot (up to ~6 ms).
+        assert!(load.iters_per_round[0] >= 3, "{:?}", load.iters_per_round);
         assert!(m.variants[0].samples.iter().all(|&ns| ns >= 100_000.0));
     }
 }

@@ -3,12 +3,21 @@
 //! fixed and the takeaway.
 //!
 //! ```text
-//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--runs N] [--out DIR] [--docs DOCS]
+//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
 //! ```
 //!
 //! `--runs N` runs each study N times in a row in this process (default 1; the reference
 //! pages use 3) and reports each variant's median of every run and their range; a goal is
 //! stated as met only when it is met in every run.
+//!
+//! Each study ends with a table of its goals (`STUDY / goals`): per goal, in how many of the
+//! runs it was met and the figure, the measured value against the bound; `all` closes with
+//! one table of every goal of every study. A goal is a target, and missing it is a finding
+//! about the machine the study ran on (it is labelled `not met on this machine (CPU, N
+//! CPUs)`), so the exit status is 0 whatever the goals say. `--strict` makes a goal that was
+//! not met (in some run) a failure: everything is still printed and written, then the
+//! process exits with status 1. A goal that could not be measured is reported as such and
+//! fails nothing.
 //!
 //! Each study writes into `DIR/STUDY/` (`DIR` is `target/bridge-bench` unless `--out` says
 //! otherwise):
@@ -58,6 +67,11 @@ struct Cli {
     /// only when it is met in every run. The reference pages use 3.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// Exit with status 1 when a goal was not met in some run (after printing and writing
+    /// everything). Without it a missed goal is a finding of this machine, and the exit
+    /// status is 0.
+    #[arg(long)]
+    strict: bool,
     /// The output directory; each study writes `DIR/STUDY/results.csv`, `results.md` and
     /// `chart.svg`.
     #[arg(long, value_name = "DIR", default_value = "target/bridge-bench")]
@@ -76,7 +90,14 @@ fn study_names() -> PossibleValuesParser {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(missed) if cli.strict && missed > 0 => {
+            eprintln!(
+                "error: {missed} goal{} not met (--strict)",
+                if missed == 1 { " was" } else { "s were" }
+            );
+            ExitCode::FAILURE
+        }
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -84,7 +105,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> Result<(), String> {
+/// Runs the selected studies and returns how many goals were not met.
+fn run(cli: &Cli) -> Result<usize, String> {
     let selected: Vec<_> = if cli.study == "all" {
         studies::ALL.iter().collect()
     } else {
@@ -108,10 +130,13 @@ fn run(cli: &Cli) -> Result<(), String> {
     );
     // Read before the studies run, so that a page's facts are those of its run.
     let machine = docs::Machine::detect();
+    report::set_machine(machine.short());
     let command = docs::command_line(std::env::args_os().skip(1));
     let stdout_err = |e: io::Error| format!("cannot write to stdout: {e}");
     let mut out = io::stdout().lock();
     writeln!(out, "# bridge-bench ({mode}, {})\n", machine.cpus_text()).map_err(stdout_err)?;
+    let studies = selected.len();
+    let mut goals = Vec::new();
     for study in selected {
         let mut runs = Vec::new();
         let mut took = std::time::Duration::ZERO;
@@ -128,19 +153,26 @@ fn run(cli: &Cli) -> Result<(), String> {
             runs.push(reports);
         }
         let reports = report::merge_runs(runs);
-        let rows: Vec<_> = reports
-            .iter()
-            .flat_map(|r| r.rows.iter().cloned())
-            .collect();
         let dir = cli.out.join(study.name);
         let cannot =
             |path: &std::path::Path, e: io::Error| format!("cannot write {}: {e}", path.display());
         let csv = dir.join("results.csv");
-        report::write_csv(&csv, &rows).map_err(|e| cannot(&csv, e))?;
-        let markdown = reports
+        report::write_csv(&csv, &reports).map_err(|e| cannot(&csv, e))?;
+        let mut markdown = reports
             .iter()
             .map(|r| format!("{}\n", r.markdown(study.name)))
             .collect::<String>();
+        let summary = report::study_summary(study.name, &reports);
+        if !summary.is_empty() {
+            markdown.push_str(&summary);
+            markdown.push('\n');
+        }
+        goals.extend(
+            reports
+                .iter()
+                .flat_map(report::ScenarioReport::goal_lines)
+                .map(|line| (study.name, line)),
+        );
         write!(out, "{markdown}").map_err(stdout_err)?;
         let md = dir.join("results.md");
         let results = format!("{}\n\n{markdown}", machine.summary(&mode));
@@ -169,5 +201,17 @@ fn run(cli: &Cli) -> Result<(), String> {
             writeln!(out, "Wrote the reference page {}\n", path.display()).map_err(stdout_err)?;
         }
     }
-    Ok(())
+    if studies > 1 && !goals.is_empty() {
+        write!(
+            out,
+            "## Goals of every study\n\n{}\n\n{}",
+            report::goals_count(&goals),
+            report::goals_table(&goals, true)
+        )
+        .map_err(stdout_err)?;
+    }
+    Ok(goals
+        .iter()
+        .filter(|(_, line)| line.verdict() == Some(false))
+        .count())
 }

@@ -3,9 +3,11 @@
 use crate::harness::Measurement;
 use crate::progress;
 use crate::stats::{Summary, ratio};
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// The variant every ratio is taken against.
 pub const BASELINE: &str = "bridge";
@@ -139,76 +141,161 @@ pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
         .collect()
 }
 
-/// The CSV header line, without the line break. The columns after `ratio_to_bridge` came
-/// later, so they come last: `runs` and `run_medians_ns` (each run's median, `;`-separated;
-/// `median_ns` is then the median of those), and under a background load `bg_kernels_per_s`
-/// (background kernels per second during the variant's batches), `bg_vs_idle` (that over the
-/// baseline with the background alone) and `bg_idle_kernels_per_s` (the baseline), empty on
-/// an idle machine.
-pub const CSV_HEADER: &str = "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,\
-     min_ns,max_ns,ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
-     bg_idle_kernels_per_s";
-
-/// Renders rows as CSV: a header, then one line per row; nanoseconds with 1 decimal,
-/// ratios with 3, kernels per second with none.
-pub fn csv(rows: &[Row]) -> String {
-    let mut out = format!("{CSV_HEADER}\n");
-    for r in rows {
-        let run_medians = r
-            .run_medians
-            .iter()
-            .map(|m| format!("{m:.1}"))
-            .collect::<Vec<_>>()
-            .join(";");
-        let background = r.background.as_ref().map_or_else(
-            || ",,".to_owned(),
-            |b| {
-                format!(
-                    "{:.0},{:.3},{:.0}",
-                    b.kernels_per_s, b.vs_idle, b.idle_kernels_per_s
-                )
-            },
-        );
-        // Writing to a String cannot fail.
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{:.1},{:.1},{:.1},{:.3},{},{},{}",
-            csv_field(&r.scenario),
-            csv_field(&r.variant),
-            r.rounds,
-            r.iters_per_round,
-            r.ops_per_iter,
-            r.ns.median,
-            r.ns.min,
-            r.ns.max,
-            r.ratio_to_bridge,
-            r.run_medians.len(),
-            run_medians,
-            background
-        );
-    }
-    out
+/// One line of `results.csv`: a row of one scenario; the field names are the header. The
+/// columns after `ratio_to_bridge` came later, so they come last: `runs` and `run_medians_ns`
+/// (each run's median, `;`-separated; `median_ns` is then the median of those), under a
+/// background load `bg_kernels_per_s` (background kernels per second during the variant's
+/// batches), `bg_vs_idle` (that over the baseline with the background alone) and
+/// `bg_idle_kernels_per_s` (the baseline), empty on an idle machine; and `sample`, what each
+/// sample whose median, min and max the `*_ns` columns hold is (e.g. `ns/op`, or `I/O-only
+/// p99 ns` where a scenario's sample is a latency percentile). Nanoseconds have 1 decimal,
+/// ratios 3, kernels per second none.
+#[derive(Debug, Serialize)]
+struct CsvLine<'a> {
+    scenario: &'a str,
+    variant: &'a str,
+    rounds: usize,
+    iters_per_round: u64,
+    ops_per_iter: u64,
+    median_ns: String,
+    min_ns: String,
+    max_ns: String,
+    ratio_to_bridge: String,
+    runs: usize,
+    run_medians_ns: String,
+    bg_kernels_per_s: Option<String>,
+    bg_vs_idle: Option<String>,
+    bg_idle_kernels_per_s: Option<String>,
+    sample: String,
 }
 
-/// Quotes a field if it holds a comma, a quote or a line break (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+impl<'a> CsvLine<'a> {
+    fn of(r: &'a Row, measure: &Measure) -> Self {
+        let b = r.background.as_ref();
+        Self {
+            scenario: &r.scenario,
+            variant: &r.variant,
+            rounds: r.rounds,
+            iters_per_round: r.iters_per_round,
+            ops_per_iter: r.ops_per_iter,
+            median_ns: format!("{:.1}", r.ns.median),
+            min_ns: format!("{:.1}", r.ns.min),
+            max_ns: format!("{:.1}", r.ns.max),
+            ratio_to_bridge: format!("{:.3}", r.ratio_to_bridge),
+            runs: r.run_medians.len(),
+            run_medians_ns: r
+                .run_medians
+                .iter()
+                .map(|m| format!("{m:.1}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+            bg_kernels_per_s: b.map(|b| format!("{:.0}", b.kernels_per_s)),
+            bg_vs_idle: b.map(|b| format!("{:.3}", b.vs_idle)),
+            bg_idle_kernels_per_s: b.map(|b| format!("{:.0}", b.idle_kernels_per_s)),
+            sample: measure.label_in_ns(),
+        }
     }
 }
 
-/// Writes [`csv`] of `rows` to `path`, creating its parent directories.
+/// Renders the rows of `reports` as CSV: a header, then one line per row (see [`CsvLine`]).
+pub fn csv(reports: &[ScenarioReport]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for report in reports {
+        for row in &report.rows {
+            // Serializing strings and numbers into memory cannot fail.
+            let _ = writer.serialize(CsvLine::of(row, &report.measure));
+        }
+    }
+    let bytes = writer.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// Writes [`csv`] of `reports` to `path`, creating its parent directories.
 ///
 /// # Errors
 ///
 /// Any I/O error from creating the directories or writing the file.
-pub fn write_csv(path: &Path, rows: &[Row]) -> io::Result<()> {
+pub fn write_csv(path: &Path, reports: &[ScenarioReport]) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, csv(rows))
+    std::fs::write(path, csv(reports))
+}
+
+/// What a scenario's samples are, for its table's headers and its goals' figures: by default
+/// nanoseconds per operation, the median over rounds of each round's time per operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measure {
+    /// What a sample is, before its unit, e.g. `I/O-only p99`; empty for a time per operation.
+    pub what: &'static str,
+    /// The unit a sample is shown in, e.g. `ns` or `ms`.
+    pub unit: &'static str,
+    /// What the unit is per, e.g. `/op`; empty for a latency.
+    pub per: &'static str,
+    /// Nanoseconds in one `unit`.
+    pub ns_per_unit: f64,
+    /// Decimals a value is shown with.
+    pub decimals: usize,
+    /// How the samples were taken, in place of the sentence on rounds and their order, where
+    /// that sentence would not fit (e.g. one sample per variant, each in its own process).
+    pub sampling: Option<&'static str>,
+}
+
+impl Measure {
+    /// Nanoseconds per operation, the default.
+    pub const NS_PER_OP: Self = Self {
+        what: "",
+        unit: "ns",
+        per: "/op",
+        ns_per_unit: 1.0,
+        decimals: 1,
+        sampling: None,
+    };
+
+    /// A duration named `what` (e.g. `read p50`) shown in milliseconds.
+    pub const fn ms(what: &'static str) -> Self {
+        Self {
+            what,
+            unit: "ms",
+            per: "",
+            ns_per_unit: 1e6,
+            decimals: 2,
+            sampling: None,
+        }
+    }
+
+    /// The samples' name with their unit, e.g. `ns/op` or `read p50 ms`.
+    pub fn label(&self) -> String {
+        format!("{} {}{}", self.what, self.unit, self.per)
+            .trim()
+            .to_owned()
+    }
+
+    /// The samples' name with nanoseconds as the unit, for the CSV, e.g. `read p50 ns`.
+    fn label_in_ns(&self) -> String {
+        format!("{} ns{}", self.what, self.per).trim().to_owned()
+    }
+
+    /// `ns` nanoseconds in this unit, without the unit, e.g. `2.35`.
+    pub fn number(&self, ns: f64) -> String {
+        format!("{:.*}", self.decimals, ns / self.ns_per_unit)
+    }
+
+    /// `ns` nanoseconds in this unit, with the unit, e.g. `2.35 ms`; in nanoseconds, scaled
+    /// to three significant digits, e.g. `11.0 ns/op` or `13.4 µs/op`.
+    pub fn value(&self, ns: f64) -> String {
+        if self.ns_per_unit == 1.0 {
+            format!("{}{}", crate::chart::format_ns(ns), self.per)
+        } else {
+            format!("{} {}{}", self.number(ns), self.unit, self.per)
+        }
+    }
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Self::NS_PER_OP
+    }
 }
 
 /// A target for bridge against one peer: the peer's median must be at least `at_least`
@@ -284,11 +371,55 @@ pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
     ]
 }
 
-/// One goal judged on the rows of one run: met or not, and the numbers behind it.
+/// One goal judged on one run: met or not, the measured value and the bound it was held to
+/// (short, for the summary tables), and the numbers behind it (for the takeaway).
 #[derive(Debug, Clone, PartialEq)]
-struct Check {
-    met: bool,
-    detail: String,
+pub struct Check {
+    /// Whether the goal was met.
+    pub met: bool,
+    /// The measured value, e.g. `5.45x`.
+    pub value: String,
+    /// What the value is and the bound it was held to, e.g. `tokio / bridge >= 5.00x`.
+    pub bound: String,
+    /// The numbers behind the verdict, in words.
+    pub detail: String,
+}
+
+/// A goal a study judges itself, on numbers the generic goals do not see (e.g. a table of its
+/// own): its text and its check on each run (`None` where it was not measured).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The goal in words.
+    pub text: String,
+    /// Its check on each run, in run order: one entry for a single run.
+    pub runs: Vec<Option<Check>>,
+}
+
+impl Judged {
+    /// The goal `text` judged on one run.
+    pub fn once(text: impl Into<String>, check: Option<Check>) -> Self {
+        Self {
+            text: text.into(),
+            runs: vec![check],
+        }
+    }
+}
+
+static MACHINE: OnceLock<String> = OnceLock::new();
+
+/// Names the machine the goals are judged on, e.g. `Intel(R) Xeon(R) Processor, 2 CPUs`,
+/// for [`not_met`]; the first call wins.
+pub fn set_machine(label: String) {
+    let _ = MACHINE.set(label);
+}
+
+/// How a goal that was missed is labelled: a finding of this machine, not a failure, e.g.
+/// `not met on this machine (Intel(R) Xeon(R) Processor, 2 CPUs)`.
+pub fn not_met() -> String {
+    match MACHINE.get() {
+        Some(machine) => format!("not met on this machine ({machine})"),
+        None => "not met on this machine".to_owned(),
+    }
 }
 
 fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
@@ -325,12 +456,17 @@ impl Goal {
             "; reached in {reached} of {} rounds",
             bridge.samples.len().min(peer.samples.len())
         );
-        Some(Check { met, detail })
+        Some(Check {
+            met,
+            value: format!("{:.2}x", peer.ratio_to_bridge),
+            bound: format!("{} / bridge >= {:.2}x", peer.variant, self.at_least),
+            detail,
+        })
     }
 }
 
 impl Budget {
-    fn check(&self, rows: &[Row]) -> Option<Check> {
+    fn check(&self, rows: &[Row], measure: &Measure) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let met = bridge.ns.median <= self.max_ns;
         let reached = bridge
@@ -340,11 +476,12 @@ impl Budget {
             .count();
         Some(Check {
             met,
+            value: measure.value(bridge.ns.median),
+            bound: format!("bridge <= {}", measure.value(self.max_ns)),
             detail: format!(
-                "bridge's median {:.1} ns, needed at most {:.1} ns; reached in {reached} of {} \
-                 rounds",
-                bridge.ns.median,
-                self.max_ns,
+                "bridge's median {}, needed at most {}; reached in {reached} of {} rounds",
+                measure.value(bridge.ns.median),
+                measure.value(self.max_ns),
                 bridge.samples.len()
             ),
         })
@@ -365,7 +502,7 @@ impl LoadGoal {
             .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))
     }
 
-    fn check(&self, rows: &[Row]) -> Option<Check> {
+    fn check(&self, rows: &[Row], measure: &Measure) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let bridge_bg = bridge.background.as_ref()?;
         let (peer, peer_bg) = self.fastest_peer(rows)?;
@@ -380,6 +517,11 @@ impl LoadGoal {
                     .count();
                 Check {
                     met: bridge_bg.vs_idle >= needed,
+                    value: format!("{:.3}x", bridge_bg.vs_idle),
+                    bound: format!(
+                        "background / idle >= {needed:.3}x; {} {:.3}x",
+                        peer.variant, peer_bg.vs_idle
+                    ),
                     detail: format!(
                         "background / idle-baseline: bridge {:.3}x, the fastest \
                          park-at-once peer, {}, {:.3}x, needed at least {needed:.3}x; reached \
@@ -400,12 +542,18 @@ impl LoadGoal {
                     .count();
                 Check {
                     met: bridge.ns.median <= peer.ns.median,
-                    detail: format!(
-                        "bridge's median {:.1} ns, that of {}, the fastest park-at-once \
-                         peer, {:.1} ns; reached in {reached} of {} rounds",
-                        bridge.ns.median,
+                    value: measure.value(bridge.ns.median),
+                    bound: format!(
+                        "bridge <= {} {}",
                         peer.variant,
-                        peer.ns.median,
+                        measure.value(peer.ns.median)
+                    ),
+                    detail: format!(
+                        "bridge's median {}, that of {}, the fastest park-at-once peer, {}; \
+                         reached in {reached} of {} rounds",
+                        measure.value(bridge.ns.median),
+                        peer.variant,
+                        measure.value(peer.ns.median),
                         bridge.samples.len().min(peer.samples.len())
                     ),
                 }
@@ -416,7 +564,7 @@ impl LoadGoal {
 }
 
 /// A scenario's results with its frame, ready to print.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScenarioReport {
     /// The scenario, e.g. `same-thread`.
     pub name: &'static str,
@@ -424,12 +572,17 @@ pub struct ScenarioReport {
     pub varied: String,
     /// What is the same for every variant.
     pub fixed: String,
+    /// What the samples are, for the table's headers (nanoseconds per operation unless said).
+    pub measure: Measure,
     /// The goals against peers quoted for this scenario, if any.
     pub goals: Vec<Goal>,
     /// The absolute goals for bridge's median quoted for this scenario, if any.
     pub budgets: Vec<Budget>,
     /// The goals under a background load quoted for this scenario, if any.
     pub load_goals: Vec<LoadGoal>,
+    /// The goals the study judged itself, on numbers of its own; over several runs, each
+    /// with every run's check.
+    pub judged: Vec<Judged>,
     /// Further observations measured alongside the timings (e.g. thread counts), one
     /// paragraph each, printed after the table.
     pub notes: Vec<String>,
@@ -438,6 +591,149 @@ pub struct ScenarioReport {
     /// Over several runs, each run's rows in run order; empty for a single run (then
     /// [`rows`](Self::rows) is the run).
     pub runs: Vec<Vec<Row>>,
+}
+
+/// One goal of one scenario in a summary table: its verdict over the runs and its figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalLine {
+    /// The scenario.
+    pub scenario: &'static str,
+    /// The goal in words.
+    pub goal: String,
+    /// Runs that met it.
+    pub met: usize,
+    /// Runs that measured it.
+    pub measured: usize,
+    /// Runs in all.
+    pub runs: usize,
+    /// The measured value of each run against the bound, e.g. `5.45x (tokio / bridge >=
+    /// 5.00x)`, or with several runs `5.45x / 4.90x (tokio / bridge >= 5.00x)`.
+    pub figure: String,
+}
+
+impl GoalLine {
+    /// Met in every run (`Some(true)`), missed or unmeasured in some run (`Some(false)`),
+    /// or measured in no run (`None`), as [`ScenarioReport::verdicts`] judges it.
+    pub fn verdict(&self) -> Option<bool> {
+        (self.measured > 0).then_some(self.met == self.runs)
+    }
+
+    /// `met in N of M runs`, followed by the verdict when it is not met: `not met on this
+    /// machine` (the table's caption names the machine) or `not measured`.
+    fn met_in(&self) -> String {
+        let count = format!(
+            "met in {} of {} run{}",
+            self.met,
+            self.runs,
+            if self.runs == 1 { "" } else { "s" }
+        );
+        match self.verdict() {
+            Some(true) => count,
+            Some(false) => format!("{count}: not met on this machine"),
+            None => "not measured".to_owned(),
+        }
+    }
+}
+
+/// The figure of a goal over its runs: each run's value, then the bound; runs' values that
+/// share a bound are listed once with it, e.g. `2.73x / 1.43x / 4.00x (tokio / bridge >=
+/// 2.00x)`.
+fn figure(runs: &[Option<Check>]) -> String {
+    let checks: Vec<&Check> = runs.iter().flatten().collect();
+    let Some(first) = checks.first() else {
+        return "-".to_owned();
+    };
+    if checks.iter().all(|c| c.bound == first.bound) {
+        let values: Vec<&str> = checks.iter().map(|c| c.value.as_str()).collect();
+        format!("{} ({})", values.join(" / "), first.bound)
+    } else {
+        checks
+            .iter()
+            .map(|c| format!("{} ({})", c.value, c.bound))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// The summary table of `lines`: a row per goal, with `study` as the first column when it is
+/// given (the closing table of every study); empty when there are no goals.
+pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    if with_study {
+        out.push_str("| study | scenario | goal | met in N of M runs | figure |\n");
+        out.push_str("| --- | --- | --- | --- | --- |\n");
+    } else {
+        out.push_str("| scenario | goal | met in N of M runs | figure |\n");
+        out.push_str("| --- | --- | --- | --- |\n");
+    }
+    for (study, line) in lines {
+        if with_study {
+            let _ = write!(out, "| {study} ");
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            line.scenario,
+            cell(&line.goal),
+            line.met_in(),
+            cell(&line.figure)
+        );
+    }
+    out
+}
+
+/// The head line of a summary table: how many goals were met, e.g. `5 of 7 goals met in
+/// every run; 2 not met on this machine (Intel Xeon, 2 CPUs), a finding of this machine
+/// rather than a failure of the run.`
+pub fn goals_count(lines: &[(&str, GoalLine)]) -> String {
+    let met = lines
+        .iter()
+        .filter(|(_, l)| l.verdict() == Some(true))
+        .count();
+    let missed = lines
+        .iter()
+        .filter(|(_, l)| l.verdict() == Some(false))
+        .count();
+    let unmeasured = lines.len() - met - missed;
+    let mut out = format!("{met} of {} goals met in every run", lines.len());
+    if missed > 0 {
+        let _ = write!(
+            out,
+            "; {missed} {}: a finding of this machine, not a failure of the run",
+            not_met()
+        );
+    }
+    if unmeasured > 0 {
+        let _ = write!(out, "; {unmeasured} not measured");
+    }
+    out.push('.');
+    out
+}
+
+/// The summary that ends a study's markdown: the count of goals met and their table; empty
+/// when the study states no goals.
+pub fn study_summary(study: &str, reports: &[ScenarioReport]) -> String {
+    let lines: Vec<(&str, GoalLine)> = reports
+        .iter()
+        .flat_map(ScenarioReport::goal_lines)
+        .map(|line| (study, line))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "### {study} / goals\n\n{}\n\n{}",
+        goals_count(&lines),
+        goals_table(&lines, false)
+    )
+}
+
+/// `text` made safe for a markdown table cell: `|` escaped, line breaks as spaces.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 impl ScenarioReport {
@@ -450,23 +746,49 @@ impl ScenarioReport {
         }
     }
 
-    /// Every goal, budget and load goal in words with its check on each run, in that order.
-    fn checks(&self) -> Vec<(&'static str, Vec<Option<Check>>)> {
+    /// Every goal, budget, load goal and judged goal in words with its check on each run, in
+    /// that order.
+    fn checks(&self) -> Vec<(String, Vec<Option<Check>>)> {
         let runs = self.run_rows();
+        let measure = &self.measure;
         let each = |check: &dyn Fn(&[Row]) -> Option<Check>| -> Vec<Option<Check>> {
             runs.iter().map(|rows| check(rows)).collect()
         };
         let mut out = Vec::new();
         for goal in &self.goals {
-            out.push((goal.text, each(&|rows| goal.check(rows))));
+            out.push((goal.text.to_owned(), each(&|rows| goal.check(rows))));
         }
         for budget in &self.budgets {
-            out.push((budget.text, each(&|rows| budget.check(rows))));
+            out.push((
+                budget.text.to_owned(),
+                each(&|rows| budget.check(rows, measure)),
+            ));
         }
         for goal in &self.load_goals {
-            out.push((goal.text, each(&|rows| goal.check(rows))));
+            out.push((
+                goal.text.to_owned(),
+                each(&|rows| goal.check(rows, measure)),
+            ));
+        }
+        for judged in &self.judged {
+            out.push((judged.text.clone(), judged.runs.clone()));
         }
         out
+    }
+
+    /// Each goal of the scenario as a line of the summary tables.
+    pub fn goal_lines(&self) -> Vec<GoalLine> {
+        self.checks()
+            .into_iter()
+            .map(|(goal, runs)| GoalLine {
+                scenario: self.name,
+                met: runs.iter().flatten().filter(|c| c.met).count(),
+                measured: runs.iter().flatten().count(),
+                runs: runs.len(),
+                figure: figure(&runs),
+                goal,
+            })
+            .collect()
     }
 
     /// The first sentence of the [`takeaway`](Self::takeaway): where bridge ranks, e.g.
@@ -507,7 +829,7 @@ impl ScenarioReport {
     /// Each goal, budget and load goal in words with its verdict, in that order: met
     /// (`Some(true)`, over several runs only when met in every run), missed (`Some(false)`)
     /// or not measured in any run (`None`), as the [`takeaway`](Self::takeaway) judges them.
-    pub fn verdicts(&self) -> Vec<(&'static str, Option<bool>)> {
+    pub fn verdicts(&self) -> Vec<(String, Option<bool>)> {
         self.checks()
             .into_iter()
             .map(|(text, runs)| (text, verdict(&runs)))
@@ -526,12 +848,8 @@ impl ScenarioReport {
             match (verdict(&runs), runs.as_slice()) {
                 (None, _) => out.push_str("not measured."),
                 (Some(met), [Some(check)]) => {
-                    let _ = write!(
-                        out,
-                        "{} ({}).",
-                        if met { "met" } else { "NOT met" },
-                        check.detail
-                    );
+                    let verdict = if met { "met".to_owned() } else { not_met() };
+                    let _ = write!(out, "{verdict}: {}.", check.detail);
                 }
                 (Some(met), _) => {
                     let n = runs.len();
@@ -539,7 +857,7 @@ impl ScenarioReport {
                     if met {
                         let _ = write!(out, "met in all {n} runs (");
                     } else {
-                        let _ = write!(out, "NOT met: met in {met_in} of {n} runs (");
+                        let _ = write!(out, "{}: met in {met_in} of {n} runs (", not_met());
                     }
                     for (k, check) in runs.iter().enumerate() {
                         let sep = if k == 0 { "" } else { "; " };
@@ -569,14 +887,38 @@ impl ScenarioReport {
     pub fn markdown(&self, study: &str) -> String {
         let runs = self.runs.len().max(1);
         let background = self.rows.iter().any(|r| r.background.is_some());
+        let m = &self.measure;
+        let label = m.label();
+        // With one sample per run the min-max of a run's rounds is that sample: the column
+        // is left out, and the value is the sample (or the median of the runs' samples).
+        let one_round = self.rows.iter().all(|r| r.rounds == 1);
+        let (value, ratio_head, each_run) = match (one_round, runs > 1) {
+            (false, _) => (
+                format!("median {label}"),
+                "median / bridge's",
+                format!("run medians {label}"),
+            ),
+            (true, true) => (
+                format!("{label}, median of runs"),
+                "median / bridge's",
+                format!("each run's {label}"),
+            ),
+            (true, false) => (label.clone(), "ratio to bridge's", String::new()),
+        };
         let mut out = String::new();
         let _ = writeln!(out, "### {study} / {}\n", self.name);
         let _ = writeln!(out, "What we varied: {}\n", self.varied);
         let _ = writeln!(out, "Held fixed: {}\n", self.fixed);
-        out.push_str("| variant | median ns/op | min-max ns/op | median / bridge |");
-        let mut rule = "| --- | ---: | ---: | ---: |".to_owned();
+        let _ = write!(out, "| variant | {value} |");
+        let mut rule = "| --- | ---: |".to_owned();
+        if !one_round {
+            let _ = write!(out, " min-max {label} |");
+            rule.push_str(" ---: |");
+        }
+        let _ = write!(out, " {ratio_head} |");
+        rule.push_str(" ---: |");
         if runs > 1 {
-            out.push_str(" run medians ns/op | range across runs |");
+            let _ = write!(out, " {each_run} | range across runs {label} |");
             rule.push_str(" ---: | ---: |");
         }
         if background {
@@ -585,22 +927,22 @@ impl ScenarioReport {
         }
         let _ = writeln!(out, "\n{rule}");
         for r in &self.rows {
-            let _ = write!(
-                out,
-                "| {} | {:.1} | {:.1}-{:.1} | {:.2}x |",
-                r.variant, r.ns.median, r.ns.min, r.ns.max, r.ratio_to_bridge
-            );
+            let _ = write!(out, "| {} | {} |", r.variant, m.number(r.ns.median));
+            if !one_round {
+                let _ = write!(out, " {}-{} |", m.number(r.ns.min), m.number(r.ns.max));
+            }
+            let _ = write!(out, " {:.2}x |", r.ratio_to_bridge);
             if runs > 1 {
                 let medians = r
                     .run_medians
                     .iter()
-                    .map(|m| format!("{m:.1}"))
+                    .map(|&x| m.number(x))
                     .collect::<Vec<_>>()
                     .join(" / ");
                 let _ = write!(
                     out,
                     " {medians} | {} |",
-                    spread(&r.run_medians, r.ns.median)
+                    spread(&r.run_medians, r.ns.median, m)
                 );
             }
             if background {
@@ -618,23 +960,35 @@ impl ScenarioReport {
             out.push('\n');
         }
         if let Some(r) = self.rows.first() {
-            let _ = write!(out, "\n{}", self.rounds_text(r.rounds, r.ops_per_iter));
-            out.push_str(
-                " per variant, in orders balanced across rounds (each runs right after each other \
-                 one equally often)",
-            );
-            if background {
-                out.push_str(", with one baseline batch (the background alone) per round");
+            match m.sampling {
+                Some(sampling) => {
+                    let _ = writeln!(out, "\n{sampling}");
+                }
+                None => {
+                    let _ = write!(out, "\n{}", self.rounds_text(r.rounds, r.ops_per_iter));
+                    out.push_str(
+                        " per variant, in orders balanced across rounds (each runs right after \
+                         each other one equally often)",
+                    );
+                    if background {
+                        out.push_str(", with one baseline batch (the background alone) per round");
+                    }
+                    out.push_str(".\n");
+                }
             }
-            out.push_str(".\n");
             if runs > 1 {
                 let _ = writeln!(
                     out,
-                    "\nOver the {runs} runs: median ns/op is the median of the runs' medians, \
-                     min-max spans every round of every run, run medians lists each run's \
-                     median in run order, and range across runs is the lowest to the highest \
-                     run median, with its width as a share of the median in parentheses{}. A \
-                     goal is met only when it is met in every run.",
+                    "\nOver the {runs} runs: {value} is the median of the runs' {}{}, {each_run} \
+                     lists them in run order, and range across runs is the lowest to the \
+                     highest, with its width as a share of the median in parentheses{}. A goal \
+                     is met only when it is met in every run.",
+                    if one_round { "values" } else { "medians" },
+                    if one_round {
+                        ""
+                    } else {
+                        ", min-max spans every round of every run"
+                    },
                     if background {
                         "; background kernels/s and background / idle-baseline are medians of \
                          the runs' medians, the latter with the range across runs"
@@ -741,10 +1095,12 @@ fn range_of(values: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// `MIN-MAX (W%)`: the range of the run medians and its width against `median`.
-fn spread(run_medians: &[f64], median: f64) -> String {
+fn spread(run_medians: &[f64], median: f64, m: &Measure) -> String {
     match range_of(run_medians) {
         Some((min, max)) => format!(
-            "{min:.1}-{max:.1} ({:.0}%)",
+            "{}-{} ({:.0}%)",
+            m.number(min),
+            m.number(max),
             ratio(max - min, median) * 100.0
         ),
         None => "-".to_owned(),
@@ -801,9 +1157,27 @@ fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioRe
             .flat_map(|(k, run)| run.notes.iter().map(move |n| format!("Run {}: {n}", k + 1)))
             .collect()
     };
+    // Each judged goal of the first run, with its check on every run (by its text).
+    let judged = first
+        .judged
+        .iter()
+        .map(|goal| Judged {
+            text: goal.text.clone(),
+            runs: runs
+                .iter()
+                .map(|run| {
+                    run.judged
+                        .iter()
+                        .find(|j| j.text == goal.text)
+                        .and_then(|j| j.runs.first().cloned().flatten())
+                })
+                .collect(),
+        })
+        .collect();
     ScenarioReport {
         notes,
         rows,
+        judged,
         runs: runs.iter().map(|run| run.rows.clone()).collect(),
         ..first
     }
@@ -884,22 +1258,33 @@ mod tests {
 
     #[test]
     fn csv_has_header_and_formatted_rows() {
-        let rows = rows("same-thread", &measurement());
+        let report = ScenarioReport {
+            rows: rows("same-thread", &measurement()),
+            ..Default::default()
+        };
         assert_eq!(
-            csv(&rows),
+            csv(&[report]),
             "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,min_ns,max_ns,\
              ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
-             bg_idle_kernels_per_s\n\
-             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,\n\
-             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,\n"
+             bg_idle_kernels_per_s,sample\n\
+             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,,ns/op\n\
+             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,,ns/op\n"
         );
     }
 
     #[test]
     fn csv_quotes_fields_with_commas_and_quotes() {
-        assert_eq!(csv_field("bounded(1)"), "bounded(1)");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        let mut rows = rows("a,b", &measurement());
+        rows[1].variant = "say \"hi\"".to_owned();
+        let report = ScenarioReport {
+            rows,
+            measure: Measure::ms("read p50"),
+            ..Default::default()
+        };
+        let text = csv(&[report]);
+        assert!(text.contains("\n\"a,b\",bridge,"), "{text}");
+        assert!(text.contains("\n\"a,b\",\"say \"\"hi\"\"\",3,"), "{text}");
+        assert!(text.ends_with(",read p50 ns\n"), "{text}");
     }
 
     #[test]
@@ -914,7 +1299,7 @@ mod tests {
             notes: vec!["Threads: 5.".to_owned()],
             rows: rows("s", m),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         };
         let one = report(&m).markdown("study");
         assert!(one.contains("\n3 rounds of 1000 iterations per variant, in orders balanced"));
@@ -946,15 +1331,15 @@ mod tests {
             notes: Vec::new(),
             rows: rows("s", &measurement()),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             report.takeaway(),
             "bridge is fastest; the next, tokio, takes 5.45x as long. \
-             Goal \"5x faster than tokio\": met (tokio at 5.45x bridge's median, needed 5.00x; \
-             reached in 3 of 3 rounds). \
-             Goal \"6x faster than tokio\": NOT met (tokio at 5.45x bridge's median, needed \
-             6.00x; reached in 1 of 3 rounds)."
+             Goal \"5x faster than tokio\": met: tokio at 5.45x bridge's median, needed 5.00x; \
+             reached in 3 of 3 rounds. \
+             Goal \"6x faster than tokio\": not met on this machine: tokio at 5.45x bridge's \
+             median, needed 6.00x; reached in 1 of 3 rounds."
         );
     }
 
@@ -983,7 +1368,7 @@ mod tests {
             notes: Vec::new(),
             rows: rows("s", &measurement()),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             report.ranking(),
@@ -993,9 +1378,9 @@ mod tests {
         assert_eq!(
             report.verdicts(),
             vec![
-                ("6x faster than tokio", Some(false)),
-                ("no slower than crossbeam", None),
-                ("at most 11.5 ns", Some(true)),
+                ("6x faster than tokio".to_owned(), Some(false)),
+                ("no slower than crossbeam".to_owned(), None),
+                ("at most 11.5 ns".to_owned(), Some(true)),
             ]
         );
         let empty = ScenarioReport {
@@ -1004,7 +1389,7 @@ mod tests {
         };
         assert_eq!(empty.ranking(), "No results.");
         assert_eq!(empty.takeaway(), "No results.");
-        assert_eq!(empty.verdicts()[2], ("at most 11.5 ns", None));
+        assert_eq!(empty.verdicts()[2], ("at most 11.5 ns".to_owned(), None));
     }
 
     #[test]
@@ -1031,17 +1416,17 @@ mod tests {
             notes: Vec::new(),
             rows: rows("s", &measurement()),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             report.takeaway(),
             "bridge is fastest; the next, tokio, takes 5.45x as long. \
-             Goal \"at most 1.25x tokio\": met (tokio at 5.45x bridge's median, needed 0.80x, \
-             i.e. bridge at most 1.25x tokio; reached in 3 of 3 rounds). \
-             Goal \"at most 11.5 ns\": met (bridge's median 11.0 ns, needed at most 11.5 ns; \
-             reached in 2 of 3 rounds). \
-             Goal \"at most 10.5 ns\": NOT met (bridge's median 11.0 ns, needed at most 10.5 ns; \
-             reached in 1 of 3 rounds)."
+             Goal \"at most 1.25x tokio\": met: tokio at 5.45x bridge's median, needed 0.80x, \
+             i.e. bridge at most 1.25x tokio; reached in 3 of 3 rounds. \
+             Goal \"at most 11.5 ns\": met: bridge's median 11.0 ns/op, needed at most 11.5 \
+             ns/op; reached in 2 of 3 rounds. \
+             Goal \"at most 10.5 ns\": not met on this machine: bridge's median 11.0 ns/op, \
+             needed at most 10.5 ns/op; reached in 1 of 3 rounds."
         );
     }
 
@@ -1084,7 +1469,7 @@ mod tests {
             load_goals,
             notes: vec!["n".to_owned()],
             rows,
-            runs: Vec::new(),
+            ..Default::default()
         }
     }
 
@@ -1121,8 +1506,8 @@ mod tests {
         assert_eq!(
             r.verdicts(),
             vec![
-                (r.load_goals[0].text, Some(true)),
-                (r.load_goals[1].text, Some(true))
+                (r.load_goals[0].text.to_owned(), Some(true)),
+                (r.load_goals[1].text.to_owned(), Some(true))
             ]
         );
         let takeaway = r.takeaway();
@@ -1135,8 +1520,8 @@ mod tests {
         );
         assert!(
             takeaway.contains(
-                "bridge's median 10.0 ns, that of parker, the fastest park-at-once peer, 12.0 \
-                 ns; reached in 3 of 3 rounds"
+                "bridge's median 10.0 ns/op, that of parker, the fastest park-at-once peer, \
+                 12.0 ns/op; reached in 3 of 3 rounds"
             ),
             "{takeaway}"
         );
@@ -1144,6 +1529,98 @@ mod tests {
         let idle_rows = vec![row("bridge", &[1.0], None), row("parker", &[1.0], None)];
         let r = report(idle_rows, Vec::new(), busy_goals(&["parker"]));
         assert_eq!(r.verdicts()[0].1, None);
+    }
+
+    #[test]
+    fn judged_goals_merge_across_runs_and_join_the_summary() {
+        let judged = |met: Option<bool>, value: &str| ScenarioReport {
+            name: "cell",
+            rows: vec![row("bridge", &[5.0], None)],
+            judged: vec![Judged::once(
+                "queue under the bound",
+                met.map(|met| Check {
+                    met,
+                    value: value.to_owned(),
+                    bound: "<= 8".to_owned(),
+                    detail: format!("at most {value}"),
+                }),
+            )],
+            ..Default::default()
+        };
+        let merged = merge_runs(vec![
+            vec![judged(Some(true), "7")],
+            vec![judged(None, "-")],
+            vec![judged(Some(false), "9")],
+        ]);
+        let lines = merged[0].goal_lines();
+        assert_eq!(
+            lines,
+            vec![GoalLine {
+                scenario: "cell",
+                goal: "queue under the bound".to_owned(),
+                met: 1,
+                measured: 2,
+                runs: 3,
+                figure: "7 / 9 (<= 8)".to_owned(),
+            }]
+        );
+        assert_eq!(lines[0].verdict(), Some(false));
+        let takeaway = merged[0].takeaway();
+        assert!(
+            takeaway.contains(
+                "Goal \"queue under the bound\": not met on this machine: met in 1 of 3 runs \
+                 (run 1: met, at most 7; run 2: not measured; run 3: not met, at most 9)."
+            ),
+            "{takeaway}"
+        );
+        // The closing table names the study; a goal measured in no run is not counted as
+        // missed.
+        let unmeasured = judged(None, "-").goal_lines().remove(0);
+        assert_eq!(unmeasured.verdict(), None);
+        let all = [("overload", lines[0].clone()), ("overload", unmeasured)];
+        assert_eq!(
+            goals_count(&all),
+            "0 of 2 goals met in every run; 1 not met on this machine: a finding of this \
+             machine, not a failure of the run; 1 not measured."
+        );
+        assert_eq!(
+            goals_table(&all, true),
+            "| study | scenario | goal | met in N of M runs | figure |\n\
+             | --- | --- | --- | --- | --- |\n\
+             | overload | cell | queue under the bound | met in 1 of 3 runs: not met on this \
+             machine | 7 / 9 (<= 8) |\n\
+             | overload | cell | queue under the bound | not measured | - |\n"
+        );
+    }
+
+    #[test]
+    fn a_single_sample_per_run_is_headed_by_what_it_is() {
+        let mut r = report(
+            vec![row("bridge", &[2.0e6], None), row("tokio", &[3.0e6], None)],
+            Vec::new(),
+            Vec::new(),
+        );
+        r.measure = Measure {
+            sampling: Some("One cell per variant."),
+            ..Measure::ms("I/O-only p99")
+        };
+        let md = r.markdown("study");
+        assert!(
+            md.contains(
+                "| variant | I/O-only p99 ms | ratio to bridge's |\n| --- | ---: | ---: |\n\
+                 | bridge | 2.00 | 1.00x |\n| tokio | 3.00 | 1.50x |\n\nOne cell per variant.\n"
+            ),
+            "{md}"
+        );
+        let merged = merge_runs(vec![vec![r.clone()], vec![r]]);
+        let md = merged[0].markdown("study");
+        assert!(
+            md.contains(
+                "| variant | I/O-only p99 ms, median of runs | median / bridge's | each run's \
+                 I/O-only p99 ms | range across runs I/O-only p99 ms |\n"
+            ),
+            "{md}"
+        );
     }
 
     #[test]
@@ -1163,7 +1640,7 @@ mod tests {
         ];
         let md = report(rows, Vec::new(), Vec::new()).markdown("study");
         assert!(md.contains(
-            "| variant | median ns/op | min-max ns/op | median / bridge | background kernels/s \
+            "| variant | median ns/op | min-max ns/op | median / bridge's | background kernels/s \
              | background / idle-baseline |\n| --- | ---: | ---: | ---: | ---: | ---: |\n\
              | bridge | 10.0 | 10.0-10.0 | 1.00x | 90 | 0.900x |\n"
         ));
@@ -1205,12 +1682,15 @@ mod tests {
         assert_eq!(r.runs.len(), 3);
         assert_eq!(r.notes, vec!["Run 1: a", "Run 2: b", "Run 3: c"]);
         // Met in runs 1 and 3 (30/11, 40/10), not in run 2 (30/21).
-        assert_eq!(r.verdicts(), vec![("2x faster than tokio", Some(false))]);
+        assert_eq!(
+            r.verdicts(),
+            vec![("2x faster than tokio".to_owned(), Some(false))]
+        );
         let takeaway = r.takeaway();
         assert!(
             takeaway.contains(
-                "Goal \"2x faster than tokio\": NOT met: met in 2 of 3 runs (run 1: met, tokio \
-                 at 2.73x bridge's median"
+                "Goal \"2x faster than tokio\": not met on this machine: met in 2 of 3 runs \
+                 (run 1: met, tokio at 2.73x bridge's median"
             ),
             "{takeaway}"
         );
@@ -1228,6 +1708,22 @@ mod tests {
         assert!(md.contains(
             "\n3 runs, each of 3 rounds of 10/10/10 iterations (calibrated per run) per variant"
         ));
+        // The study's summary counts the runs that met the goal and gives each run's figure.
+        let summary = study_summary("study", &merged);
+        assert!(
+            summary.starts_with(
+                "### study / goals\n\n0 of 1 goals met in every run; 1 not met on this \
+                 machine"
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "| s | 2x faster than tokio | met in 2 of 3 runs: not met on this machine | \
+                 2.73x / 1.43x / 4.00x (tokio / bridge >= 2.00x) |\n"
+            ),
+            "{summary}"
+        );
         // A single run comes back as it was.
         let one = run(&[1.0], &[2.0], "x");
         assert_eq!(merge_runs(vec![one.clone()]), one);

@@ -213,7 +213,7 @@ fn scenario(
         load_goals,
         notes,
         rows: rows(name, &m),
-        runs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -15,7 +15,7 @@
 
 use crate::harness::{Measured, Measurement, Settings};
 use crate::progress;
-use crate::report::{BASELINE, Budget, ScenarioReport, rows};
+use crate::report::{BASELINE, Budget, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::Summary;
 use crate::threads::{load_average, os_threads};
 use bridge::cpu::ThreadPoolExt;
@@ -965,28 +965,41 @@ fn table(tallies: &[Tally], base: &Baseline) -> String {
     out
 }
 
-/// The goal lines, computed from the tallies.
-fn goals(tallies: &[Tally], base: &Baseline) -> String {
+/// The study's goals, judged on the tallies.
+fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
     let split: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Split).collect();
     let sync: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Sync).collect();
-    let met = |ok: bool| if ok { "met" } else { "NOT met" };
     let percents = |ts: &[&Tally], bound: f64| {
         ts.iter()
             .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // The achieved / bound furthest from 1 among `ts`, as the figure of a goal.
+    let furthest = |ts: &[&Tally], bound: f64| {
+        ts.iter()
+            .map(|t| t.qps() / bound)
+            .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
+            .map_or("-".to_owned(), pct)
+    };
+    let mut out = Vec::new();
 
     let bound = base.split_bound();
     let lost: u64 = split.iter().map(|t| t.lost).sum();
     let near = split.iter().all(|t| t.qps() >= (1.0 - SLACK) * bound);
-    let mut out = format!(
-        "Goal \"split mode within 5% of the Little's-law bound (window / latency) with 0 lost\": \
-         {} (achieved / bound {}, bound {WINDOW} / {:.2} ms = {bound:.0} QPS; lost {lost}).",
-        met(near && lost == 0 && !split.is_empty()),
-        percents(&split, bound),
-        base.unloaded * 1e3,
-    );
+    out.push(Judged::once(
+        "split mode within 5% of the Little's-law bound (window / latency) with 0 lost",
+        (!split.is_empty()).then(|| Check {
+            met: near && lost == 0,
+            value: format!("{} of the bound, {lost} lost", furthest(&split, bound)),
+            bound: format!(">= {}, 0 lost", pct(1.0 - SLACK)),
+            detail: format!(
+                "achieved / bound {}, bound {WINDOW} / {:.2} ms = {bound:.0} QPS; lost {lost}",
+                percents(&split, bound),
+                base.unloaded * 1e3,
+            ),
+        }),
+    ));
 
     let qps: Vec<f64> = split.iter().map(|t| t.qps()).collect();
     let (lo, hi) = qps
@@ -995,30 +1008,40 @@ fn goals(tallies: &[Tally], base: &Baseline) -> String {
             (lo.min(q), hi.max(q))
         });
     let spread = (hi - lo) / hi;
-    let _ = write!(
-        out,
-        " Goal \"split mode flat across io_workers (within 5%)\": {} (median QPS {lo:.0} to \
-         {hi:.0} over io_workers {}, a spread of {}).",
-        met(spread <= SLACK && split.len() > 1),
-        split
-            .iter()
-            .map(|t| t.io_workers.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        pct(spread),
-    );
+    out.push(Judged::once(
+        "split mode flat across io_workers (within 5%)",
+        (split.len() > 1).then(|| Check {
+            met: spread <= SLACK,
+            value: format!("spread {}", pct(spread)),
+            bound: format!("<= {}", pct(SLACK)),
+            detail: format!(
+                "median QPS {lo:.0} to {hi:.0} over io_workers {}, a spread of {}",
+                split
+                    .iter()
+                    .map(|t| t.io_workers.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                pct(spread),
+            ),
+        }),
+    ));
 
     let bound = base.sync_bound();
     let at_bound = sync.iter().all(|t| (t.qps() / bound - 1.0).abs() <= SLACK);
-    let _ = write!(
-        out,
-        " Goal \"sync mode bounded by ingress threads / latency (at it, within 5%)\": {} \
-         (achieved / bound {}, bound {INGRESS} / {:.2} ms = {bound:.0} QPS; lost {}).",
-        met(at_bound && !sync.is_empty()),
-        percents(&sync, bound),
-        base.unloaded * 1e3,
-        sync.iter().map(|t| t.lost).sum::<u64>(),
-    );
+    out.push(Judged::once(
+        "sync mode bounded by ingress threads / latency (at it, within 5%)",
+        (!sync.is_empty()).then(|| Check {
+            met: at_bound,
+            value: format!("{} of the bound", furthest(&sync, bound)),
+            bound: format!("{}-{}", pct(1.0 - SLACK), pct(1.0 + SLACK)),
+            detail: format!(
+                "achieved / bound {}, bound {INGRESS} / {:.2} ms = {bound:.0} QPS; lost {}",
+                percents(&sync, bound),
+                base.unloaded * 1e3,
+                sync.iter().map(|t| t.lost).sum::<u64>(),
+            ),
+        }),
+    ));
     out
 }
 
@@ -1267,6 +1290,10 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             name,
             varied: varied(io_workers),
             fixed: fixed.clone(),
+            measure: Measure {
+                per: "/query",
+                ..Measure::NS_PER_OP
+            },
             goals: Vec::new(),
             budgets: vec![Budget {
                 max_ns: 1e9 / ((1.0 - SLACK) * base.split_bound()),
@@ -1279,7 +1306,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             )],
             rows: rows(name, &m),
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         });
         tallies.extend(here);
         cells.extend(mine);
@@ -1289,7 +1316,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             "All io_workers values:\n\n{}",
             table(&tallies, &base)
         ));
-        last.notes.push(goals(&tallies, &base));
+        last.judged = goals(&tallies, &base);
         last.notes.push(diagnosis(&tallies, &base));
         last.notes.push(threads_note(
             &cells,

@@ -7,7 +7,7 @@
 
 use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
-use crate::report::{BASELINE, Goal, Row, ScenarioReport, rows};
+use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
 use bridge::rt::{InlineStrategy, RunBlocking};
 use futures::future::join_all;
@@ -590,6 +590,10 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     let report = ScenarioReport {
         name: spec.name,
         varied: VARIED.to_owned(),
+        measure: Measure {
+            per: "/call",
+            ..Measure::NS_PER_OP
+        },
         fixed: format!(
             "the caller: {}; per call: {}. The echo server runs in this process on 127.0.0.1, \
              on its own multi-thread runtime with 1 worker (one task per connection, \
@@ -611,7 +615,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
         notes,
         rows,
         load_goals: Vec::new(),
-        runs: Vec::new(),
+        ..Default::default()
     };
     Done {
         spec,
@@ -945,7 +949,7 @@ mod tests {
                     notes: Vec::new(),
                     rows: rows(spec.name, &m),
                     load_goals: Vec::new(),
-                    runs: Vec::new(),
+                    ..Default::default()
                 },
                 polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0]),
             }

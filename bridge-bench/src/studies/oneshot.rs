@@ -70,7 +70,7 @@ fn loaded_scenario(
         load_goals,
         notes: Vec::new(),
         rows: rows(name, &m),
-        runs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -34,7 +34,7 @@ use crate::harness::{
     Measured, Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon,
 };
 use crate::progress;
-use crate::report::{BASELINE, ScenarioReport, rows};
+use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::percentile;
 use crate::threads::{load_average, os_threads};
 use std::collections::BTreeMap;
@@ -1119,14 +1119,10 @@ const GOALS: [&str; 4] = [
     "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
 ];
 
-/// Each goal's verdict in the runs of this process so far: `main` runs a study `--runs`
-/// times in one process, and each run's notes are kept apart, so the last run's notes tell
-/// how many of the runs met each goal.
-static VERDICTS: Mutex<Vec<[Option<bool>; GOALS.len()]>> = Mutex::new(Vec::new());
-
 /// The study's goals, checked against the cells of this run: each met (`Some(true)`), missed
-/// or not measured (`None`), with the numbers behind it.
-fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
+/// or not measured (`None`), with the numbers behind it, then the short figure: the value
+/// (the worst case among the cells it judges) and the bound.
+fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String, String, String)> {
     let bounded = [Variant::Wait, Variant::Shed];
     let mut out = Vec::new();
 
@@ -1153,6 +1149,12 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 )
             })
             .collect();
+        let worst = pairs
+            .iter()
+            .max_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)))
+            .map_or(String::new(), |&(v, lo, hi)| {
+                format!("highest {:.2}x ({})", hi / lo, v.name())
+            });
         (
             Some(pairs.iter().all(|&(_, lo, hi)| hi <= IO_SLACK * lo)),
             format!(
@@ -1166,9 +1168,11 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                         .collect::<Vec<_>>()
                 )
             ),
+            worst,
+            format!("<= {IO_SLACK:.2}x"),
         )
     } else {
-        (None, String::new())
+        (None, String::new(), String::new(), String::new())
     });
 
     let at_2x: Vec<&Cell> = bounded
@@ -1180,6 +1184,12 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             .iter()
             .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max))
             .collect();
+        let worst = at_2x
+            .iter()
+            .max_by(|a, b| a.out.limit_max.total_cmp(&b.out.limit_max))
+            .map_or(String::new(), |c| {
+                format!("highest {:.0} ({})", c.out.limit_max, c.variant.name())
+            });
         out.push((
             Some(at_2x.iter().all(|c| c.out.limit_max <= bound as f64)),
             format!(
@@ -1188,9 +1198,11 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 detail.join(", "),
                 others(&at_2x)
             ),
+            worst,
+            format!("<= {bound}"),
         ));
     } else {
-        out.push((None, String::new()));
+        out.push((None, String::new(), String::new(), String::new()));
     }
 
     let unbounded = [
@@ -1216,6 +1228,18 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 )
             })
             .collect();
+        let growth = |c: &Cell| c.out.queued_end / c.out.queued_half;
+        let worst = grow
+            .iter()
+            .min_by(|a, b| growth(a).total_cmp(&growth(b)))
+            .map_or(String::new(), |c| {
+                format!(
+                    "lowest {:.2}x, to {:.0} ({})",
+                    growth(c),
+                    c.out.queued_end,
+                    c.variant.name()
+                )
+            });
         (
             Some(grow.iter().all(|c| {
                 c.out.queued_end >= GROWTH * c.out.queued_half
@@ -1227,14 +1251,17 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 detail.join(", "),
                 others(&grow)
             ),
+            worst,
+            format!(">= {GROWTH:.1}x, to over {}", 4 * bound),
         )
     } else {
-        (None, String::new())
+        (None, String::new(), String::new(), String::new())
     });
 
     let mut detail = Vec::new();
     let mut ok = true;
     let mut involved = Vec::new();
+    let mut worst: Option<(f64, String)> = None;
     for load in [0.5, 0.9] {
         let Some(base) = find(cells, Variant::Bridge, load) else {
             continue;
@@ -1246,6 +1273,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
             involved.extend([base, c]);
             let cost = base.throughput() / c.throughput();
             ok &= cost <= THROUGHPUT_SLACK;
+            if worst.as_ref().is_none_or(|(w, _)| cost > *w) {
+                worst = Some((cost, format!("{} at {load}x", v.name())));
+            }
             detail.push(format!(
                 "{} at {load}x: {:.0} req/s against {:.0}, {cost:.3}x",
                 v.name(),
@@ -1255,7 +1285,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
         }
     }
     out.push(if detail.is_empty() {
-        (None, String::new())
+        (None, String::new(), String::new(), String::new())
     } else {
         (
             Some(ok),
@@ -1264,50 +1294,32 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String)> {
                 detail.join(", "),
                 others(&involved)
             ),
+            worst.map_or(String::new(), |(cost, at)| {
+                format!("highest {cost:.3}x ({at})")
+            }),
+            format!("<= {THROUGHPUT_SLACK:.2}x"),
         )
     });
     out
 }
 
-/// The goals of this run as a paragraph, and when this process has run the study more than
-/// once, how many of its runs met each.
-fn goals_note(cells: &[Cell], bound: usize) -> String {
-    let checked = goals(cells, bound);
-    let mut out = String::new();
-    for (k, (text, (verdict, detail))) in GOALS.iter().zip(&checked).enumerate() {
-        let sep = if k == 0 { "" } else { " " };
-        let _ = match verdict {
-            Some(met) => write!(
-                out,
-                "{sep}Goal \"{text}\": {} ({detail}).",
-                if *met { "met" } else { "NOT met" }
-            ),
-            None => write!(out, "{sep}Goal \"{text}\": not measured."),
-        };
-    }
-    let mut verdicts = VERDICTS.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut this = [None; GOALS.len()];
-    for (slot, (verdict, _)) in this.iter_mut().zip(&checked) {
-        *slot = *verdict;
-    }
-    verdicts.push(this);
-    if verdicts.len() > 1 {
-        let _ = write!(
-            out,
-            "\n\nOver the {} runs of this study in this process so far:",
-            verdicts.len()
-        );
-        for (k, text) in GOALS.iter().enumerate() {
-            let met = verdicts.iter().filter(|run| run[k] == Some(true)).count();
-            let _ = write!(
-                out,
-                " \"{text}\" met in {met} of {}{}",
-                verdicts.len(),
-                if k + 1 == GOALS.len() { "." } else { ";" }
-            );
-        }
-    }
-    out
+/// The study's goals on this run, for the report (which counts them over the runs).
+fn judged(cells: &[Cell], bound: usize) -> Vec<Judged> {
+    GOALS
+        .iter()
+        .zip(goals(cells, bound))
+        .map(|(text, (verdict, detail, value, bound))| {
+            Judged::once(
+                *text,
+                verdict.map(|met| Check {
+                    met,
+                    value,
+                    bound,
+                    detail,
+                }),
+            )
+        })
+        .collect()
 }
 
 /// The nice value the pool threads of each cell ran at, as read on them: the cells that ran
@@ -1500,7 +1512,7 @@ fn varied() -> String {
          other thread: the contrast; `{}` is tokio::task::spawn_blocking; `{}` runs it on the \
          tokio worker that polls the request (tokio's workers and blocking threads run at the \
          default priority in every cell). This table: the p99 latency of the I/O-only probes, \
-         in ns.",
+         in ms.",
         Variant::Bridge.name(),
         Variant::Wait.name(),
         Variant::Shed.name(),
@@ -1588,6 +1600,24 @@ fn scenario_name(load: f64) -> &'static str {
         .find(|&&(l, _)| (l - load).abs() < 1e-9)
         .map_or("io-p99", |&(_, name)| name)
 }
+
+/// How the tables of the scenarios sample: one cell per variant and run, each in its own
+/// process.
+const SAMPLING: &str = "One cell per variant and load (and per run), each in a fresh process, \
+                        its value from all of that cell's requests; variants run in an order \
+                        rotated per load.";
+
+/// The samples of the I/O-only scenarios: one p99 per cell.
+const IO_P99: Measure = Measure {
+    sampling: Some(SAMPLING),
+    ..Measure::ms("I/O-only p99")
+};
+
+/// The samples of the full-request scenario: one p99 per cell.
+const FULL_P99: Measure = Measure {
+    sampling: Some(SAMPLING),
+    ..Measure::ms("full-request p99")
+};
 
 /// The measurement of one value per variant (one sample each) from the cells at `load`.
 fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {
@@ -1695,12 +1725,13 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                         load * capacity
                     )
                 },
+                measure: IO_P99,
                 goals: Vec::new(),
                 budgets: Vec::new(),
                 notes: vec![table(&cells, load, bound)],
                 rows: rows(name, &measurement(&cells, load, |o| o.io_p99)),
                 load_goals: Vec::new(),
-                runs: Vec::new(),
+                ..Default::default()
             }
         })
         .collect();
@@ -1710,8 +1741,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     reports.push(ScenarioReport {
         name,
         varied: varied().replace(
-            "This table: the p99 latency of the I/O-only probes, in ns.",
-            "This table: the p99 latency of the full requests served (not shed), in ns.",
+            "This table: the p99 latency of the I/O-only probes, in ms.",
+            "This table: the p99 latency of the full requests served (not shed), in ms.",
         ),
         fixed: format!(
             "the cells at {top}x capacity of the scenarios above; a request still unanswered \
@@ -1719,8 +1750,9 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         ),
         goals: Vec::new(),
         budgets: Vec::new(),
+        measure: FULL_P99,
+        judged: judged(&cells, bound),
         notes: vec![
-            goals_note(&cells, bound),
             pool_note(&cells),
             reading(&cells, bound),
             format!(
@@ -1733,7 +1765,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         ],
         rows: rows(name, &measurement(&cells, top, |o| o.full_p99)),
         load_goals: Vec::new(),
-        runs: Vec::new(),
+        ..Default::default()
     });
     Ok(reports)
 }

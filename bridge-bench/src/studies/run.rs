@@ -180,7 +180,7 @@ fn loaded_scenario(
         load_goals,
         notes: notes(&rows),
         rows,
-        runs: Vec::new(),
+        ..Default::default()
     }
 }
 

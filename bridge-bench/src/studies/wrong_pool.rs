@@ -8,7 +8,7 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
-use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, rows};
+use crate::report::{BASELINE, Budget, Goal, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, percentile};
 use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
@@ -598,8 +598,8 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
         "Summary (medians over rounds; read p50 and p99 are those of each round's {} reads, \
          nominal read {:.1} ms; CPU is the process's CPU time per iteration, all threads, \
          from /proc/self/task/*/schedstat):\n\n\
-         | variant | wall ms, median (min-max) | read p50 ms | p50 / nominal | read p99 ms | \
-         p99 / nominal | CPU ms | threads after its batches |\n\
+         | variant | wall ms/iteration, median (min-max) | read p50 ms | p50 / nominal | read \
+         p99 ms | p99 / nominal | CPU ms/iteration | threads after its batches |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         QUERIES * READS,
         ms(nominal)
@@ -743,8 +743,13 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             varied: varied(),
             fixed: format!(
                 "{fixed} One operation is one iteration ({QUERIES} queries x {READS} reads): \
-                 the table is its wall time in ns."
+                 the table is its wall time in ms."
             ),
+            measure: Measure {
+                what: "wall",
+                per: "/iteration",
+                ..Measure::ms("")
+            },
             goals: vec![Goal {
                 peer: TOKIO_RAYON,
                 at_least: 1.0 / WALL_SLACK,
@@ -754,17 +759,18 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         },
         ScenarioReport {
             name: "read-p50",
             varied: varied(),
             fixed: format!(
                 "the same rounds as `wall`; one sample per round and variant: the median \
-                 duration of that round's {} reads, in ns (nominal {:.0} ns).",
+                 duration of that round's {} reads, in ms (nominal {:.2} ms).",
                 QUERIES * READS,
-                nominal_ns
+                ms(nominal_ns)
             ),
+            measure: Measure::ms("read p50"),
             goals: Vec::new(),
             budgets: vec![Budget {
                 max_ns: READ_SLACK * nominal_ns,
@@ -773,23 +779,24 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             notes: Vec::new(),
             rows: p50,
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         },
         ScenarioReport {
             name: "read-p99",
             varied: varied(),
             fixed: format!(
                 "the same rounds as `wall`; one sample per round and variant: the 99th \
-                 percentile duration of that round's {} reads, in ns (nominal {:.0} ns).",
+                 percentile duration of that round's {} reads, in ms (nominal {:.2} ms).",
                 QUERIES * READS,
-                nominal_ns
+                ms(nominal_ns)
             ),
+            measure: Measure::ms("read p99"),
             goals: Vec::new(),
             budgets: Vec::new(),
             notes: vec![table],
             rows: p99,
             load_goals: Vec::new(),
-            runs: Vec::new(),
+            ..Default::default()
         },
     ])
 }
