@@ -1,4 +1,12 @@
-#![doc = include_str!("../README.md")]
+// The README is the crate's front page; its examples use both halves, so a build without one
+// of them (`default-features = false`) shows a shorter page instead.
+#![cfg_attr(all(feature = "tokio", feature = "rayon"), doc = include_str!("../README.md"))]
+#![cfg_attr(
+    not(all(feature = "tokio", feature = "rayon")),
+    doc = "Synchronous code, async I/O and CPU-heavy work in one process, without any of them \
+           starving the others (this build has only some of the features: see the README on \
+           [docs.rs](https://docs.rs/threadbridge) for the whole picture)."
+)]
 //!
 //! # What is here
 //!
@@ -35,18 +43,66 @@
 )]
 //! - [`metrics()`]: a cheap snapshot of the bridge's counters: CPU tasks spawned, started,
 //!   finished, panicked, cancelled, queued and their queue wait; `run_blocking` calls by
-//!   route and the handoff pool's threads. Counting costs a relaxed increment on a cache
-//!   line the counting thread owns.
+//!   route, the handoff pool's threads, and the handoffs that a current-thread runtime
+//!   waited for past the stall threshold (`io.stalled_handoffs`; the threshold is
+//!   `rt::set_stall_warning`'s). Counting costs a relaxed increment on a cache line the
+//!   counting thread owns.
 //! - Feature `tracing` (off by default): the [`tracing`](https://docs.rs/tracing) span
 //!   current at a spawn is current while its closure runs, and the span current at a
 //!   `run_blocking` call is current in every poll of its future, on every route; the bridge
 //!   logs its notable events (handoff-pool growth and queueing, a call moved off a dying
-//!   runtime, `Lost`, `Unavailable`). See the Tracing sections of `threadbridge-rayon` and
-//!   `threadbridge-tokio`. Without it, nothing of `tracing` is compiled in.
+//!   runtime, a call on a current-thread runtime still waiting for its handed-off future
+//!   after `rt::stall_warning()`, `Lost`, `Unavailable`). See the Tracing sections of
+//!   `threadbridge-rayon` and `threadbridge-tokio`. Without it, nothing of `tracing` is
+//!   compiled in.
 //!
 //! The modules with everything of each half are named `rt` (tokio) and `cpu` (rayon), not
 //! `tokio` and `rayon`: `use bridge::*;` brings in no name that would hide your own `tokio`
 //! and `rayon` crates.
+#![cfg_attr(
+    feature = "tokio",
+    doc = r#"
+# Running a future from synchronous code
+
+Every entry point works from any context (a plain thread, a rayon worker, a task or
+`block_on` body of either tokio flavor, a `spawn_blocking` thread, a `LocalSet`, another
+call's future) and picks its route there ([`route`]); they differ in what they promise.
+
+| entry point | use it when |
+| --- | --- |
+| [`run_blocking`] | the default: sync code needs a future's output; the future's panic resumes in the caller |
+| [`try_run_blocking`] | the same, with a [`BridgeError`] instead of a panic (the future panicked, its runtime shut down, no thread could be started) |
+| [`try_run_blocking_timeout`] | the same with a time limit: when it passes, the future is dropped and the call returns [`BridgeError::TimedOut`] |
+| [`run_blocking_local`] | the future is `!Send`: it is polled on this thread, and refused ([`BridgeError::NotSendOnHandoff`]) where only a handoff to another thread could run it (a current-thread runtime) |
+| [`rt::RunBlocking`] | `run_blocking` or `try_run_blocking` with options: how a thread with no runtime drives the future ([`rt::InlineStrategy`]), which I/O runtime serves the calls that need one (an [`IoRuntime`] of yours instead of [`IoRuntime::global`]), a timeout or a deadline |
+| [`IoRuntime`]'s `run_blocking`, `try_run_blocking`, `try_run_blocking_timeout` | the narrower contract: the future always runs on that I/O runtime, whatever the caller's context; for clients shared beyond one runtime's life (a pooled HTTP or object-store client), whose background tasks must go on running between calls from any thread |
+
+The free functions drive the future where its resources live: in a multi-thread runtime's
+task, that runtime, which must then outlive whatever the future leaves behind. A call made on
+a current-thread runtime blocks it while a handoff worker runs the future, so a future that
+needs that runtime's tasks never finishes: once it has waited [`rt::stall_warning`] (5 s
+unless [`rt::set_stall_warning`] changed it), the call logs a warning (feature `tracing`) and
+counts in [`rt::Metrics::stalled_handoffs`].
+
+```
+use std::time::Duration;
+
+// The default, from synchronous code wherever it runs.
+let n = bridge::run_blocking(async { 1 });
+
+// With options: an I/O runtime of your own and a time limit.
+let io = bridge::IoRuntime::new(1).unwrap();
+let limited = bridge::rt::RunBlocking::new().io(&io).timeout(Duration::from_secs(30));
+let m = limited.try_run(async { 2 }).unwrap();
+
+// Always on the shared I/O runtime, here from a task of another runtime.
+let rt = tokio::runtime::Runtime::new().unwrap();
+let task = async { bridge::IoRuntime::global().run_blocking(async { 3 }) };
+let k = rt.block_on(async { tokio::spawn(task).await.unwrap() });
+assert_eq!(n + m + k, 6);
+```
+"#
+)]
 #![forbid(unsafe_code)]
 // docs.rs builds with `--cfg docsrs` on nightly: each feature-gated item gets a badge naming
 // its feature.
@@ -153,8 +209,8 @@ pub struct Metrics {
     #[cfg(feature = "rayon")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
     pub cpu: bridge_rayon::Metrics,
-    /// The `run_blocking` calls by route, and the handoff pool's threads (see
-    /// [`rt::Metrics`]).
+    /// The `run_blocking` calls by route, the handoff pool's threads, and the handoffs that
+    /// a current-thread runtime waited for past the stall threshold (see [`rt::Metrics`]).
     ///
     /// # Examples
     ///

@@ -49,6 +49,17 @@ fn tokio_paths_resolve() {
     let io: &bridge::IoRuntime = bridge::IoRuntime::global();
     assert_eq!(io.run_blocking(async { 5 }), 5);
     let _ = bridge::rt::RunBlocking::new();
+    let slow = async { tokio::time::sleep(std::time::Duration::from_secs(60)).await };
+    let limit = std::time::Duration::from_millis(1);
+    let err = bridge::try_run_blocking_timeout(slow, limit).unwrap_err();
+    let bridge::BridgeError::TimedOut(timeout) = err else {
+        panic!("not a timeout: {err:?}");
+    };
+    let timeout: bridge::rt::Timeout = timeout;
+    assert!(!timeout.is_stalled_current_thread());
+    // Set to what it is, so that no other test sees a change.
+    let threshold: std::time::Duration = bridge::rt::stall_warning();
+    assert_eq!(bridge::rt::set_stall_warning(threshold), threshold);
 }
 
 /// `use bridge::*` brings in no module that hides the user's own `tokio` and `rayon` crates:
