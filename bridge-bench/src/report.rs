@@ -210,7 +210,7 @@ pub fn csv(reports: &[ScenarioReport]) -> String {
     String::from_utf8(bytes).unwrap_or_default()
 }
 
-/// Writes [`csv`] of `reports` to `path`, creating its parent directories.
+/// Writes [`csv()`] of `reports` to `path`, creating its parent directories.
 ///
 /// # Errors
 ///
