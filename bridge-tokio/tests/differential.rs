@@ -48,6 +48,7 @@
 // Not under loom: these use the std build of the bridge (metrics, settings, real runtimes).
 #![cfg(not(bridge_loom))]
 
+mod common;
 #[path = "differential/corpus.rs"]
 mod corpus;
 #[path = "differential/harness.rs"]

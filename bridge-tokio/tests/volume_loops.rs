@@ -16,7 +16,6 @@
 mod common;
 
 use common::work;
-use std::io::{BufRead, BufReader, Read};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -50,30 +49,11 @@ fn in_child(test: &str) -> bool {
     if std::env::var(CHILD_VAR).as_deref() == Ok(test) {
         return true;
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = std::process::Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, test)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
+    let common::child::Running {
+        mut child,
+        lines: rx,
+        stderr,
+    } = common::child::spawn(test, CHILD_VAR);
     let (mut finished, mut done_seen, mut stalled) = (0u64, false, false);
     loop {
         match rx.recv_timeout(STALL) {

@@ -2,6 +2,8 @@
 //! round trip and a timer), and a watchdog.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::sync::mpsc;

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
-use std::io::{BufRead, BufReader, Read, Write as _};
+use std::io::Write as _;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -770,30 +770,11 @@ pub fn check(test: &str, title: &str, cells: Vec<Cell>) {
 }
 
 fn run_child(test: &str, cells: usize) -> Vec<Outcome> {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = std::process::Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, test)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stderr.read_to_end(&mut text);
-        String::from_utf8_lossy(&text).into_owned()
-    });
+    let crate::common::child::Running {
+        mut child,
+        lines: rx,
+        stderr,
+    } = crate::common::child::spawn(test, CHILD_VAR);
     let mut outcomes: Vec<Option<Outcome>> = vec![None; cells];
     let deadline = Instant::now() + CHILD_LIMIT;
     let mut killed = false;
