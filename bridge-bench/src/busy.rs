@@ -41,7 +41,18 @@ impl Load {
     ///
     /// If the pool's threads cannot be started.
     pub fn start() -> io::Result<Self> {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        Self::start_threads(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    /// Starts `threads` background threads (at least one), each running kernels in a loop:
+    /// with one CPU fewer than the machine has, two hand-off partners share the CPU left,
+    /// though the machine is not saturated.
+    ///
+    /// # Errors
+    ///
+    /// If the pool's threads cannot be started.
+    pub fn start_threads(threads: usize) -> io::Result<Self> {
+        let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("busy-{i}"))
@@ -74,6 +85,11 @@ impl Load {
         })
     }
 
+    /// The background threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// Kernels finished since the load started.
     pub fn kernels(&self) -> u64 {
         self.kernels.load(Relaxed)
@@ -82,8 +98,8 @@ impl Load {
     /// The load as words for a scenario's frame.
     pub fn describe(&self) -> String {
         format!(
-            "a busy machine: a dedicated rayon pool of {} threads (one per CPU, normal \
-             priority) runs background CPU work the whole time, each thread hashing its own \
+            "a busy machine: a dedicated rayon pool of {} threads ({} of the {} CPUs, \
+             normal priority) runs background CPU work the whole time, each thread hashing its own \
              {KERNEL_BYTES}-byte buffer (64-bit FNV-1a, one kernel) in a tight loop and \
              counting finished kernels in a shared relaxed atomic. The counter is read around \
              every batch: background kernels/s is the kernels finished during the variant's \
@@ -92,7 +108,9 @@ impl Load {
              of them, in which the main thread sleeps for the mean wall time of the previous \
              round's batches and the background runs alone (the median of the per-round \
              ratios).",
-            self.threads
+            self.threads,
+            self.threads,
+            std::thread::available_parallelism().map_or(1, usize::from),
         )
     }
 }

@@ -99,6 +99,41 @@ pub fn timed_on(
     })
 }
 
+/// Calls in one burst of [`timed_on_paused`].
+pub const BURST: u64 = 400;
+
+/// Like [`timed_on`], but the calls come in bursts of [`BURST`], each after a pause of 2 to
+/// 17 ms (a fixed pseudo-random sequence) in which this thread sleeps: the calling pattern
+/// of a program that hands off in bursts, where each burst starts against threads that went
+/// to sleep and CPUs that may have halted. The pauses are not timed.
+pub fn timed_on_paused(
+    rt: &tokio::runtime::Runtime,
+    iters: u64,
+    mut op: impl AsyncFnMut(u64) -> u64,
+) -> Batch {
+    rt.block_on(async {
+        let mut elapsed = Duration::ZERO;
+        let mut checksum = 0u64;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ iters;
+        let mut i = 0;
+        while i < iters {
+            // xorshift64
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            std::thread::sleep(Duration::from_micros(2_000 + state % 15_000));
+            let end = (i + BURST).min(iters);
+            let start = Instant::now();
+            for k in i..end {
+                checksum = checksum.wrapping_add(op(k).await);
+            }
+            elapsed += start.elapsed();
+            i = end;
+        }
+        Batch { elapsed, checksum }
+    })
+}
+
 /// Like [`timed_on`], but `op` is awaited inside a task spawned on `rt`, so the batch runs on
 /// one of the runtime's worker threads (on a multi-thread runtime, not on the thread that
 /// calls `block_on`) and wakes go through the runtime's scheduler.

@@ -147,6 +147,16 @@ impl Site {
             self.score.store(next, Relaxed);
         }
     }
+
+    /// Records a spin's outcome, with where its partner ran: a catch counts as a miss when
+    /// the partner delivered from this thread's own CPU. Such a partner could not run while
+    /// the spin ran; it ran only once the scheduler took the CPU from the spin (a time slice,
+    /// a wake-up that preempts), so the spin cost its partner the time it spun and saved
+    /// nothing. This is the regime of a machine with one CPU to spare for two hand-off
+    /// partners: the load reading does not call it saturated, yet the partners share a CPU.
+    pub fn record_beside(&self, caught: bool, partner: &Stamp) {
+        self.record(caught && !partner.shared_with_me());
+    }
 }
 
 impl Default for Site {
@@ -163,11 +173,9 @@ pub fn cpus() -> usize {
 
 /// Whether more threads are runnable than there are CPUs, as last sampled.
 pub fn saturated() -> bool {
-    /// Nanoseconds since `EPOCH` of the next sample, and the last answer in the low bit.
+    /// The [`now_ns`] of the next sample, and the last answer in the low bit.
     static STATE: AtomicU64 = AtomicU64::new(0);
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) | 1;
+    let now = now_ns();
     // ORDERING: Relaxed: the answer is a hint; the one thread whose exchange wins samples.
     let state = STATE.load(Relaxed);
     if now < state & !1 {
@@ -202,6 +210,242 @@ fn runnable() -> Option<usize> {
     field.split('/').next()?.parse().ok()
 }
 
+/// Nanoseconds since this process first asked (never 0, so 0 can mean "no stamp"): the
+/// stamps that [`record_wake`] takes the difference of.
+pub fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) | 1
+}
+
+/// What a wake-up costs on this machine, as recently measured: the time from one thread's
+/// unpark of another (or its send to a parked receiver) until the woken thread runs, in
+/// nanoseconds; 0 until the first sample.
+///
+/// It follows the low end of the samples: a lower sample moves it half-way down, a higher
+/// one an eighth of the way up. A wake-up that came late because its CPU was busy (the
+/// waker itself spinning there, another thread's time slice) is not what parking costs
+/// where a spin could have won, and one such sample must not double every budget.
+static WAKE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Samples above this are dropped: the woken thread was descheduled for a time slice or
+/// more, which says nothing about a wake-up.
+pub const WAKE_SAMPLE_MAX: Duration = Duration::from_millis(1);
+
+/// Feeds one measured wake-up into the estimate: `unparked_at` is the waker's [`now_ns`]
+/// stamp taken just before it unparked (or sent to) this thread, which has just run again.
+/// A stamp of 0 (none) is ignored, and so is nothing under loom.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::__spin::{now_ns, record_wake, wake_estimate};
+///
+/// let unparked_at = now_ns();
+/// // ... this thread parks, another unparks it ...
+/// record_wake(unparked_at);
+/// assert!(cfg!(bridge_loom) || wake_estimate().is_some());
+/// ```
+pub fn record_wake(unparked_at: u64) {
+    if cfg!(bridge_loom) || unparked_at == 0 {
+        return;
+    }
+    let sample = now_ns().saturating_sub(unparked_at);
+    if sample > duration_nanos(WAKE_SAMPLE_MAX) {
+        return;
+    }
+    // ORDERING: Relaxed: a statistic; concurrent samples may overwrite each other, which only
+    // drops one of them.
+    let old = WAKE_NS.load(Relaxed);
+    // ORDERING: Relaxed, as above.
+    WAKE_NS.store(next_estimate(old, sample), Relaxed);
+}
+
+/// The estimate after `sample` (both in nanoseconds; `old` 0 for none yet): half-way down to
+/// a lower sample, an eighth of the way up to a higher one; never 0.
+fn next_estimate(old: u64, sample: u64) -> u64 {
+    let next = match old {
+        0 => sample,
+        _ if sample < old => old - (old - sample) / 2,
+        _ => old + (sample - old) / 8,
+    };
+    next.max(1)
+}
+
+/// The current estimate of a wake-up's cost, once one was measured.
+///
+/// # Examples
+///
+/// ```
+/// if let Some(cost) = bridge_core::__spin::wake_estimate() {
+///     assert!(cost <= bridge_core::__spin::WAKE_SAMPLE_MAX);
+/// }
+/// ```
+pub fn wake_estimate() -> Option<Duration> {
+    // ORDERING: Relaxed: a statistic.
+    match WAKE_NS.load(Relaxed) {
+        0 => None,
+        ns => Some(Duration::from_nanos(ns)),
+    }
+}
+
+/// How long a spin that may save a park should last: as long as a wake-up costs here (the
+/// estimate), and no longer than `cap`, the site's ceiling (what it spins before the first
+/// sample).
+///
+/// Spinning for as long as the wait it may save is the rule that never loses more than
+/// half: a spin that expires wasted what a park would have cost, and one that catches saved
+/// at least what it spent.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let cap = Duration::from_micros(20);
+/// assert!(bridge_core::__spin::budget(cap) <= cap);
+/// ```
+pub fn budget(cap: Duration) -> Duration {
+    wake_estimate().map_or(cap, |estimate| estimate.min(cap))
+}
+
+/// The CPU this thread runs on right now, where the OS tells (Linux: `sched_getcpu`, a read
+/// of a per-thread value the kernel keeps, no system call).
+///
+/// # Examples
+///
+/// ```
+/// if let Some(cpu) = bridge_core::__spin::current_cpu() {
+///     assert!((cpu as usize) < 4096);
+/// }
+/// ```
+pub fn current_cpu() -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `sched_getcpu` takes no arguments and has no preconditions; a failure is a
+        // negative return.
+        let cpu = unsafe { libc::sched_getcpu() };
+        u32::try_from(cpu).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// A test build's slower wake-up, for the experiment that shows the budgets follow what a
+/// wake-up costs (docs/design.md): the nanoseconds in `BRIDGE_SLOW_WAKE_NS` when the crate
+/// was built (0, the default, adds nothing), spent busy after every park of the bridge's
+/// waits returns, as if the wake-up itself had taken that much longer.
+pub const SLOW_WAKE: Duration = Duration::from_nanos(parse_ns(option_env!("BRIDGE_SLOW_WAKE_NS")));
+
+/// A decimal number of nanoseconds, at compile time; 0 for none. A build with anything
+/// else in the variable fails.
+const fn parse_ns(text: Option<&str>) -> u64 {
+    let Some(text) = text else { return 0 };
+    let bytes = text.as_bytes();
+    let mut ns = 0u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(
+            bytes[i].is_ascii_digit(),
+            "BRIDGE_SLOW_WAKE_NS takes nanoseconds, in digits"
+        );
+        ns = ns * 10 + (bytes[i] - b'0') as u64;
+        i += 1;
+    }
+    ns
+}
+
+/// Called by the bridge's waits right after a park returns: nothing, unless this is a test
+/// build with a [`SLOW_WAKE`].
+///
+/// # Examples
+///
+/// ```
+/// bridge_core::__spin::after_park(); // free in a normal build
+/// ```
+#[inline]
+pub fn after_park() {
+    if !SLOW_WAKE.is_zero() {
+        let until = Instant::now() + SLOW_WAKE;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// What a partner stamps just before it delivers to a waiter: when (for the wake-up
+/// estimate, [`Stamp::record_wake_after`]) and on which CPU (a catch is only a win when the
+/// partner ran beside the spin, on another CPU: [`Site::record_beside`]).
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::__spin::{Stamp, current_cpu, now_ns};
+///
+/// let stamp = Stamp::new();
+/// let parked_at = now_ns();
+/// stamp.stamp(); // on the partner, just before it delivers
+/// assert_eq!(stamp.shared_with_me(), current_cpu().is_some());
+/// stamp.record_wake_after(parked_at); // on the waiter, woken
+/// ```
+#[derive(Debug)]
+pub struct Stamp {
+    /// The [`now_ns`] of the last delivery; 0 before the first.
+    at: AtomicU64,
+    /// The CPU of the last delivery; [`Stamp::NO_CPU`] before the first or where the OS does
+    /// not tell.
+    cpu: AtomicU32,
+}
+
+impl Stamp {
+    const NO_CPU: u32 = u32::MAX;
+
+    /// No delivery yet.
+    pub const fn new() -> Self {
+        Self {
+            at: AtomicU64::new(0),
+            cpu: AtomicU32::new(Self::NO_CPU),
+        }
+    }
+
+    /// Records the time and the CPU this thread runs on, just before it delivers.
+    pub fn stamp(&self) {
+        // ORDERING: Relaxed, both: the waiter reads them after it saw the delivery that
+        // follows these stores (an Acquire read of a Release write, or a lock), or reads them
+        // stale, which only blurs a statistic.
+        self.cpu
+            .store(current_cpu().unwrap_or(Self::NO_CPU), Relaxed);
+        self.at.store(now_ns(), Relaxed);
+    }
+
+    /// Whether the last delivery came from the CPU this thread runs on now (`false` where the
+    /// OS does not tell).
+    pub fn shared_with_me(&self) -> bool {
+        // ORDERING: Relaxed: see `stamp`.
+        let theirs = self.cpu.load(Relaxed);
+        theirs != Self::NO_CPU && current_cpu() == Some(theirs)
+    }
+
+    /// Feeds the wake-up estimate with the time since the last delivery, if it came after
+    /// `since` (the [`now_ns`] at which this thread stopped spinning and went to park): it
+    /// woke this thread.
+    pub fn record_wake_after(&self, since: u64) {
+        // ORDERING: Relaxed: see `stamp`.
+        let at = self.at.load(Relaxed);
+        if at > since {
+            record_wake(at);
+        }
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +468,81 @@ mod tests {
         // A probe that catches brings the site back.
         site.record(true);
         assert_eq!(site.score.load(Relaxed), HIT);
+    }
+
+    #[test]
+    fn the_estimate_follows_the_low_end_of_the_samples() {
+        assert_eq!(next_estimate(0, 8_000), 8_000);
+        // Half-way down to a lower sample, an eighth of the way up to a higher one.
+        assert_eq!(next_estimate(8_000, 2_000), 5_000);
+        assert_eq!(next_estimate(8_000, 16_000), 9_000);
+        assert_eq!(next_estimate(8_000, 8_000), 8_000);
+        assert_eq!(next_estimate(1, 0), 1);
+        // Ten low samples after a high one bring it within 1% of the low; ten high samples
+        // after a low one take it only 74% of the way up.
+        let mut estimate = 30_000;
+        for _ in 0..10 {
+            estimate = next_estimate(estimate, 2_000);
+        }
+        assert!(estimate < 2_030, "{estimate}");
+        let mut estimate = 2_000;
+        for _ in 0..10 {
+            estimate = next_estimate(estimate, 30_000);
+        }
+        assert!((20_000..23_000).contains(&estimate), "{estimate}");
+    }
+
+    #[test]
+    fn a_budget_is_the_estimate_up_to_the_cap() {
+        let cap = Duration::from_micros(20);
+        let budget = budget(cap);
+        assert!(budget <= cap);
+        match wake_estimate() {
+            Some(estimate) => assert_eq!(budget, estimate.min(cap)),
+            None => assert_eq!(budget, cap),
+        }
+        // A stamp from before a park feeds the estimate; one from before it does not.
+        let stamp = Stamp::new();
+        stamp.record_wake_after(0);
+        stamp.stamp();
+        let since = now_ns();
+        stamp.record_wake_after(since);
+        stamp.record_wake_after(0);
+        assert!(wake_estimate().is_some());
+        assert!(wake_estimate().unwrap() <= WAKE_SAMPLE_MAX);
+    }
+
+    #[test]
+    fn a_catch_from_this_cpu_counts_as_a_miss() {
+        let site = Site::new();
+        let elsewhere = Stamp::new(); // never stamped: no CPU known, as off Linux
+        site.record_beside(true, &elsewhere);
+        assert_eq!(site.score.load(Relaxed), MAX);
+        // Stamped here: a miss, unless the thread moved to another CPU in between.
+        for _ in 0..100 {
+            let site = Site::new();
+            let here = Stamp::new();
+            let before = current_cpu();
+            here.stamp();
+            site.record_beside(true, &here);
+            if before.is_some() && current_cpu() == before {
+                assert_eq!(site.score.load(Relaxed), MAX - MISS);
+                return;
+            }
+        }
+        assert!(
+            current_cpu().is_none(),
+            "this thread never stayed on one CPU"
+        );
+    }
+
+    #[test]
+    fn a_normal_build_adds_nothing_after_a_park() {
+        assert_eq!(parse_ns(None), 0);
+        assert_eq!(parse_ns(Some("10000")), 10_000);
+        if option_env!("BRIDGE_SLOW_WAKE_NS").is_none() {
+            assert!(SLOW_WAKE.is_zero());
+        }
     }
 
     #[test]

@@ -45,6 +45,7 @@
 
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
 use bridge_core::__coverage::Decl;
+use bridge_core::__spin::Stamp;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -80,6 +81,9 @@ struct Mailbox {
     /// of sleeping or retiring). A hint for the worker's spin, which spares it the lock; the
     /// job itself is taken under the mutex.
     ready: AtomicBool,
+    /// When and from which CPU the last job was put in: for the worker's spin score and the
+    /// wake-up estimate (see `thread::wait`).
+    delivered: Stamp,
     thread: thread::Thread,
 }
 
@@ -370,6 +374,7 @@ impl Pool {
         let me = Arc::new(Mailbox {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
+            delivered: Stamp::new(),
             thread: thread::current(),
         });
         let mut next = Some(first);
@@ -419,7 +424,7 @@ impl Pool {
                 arm!("idle", take_mailbox);
                 return Some(job);
             }
-            if thread::wait(ready, deadline) {
+            if thread::wait(ready, &me.delivered, deadline) {
                 // An idle worker means an empty queue (a job queues only while no worker is
                 // idle, and a worker joins the list only while none is queued): retiring
                 // strands nothing.
@@ -453,6 +458,7 @@ impl Mailbox {
         self.job.with(|slot| {
             debug_assert!(slot.is_none(), "one job at a time");
             *slot = Some(job);
+            self.delivered.stamp();
             // ORDERING: Relaxed: a hint, written under the mailbox's mutex with the slot. The
             // worker that sees it then takes that mutex, which orders it after this critical
             // section (it read a value written in it), so it finds the job there.

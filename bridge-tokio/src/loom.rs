@@ -86,6 +86,13 @@ pub(crate) mod thread {
         Builder::new().name(name.into()).spawn(f).map(drop)
     }
 
+    /// The longest an idle worker spins for its next job, whatever the wake-up estimate
+    /// says; also its spin before the first wake-up was measured. Above the caller's cap (see
+    /// `handoff.rs`): a caller that hands off in a loop needs its own wake-up and some work
+    /// of its own before the next job comes.
+    #[cfg(not(bridge_loom))]
+    const NEXT_JOB_CAP: std::time::Duration = std::time::Duration::from_micros(30);
+
     /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
     /// the deadline has passed: `false` means "look in the mailbox again".
     ///
@@ -104,19 +111,26 @@ pub(crate) mod thread {
     ///
     /// A stand-in that skipped the `ready` check would hide a flag left set with an empty
     /// mailbox, which makes the std worker spin without end instead of sleeping or retiring.
-    pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
+    pub(crate) fn wait(
+        ready: impl Fn() -> bool,
+        delivered: &bridge_core::__spin::Stamp,
+        deadline: Instant,
+    ) -> bool {
         #[cfg(not(bridge_loom))]
         {
             // A caller that hands off in a loop sends the next job within microseconds:
             // catching it awake saves two cross-thread wake-ups per call. Worth it only
-            // where such spins have been catching, on a machine with a CPU to spare
-            // (bridge-core's spin policy); a skipped spin is a spin that saw nothing.
-            static NEXT_JOB: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
+            // where such spins have been catching jobs delivered from another CPU, on a
+            // machine with a CPU to spare (bridge-core's spin policy), and for as long as a
+            // wake-up costs here (its estimate, at most `NEXT_JOB_CAP`); a skipped spin is a
+            // spin that saw nothing.
+            use bridge_core::__spin::{Site, budget, now_ns};
+            static NEXT_JOB: Site = Site::new();
             if NEXT_JOB.should_spin() {
-                let spin_until = Instant::now() + std::time::Duration::from_micros(30);
+                let spin_until = Instant::now() + budget(NEXT_JOB_CAP);
                 while Instant::now() < spin_until {
                     if ready() {
-                        NEXT_JOB.record(true);
+                        NEXT_JOB.record_beside(true, delivered);
                         return false;
                     }
                     std::hint::spin_loop();
@@ -127,7 +141,12 @@ pub(crate) mod thread {
             if now >= deadline {
                 return true;
             }
+            let parked_at = now_ns();
             std::thread::park_timeout(deadline - now);
+            bridge_core::__spin::after_park();
+            if ready() {
+                delivered.record_wake_after(parked_at);
+            }
             false
         }
         #[cfg(bridge_loom)]
@@ -137,7 +156,7 @@ pub(crate) mod thread {
                 return false;
             }
             // The std exit after the spin: the deadline has passed.
-            let _ = deadline;
+            let _ = (deadline, delivered);
             loom::thread::yield_now();
             true
         }

@@ -4,7 +4,7 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use crate::busy::{Load, busy_frame, park_at_once_note};
-use crate::harness::warm_up_tokio;
+use crate::harness::{self, warm_up_tokio};
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
 use crate::stats::{Summary, ratio};
@@ -68,8 +68,9 @@ const TCP_PARK_AT_ONCE: &[&str] = &[HANDLE, THREAD_LOCAL, PER_CALL];
 /// oneshot: its recv_blocking spins first.
 const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
 
-/// Runs the four scenarios, then no-runtime-tcp and current-thread-task again under a
-/// background load.
+/// Runs the scenarios on an idle machine (current-thread-task in three calling patterns),
+/// current-thread-task with all CPUs but one busy, then no-runtime-tcp and
+/// current-thread-task with every CPU busy.
 ///
 /// # Errors
 ///
@@ -86,12 +87,31 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         no_runtime_ready(settings, &shared),
         no_runtime_tcp(settings, &shared, None)?,
         multi_thread_task(settings)?,
-        current_thread_task(settings, None)?,
+        current_thread_task(settings, None, Pattern::Batches)?,
+        current_thread_task(settings, None, Pattern::Steady)?,
+        current_thread_task(&paused_settings(settings), None, Pattern::Paused)?,
     ];
+    if cpus() > 1 {
+        let one_free = Load::start_threads(cpus() - 1)?;
+        reports.push(current_thread_task(
+            settings,
+            Some(&one_free),
+            Pattern::Steady,
+        )?);
+    }
     let load = Load::start()?;
     reports.push(no_runtime_tcp(settings, &shared, Some(&load))?);
-    reports.push(current_thread_task(settings, Some(&load))?);
+    reports.push(current_thread_task(
+        settings,
+        Some(&load),
+        Pattern::Batches,
+    )?);
     Ok(reports)
+}
+
+/// The CPUs this process may run on.
+fn cpus() -> usize {
+    thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// A current-thread runtime with I/O and timers, as bridge builds them.
@@ -627,46 +647,109 @@ where
         .flatten()
 }
 
-fn current_thread_task(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
+/// How the `block_on` body of current-thread-task calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pattern {
+    /// Batches sized for the slowest variant (a thread per call), one after the other
+    /// variant's: each batch starts against a handoff worker that idled meanwhile.
+    Batches,
+    /// A steady loop: each batch after [`STEADY_WARM`] untimed calls, long against the
+    /// wake-ups; no thread per call (it would size the batches down to a few hundred calls).
+    Steady,
+    /// Bursts of [`harness::BURST`] calls, each after a pause of 2-17 ms; no thread per call.
+    Paused,
+}
+
+/// Untimed calls before each batch of the steady pattern.
+const STEADY_WARM: u64 = 1_000;
+
+/// Rounds of the paused pattern, from the run's: its batches sleep between bursts.
+fn paused_settings(settings: &Settings) -> Settings {
+    Settings {
+        rounds: (settings.rounds / 4).max(3),
+        ..*settings
+    }
+}
+
+fn current_thread_task(
+    settings: &Settings,
+    load: Option<&Load>,
+    pattern: Pattern,
+) -> io::Result<ScenarioReport> {
     let rt = current_thread()?;
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
     let _ = worker.run(async {});
     let route = rt.block_on(async { bridge::route() });
-    let mut variants = [
+    let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
+        Pattern::Batches => timed_on(&rt, n, async |i| op(i)),
+        Pattern::Steady => {
+            let _ = timed_on(&rt, STEADY_WARM, async |i| op(i));
+            timed_on(&rt, n, async |i| op(i))
+        }
+        Pattern::Paused => harness::timed_on_paused(&rt, n, async |i| op(i)),
+    };
+    let mut variants = vec![
         Variant::new(BASELINE, |n| {
-            timed_on(&rt, n, async |i| black_box(bridge::run_blocking(ready(i))))
+            calls(n, &mut |i| black_box(bridge::run_blocking(ready(i))))
         }),
         Variant::new(PRE_SPAWNED, |n| {
-            timed_on(&rt, n, async |i| {
+            calls(n, &mut |i| {
                 black_box(worker.run(ready(i)).unwrap_or(MISSING))
             })
         }),
         Variant::new(PRE_SPAWNED_MPSC, |n| {
-            timed_on(&rt, n, async |i| {
+            calls(n, &mut |i| {
                 black_box(worker.run_mpsc(ready(i)).unwrap_or(MISSING))
             })
         }),
-        Variant::new(FRESH_THREAD, |n| {
-            timed_on(&rt, n, async |i| {
+    ];
+    if pattern == Pattern::Batches {
+        variants.push(Variant::new(FRESH_THREAD, |n| {
+            calls(n, &mut |i| {
                 black_box(on_fresh_thread(ready(i)).unwrap_or(MISSING))
             })
-        }),
-    ];
-    let (name, fixed) = busy_frame(
-        "current-thread-task",
-        "current-thread-task-busy",
-        format!(
-            "a tokio current-thread runtime with enable_all, the calling code is its block_on \
-             body on the main thread; per call: a future that is ready at its first poll \
-             (async move {{ i }}, i through black_box), its output through black_box; \
-             bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned \
-             worker (one thread for both of its variants) ran one job first.",
-            bridge::IoRuntime::global().handle().metrics().num_workers()
+        }));
+    }
+    // All CPUs busy, or all but one: on two CPUs the caller and the handoff worker then share
+    // the one left, though the machine does not count as saturated.
+    let all_busy = load.is_some_and(|load| load.threads() >= cpus());
+    let (name, how) = match (pattern, load) {
+        (Pattern::Batches, None) => (
+            "current-thread-task",
+            "in batches, one variant's after another's",
         ),
-        load,
+        (Pattern::Steady, None) => (
+            "current-thread-task-steady",
+            "in a steady loop (each batch after 1,000 untimed calls)",
+        ),
+        (Pattern::Paused, None) => (
+            "current-thread-task-paused",
+            "in bursts of 400 calls, each after a pause of 2-17 ms in which the caller sleeps \
+             (the pauses are not timed)",
+        ),
+        (_, Some(_)) if all_busy => (
+            "current-thread-task-busy",
+            "in batches, one variant's after another's",
+        ),
+        (_, Some(_)) => (
+            "current-thread-task-one-busy",
+            "in a steady loop (each batch after 1,000 untimed calls)",
+        ),
+    };
+    let fixed = format!(
+        "a tokio current-thread runtime with enable_all, the calling code is its block_on \
+         body on the main thread, calling {how}; per call: a future that is ready at its \
+         first poll (async move {{ i }}, i through black_box), its output through black_box; \
+         bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned worker \
+         (one thread for both of its variants) ran one job first.",
+        bridge::IoRuntime::global().handle().metrics().num_workers()
     );
-    let goals = if load.is_some() {
+    let fixed = match load {
+        None => fixed,
+        Some(load) => format!("{fixed} All of it on {}", load.describe()),
+    };
+    let goals = if all_busy {
         Vec::new()
     } else {
         vec![Goal {
@@ -684,17 +767,21 @@ fn current_thread_task(settings: &Settings, load: Option<&Load>) -> io::Result<S
          dedicated std thread with its own current-thread runtime that takes boxed futures \
          from a std mpsc channel, block_on each, and sends the output back on a bridge \
          oneshot, received with recv_blocking); the same worker answering on a std mpsc \
-         channel instead (pre-spawned worker (mpsc)); a fresh thread per call \
-         (std::thread::spawn, a current-thread runtime built there, join).",
+         channel instead (pre-spawned worker (mpsc)); where the batches allow it, a fresh \
+         thread per call (std::thread::spawn, a current-thread runtime built there, join).",
         fixed,
         (
             goals,
             Vec::new(),
-            load.map_or_else(Vec::new, |_| busy_goals(TASK_PARK_AT_ONCE)),
+            if all_busy {
+                busy_goals(TASK_PARK_AT_ONCE)
+            } else {
+                Vec::new()
+            },
         ),
         |_| {
             let mut notes = vec![route_note(route), WAKE_NOTE.to_owned()];
-            if load.is_some() {
+            if all_busy {
                 notes.push(park_at_once_note(
                     TASK_PARK_AT_ONCE,
                     "the pre-spawned worker with std mpsc both ways parks in recv on both \
