@@ -120,9 +120,15 @@ pub use bridge_rayon::{
     CancelFlag, CatchUnwind, Limit, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
 };
 
+#[cfg(all(feature = "rayon", feature = "tokio"))]
+mod cpu_future;
+
 /// CPU work on rayon pools: everything of `threadbridge-rayon`, including
-/// [`ThreadPoolExt`](bridge_rayon::ThreadPoolExt) (`pool.spawn_task(f)`) for pools of your
-/// own. (Named `cpu`, not `rayon`, so that `use bridge::*` does not hide the `rayon` crate.)
+/// [`ThreadPoolExt`] (`pool.spawn_task(f)`) for pools of your own, and
+/// [`spawn_future`](cpu::spawn_future) for async code that belongs on the CPU side (with
+/// feature `tokio`, it and `ThreadPoolExt::spawn_future_task` enter the shared `IoRuntime`
+/// during each poll). (Named `cpu`, not `rayon`, so that `use bridge::*` does not hide the
+/// `rayon` crate.)
 ///
 /// # Examples
 ///
@@ -132,19 +138,25 @@ pub use bridge_rayon::{
 /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
 /// assert_eq!(pool.spawn_task(|| 2 + 2).wait(), 4);
 /// ```
+///
+/// [`ThreadPoolExt`]: cpu::ThreadPoolExt
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 pub mod cpu {
     #[doc(inline)]
     pub use bridge_rayon::*;
+    // With tokio, these shadow the glob's: the same, with the IoRuntime entered in polls.
+    #[cfg(feature = "tokio")]
+    #[doc(inline)]
+    pub use crate::cpu_future::{ThreadPoolExt, io_entered, spawn_future};
 }
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[doc(inline)]
 pub use bridge_tokio::{
-    BridgeError, IoRuntime, Route, route, run_blocking, run_blocking_local, try_run_blocking,
-    try_run_blocking_timeout,
+    BridgeError, IoRuntime, IoTask, Route, route, run_blocking, run_blocking_local, spawn_io,
+    try_run_blocking, try_run_blocking_timeout,
 };
 
 /// Synchronous code and tokio: everything of `threadbridge-tokio`, including
@@ -165,6 +177,13 @@ pub mod rt {
     #[doc(inline)]
     pub use bridge_tokio::*;
 }
+
+#[cfg(any(feature = "tokio", feature = "rayon"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "tokio", feature = "rayon"))))]
+pub mod stream;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use stream::{IterBlocking, iter_blocking};
 
 /// A snapshot of the bridge's counters, from [`metrics()`]: one part per half of the bridge
 /// that this build has.

@@ -1,10 +1,11 @@
-//! The arms of bridge-rayon's state machines (a job's claim, a limit's queue), for the coverage count (see
-//! `bridge_core::__coverage`). `.ci/loom-coverage` fails on every arm here that no loom
-//! model reached.
+//! The arms of bridge-rayon's state machines (a job's claim, a limit's queue, a future
+//! task's polls), for the coverage count (see `bridge_core::__coverage`).
+//! `.ci/loom-coverage` fails on every arm here that no loom model reached.
 
 use bridge_core::__coverage::Decl;
 
-/// Every arm of the claim (`job_claim.rs`) and of a limit (`limit.rs`).
+/// Every arm of the claim (`job_claim.rs`), of a limit (`limit.rs`) and of a future task
+/// (`future_task.rs`).
 pub const ARMS: &[Decl] = &[
     // A waiter (`wait`, `join`, a poll).
     // loom threads share one OS thread, so under loom every waiter is the spawning worker:
@@ -37,6 +38,27 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("limit.release.frees"),
     // ... passing over the async waiters of a thread blocked in `spawn_or_wait`.
     Decl::loom("limit.release.passes_blocked"),
+    // A future task (`future_task.rs`): a wake-up (or the cancel of a dropped task).
+    Decl::loom("future.wake.schedules"),
+    Decl::loom("future.wake.already_scheduled"),
+    Decl::loom("future.wake.notifies_running"),
+    Decl::loom("future.wake.already_notified"),
+    Decl::loom("future.wake.after_done"),
+    // A poll job, or a poll the home waiter claimed.
+    Decl::loom("future.run.stale"),
+    Decl::loom("future.run.pending"),
+    Decl::loom("future.run.repoll"),
+    Decl::loom("future.run.ready"),
+    Decl::loom("future.run.panicked"),
+    Decl::loom("future.run.cancelled"),
+    // The spawning worker waiting for its future task (`wait`, `join`).
+    // loom threads share one OS thread, so under loom every waiter is the spawning worker:
+    // only the std tests (`future_task::a_waiter_off_the_pool_never_polls_inline`) reach
+    // this one.
+    Decl::std("future.wait.not_home"),
+    Decl::loom("future.wait.claims"),
+    Decl::loom("future.wait.blocks"),
+    Decl::loom("future.wait.done"),
 ];
 
 /// Marks an arm of this crate: `arm!("claim.waiter.claims")`.

@@ -14,7 +14,7 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 /// Tells a running closure whether its [`Task`](crate::Task) is still wanted.
 ///
 /// Given to the closure by [`spawn_cancellable`](crate::spawn_cancellable) and
-/// [`ThreadPoolExt::spawn_cancellable_task`](crate::ThreadPoolExt::spawn_cancellable_task).
+/// `ThreadPoolExt::spawn_cancellable_task`.
 /// Long work can check it between steps and stop early; the value it then returns is
 /// dropped on the pool thread, since nobody waits for it.
 ///

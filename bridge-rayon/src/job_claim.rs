@@ -98,6 +98,17 @@ pub(crate) trait Claim: Send + Sync {
     /// Runs the job here, to the end, if this thread may claim it and nobody has taken it
     /// yet; otherwise does nothing (the caller then blocks on the task's channel).
     fn run_if_mine(&self);
+
+    /// The same for a blocking wait with no time limit (`wait`, `join`); a future task's
+    /// waiter runs its queued polls here (see `future_task.rs`), a poll does not.
+    fn wait_if_mine(&self) {
+        self.run_if_mine();
+    }
+
+    /// The task was dropped (its receiver is closed): a future task queues the poll that
+    /// drops its future. A closure's job needs nothing: it checks the channel before it
+    /// starts.
+    fn cancelled(&self) {}
 }
 
 impl<F, T> Claim for Job<F, T>

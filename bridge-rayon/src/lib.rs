@@ -4,6 +4,8 @@
 //!
 //! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`]: run a closure on rayon's global pool;
 //!   [`ThreadPoolExt`] does the same for a pool of your own.
+//! - [`spawn_future`]: run a future on rayon's global pool, one poll per wake-up as a job
+//!   ([`ThreadPoolExt::spawn_future_task`] on a pool of your own); it gives the same [`Task`].
 //! - [`Task`]: the handle. `.await` it on any executor, block on it ([`Task::wait`] and its
 //!   timed forms), or poll it ([`Task::try_get`]). A panic in the closure comes back to
 //!   whoever takes the result; [`Task::join`] and [`Task::catch_unwind`] give it as a
@@ -82,6 +84,7 @@
 
 mod coverage_arms;
 mod error;
+mod future_task;
 mod job;
 mod job_claim;
 mod limit;
@@ -94,6 +97,10 @@ mod task;
 mod trace;
 
 pub use error::TaskError;
+pub use future_task::spawn_future;
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub use future_task::{__LoomPool, __loom_future_task};
 pub use job::CancelFlag;
 pub use limit::Limit;
 #[cfg(bridge_loom)]

@@ -312,6 +312,53 @@ impl Limit {
         async move { limit.launch(acquire.await, f) }
     }
 
+    /// Waits for room, then runs the future `fut` on the pool, one poll per wake-up (as
+    /// `spawn_future` does); the future gives the [`Task`]. The room is
+    /// held until the future completes (its output or a panic) or is dropped by the cancel
+    /// of its task, and it comes back before the task receives the output.
+    ///
+    /// The wait queues in the same line as [`spawn`](Self::spawn)'s and is cancel-safe in
+    /// the same way. A limit made with [`pool`](Self::pool) runs the future there. The
+    /// future is polled as given: nothing here enters a tokio runtime, so a future that uses
+    /// tokio's timers or sockets goes in wrapped, `limit.spawn_future(bridge::cpu::io_entered(fut))`
+    /// (the shared `IoRuntime` entered around each poll, as `bridge::cpu::spawn_future`
+    /// does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let limit = bridge::Limit::new(1);
+    /// let first = limit.spawn_future(async { 20 }).await;
+    /// // Full until the first future has completed.
+    /// let second = limit.spawn_future(async { 22 }).await;
+    /// assert_eq!(first.await + second.await, 42);
+    /// assert_eq!(limit.in_flight(), 0);
+    /// # });
+    /// ```
+    // As for `spawn`: the future gives the Task, and the caller keeps the handle.
+    #[allow(clippy::async_yields_async)]
+    pub fn spawn_future<F>(&self, fut: F) -> impl Future<Output = Task<F::Output>> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let limit = self.clone();
+        let acquire = self.acquire();
+        async move {
+            let permit = acquire.await;
+            // The permit lives in the future: dropped when it completes or is dropped unrun.
+            let fut = async move {
+                let _room = permit;
+                fut.await
+            };
+            match &limit.pool {
+                Some(pool) => pool.spawn_future_task(fut),
+                None => crate::spawn_future(fut),
+            }
+        }
+    }
+
     /// Blocks this thread until there is room, then runs `f` on the pool and returns the
     /// [`Task`]. It queues in the same FIFO line as [`spawn`](Self::spawn), with one
     /// exception (below).

@@ -96,9 +96,9 @@ fn upper_bound(k: usize) -> Duration {
 /// A snapshot of the CPU tasks' counters, from [`metrics`].
 ///
 /// The counters count from the start of the process, across every pool (the global one and
-/// every `rayon::ThreadPool` the [`ThreadPoolExt`](crate::ThreadPoolExt) methods use) and
+/// every `rayon::ThreadPool` the `ThreadPoolExt` methods use) and
 /// every way to spawn ([`spawn`](crate::spawn), [`spawn_fifo`](crate::spawn_fifo),
-/// [`spawn_cancellable`](crate::spawn_cancellable), [`ThreadPoolExt`](crate::ThreadPoolExt),
+/// [`spawn_cancellable`](crate::spawn_cancellable), `spawn_future`, `ThreadPoolExt`,
 /// [`Limit`](crate::Limit)).
 ///
 /// Every task is spawned once, then either starts (and then finishes or panics) or is

@@ -1,6 +1,8 @@
 //! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
 
 use crate::{CancelFlag, Task};
+use std::future::Future;
+use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
 /// The worker a global `spawn` from this thread lands on, if this is a rayon worker:
@@ -92,7 +94,8 @@ mod sealed {
     impl Sealed for rayon_core::ThreadPool {}
 }
 
-/// [`spawn`], [`spawn_fifo`] and [`spawn_cancellable`] for a pool of your own.
+/// [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] and [`spawn_future`](crate::spawn_future)
+/// for a pool of your own.
 ///
 /// # Examples
 ///
@@ -148,6 +151,28 @@ pub trait ThreadPoolExt: sealed::Sealed {
     where
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static;
+
+    /// Runs the future `fut` on this pool, one poll per wake-up as a job of the pool; see
+    /// [`spawn_future`](crate::spawn_future). On a worker of this pool that spawned the
+    /// task, [`wait`](Task::wait) and [`join`](Task::join) run its queued polls inline.
+    ///
+    /// The pool is shared (`Arc`): the future's wakers, which may fire on any thread long
+    /// after this call, queue its polls on it, so they keep it alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge::cpu::ThreadPoolExt;
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap());
+    /// let task = pool.spawn_future_task(async { rayon::current_thread_index() });
+    /// assert_eq!(task.wait(), Some(0));
+    /// ```
+    fn spawn_future_task<F>(self: &Arc<Self>, fut: F) -> Task<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
 }
 
 impl ThreadPoolExt for rayon_core::ThreadPool {
@@ -179,6 +204,14 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         let (task, job) = Task::new(f, home_in(self));
         self.spawn(job);
         task
+    }
+
+    fn spawn_future_task<F>(self: &Arc<Self>, fut: F) -> Task<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        crate::future_task::spawn_future_on(self, fut)
     }
 }
 

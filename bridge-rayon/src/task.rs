@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 ///
 /// Made by [`spawn`](crate::spawn), [`spawn_fifo`](crate::spawn_fifo),
 /// [`spawn_cancellable`](crate::spawn_cancellable) and the
-/// [`ThreadPoolExt`](crate::ThreadPoolExt) methods. The result can be taken in any
+/// `ThreadPoolExt` methods, and `spawn_future`. The result can be taken in any
 /// convention:
 ///
 /// - **async**: `task.await` on any executor gives the closure's value and resumes its
@@ -137,6 +137,14 @@ impl<T: Send + 'static> Task<T> {
     }
 }
 
+impl<T> Task<T> {
+    /// A task over `rx`, with the shared state its waiter and its drop reach (a future
+    /// task's: see `future_task.rs`).
+    pub(crate) fn from_parts(rx: Receiver<Outcome<T>>, job: Option<Arc<dyn Claim>>) -> Self {
+        Self { rx: Some(rx), job }
+    }
+}
+
 /// The pool's copy of a task's job, claimable by its waiter or not.
 enum PoolSide<F, T>
 where
@@ -185,7 +193,7 @@ impl<T> Task<T> {
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
         if let Some(job) = &self.job {
-            job.run_if_mine();
+            job.wait_if_mine();
         }
         match self.rx.take() {
             Some(rx) => outcome(rx.recv_blocking()),
@@ -377,11 +385,15 @@ impl<T> Task<T> {
 }
 
 impl<T> Drop for Task<T> {
-    /// Closes the channel, which cancels a job that has not started; a result that already
-    /// arrived is dropped here, inside `catch_unwind`.
+    /// Closes the channel, which cancels a job that has not started (a future task's drop
+    /// also queues the poll job that drops its future); a result that already arrived is
+    /// dropped here, inside `catch_unwind`.
     fn drop(&mut self) {
         if let Some(rx) = self.rx.take() {
             job::drop_quietly(rx);
+            if let Some(job) = &self.job {
+                job.cancelled();
+            }
         }
     }
 }

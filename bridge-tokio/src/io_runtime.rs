@@ -1,8 +1,8 @@
 //! `IoRuntime`: the process's shared multi-thread runtime for I/O.
 
-use crate::BridgeError;
 use crate::route::ambient;
 use crate::run::Plan;
+use crate::{BridgeError, IoTask};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -131,6 +131,34 @@ impl IoRuntime {
     /// ```
     pub fn handle(&self) -> &Handle {
         &self.handle
+    }
+
+    /// Runs `future` as a task of this runtime and returns the handle on it, from any
+    /// context: [`spawn_io`](crate::spawn_io) on this runtime instead of the shared one. See
+    /// [`IoTask`] for the ways to take the output, where a wait blocks, and cancellation
+    /// (dropping the `IoTask` aborts the task).
+    ///
+    /// If this runtime has shut down (or shuts down before the future finishes), the future
+    /// is dropped and the task reports [`BridgeError::Lost`]. The `IoTask` does not keep the
+    /// runtime alive: keep an `IoRuntime` (a clone is cheap) for as long as its tasks should
+    /// run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let task = io.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     8
+    /// });
+    /// assert_eq!(task.wait(), 8);
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> IoTask<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        crate::io_task::spawn_on(&self.handle, future)
     }
 
     /// Runs `future` to completion on this runtime and returns its output; callable from any

@@ -20,6 +20,9 @@
 //!   inline), with the reasons in [`Route`]'s docs.
 //! - [`IoRuntime`]: the shared multi-thread runtime that drives I/O for synchronous
 //!   callers, and the narrower contract of always driving a future there.
+//! - [`spawn_io`] and [`IoRuntime::spawn`]: a `'static` future runs as a task of the I/O
+//!   runtime, from any context; its [`IoTask`] gives the output by `.await`, a blocking wait
+//!   (that works in every context) or a sync `try_get`, and dropping it cancels the future.
 //! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
 //!   when there is no runtime, which I/O runtime, a time limit).
 //! - [`metrics`]: `run_blocking` calls by route, and the handoff pool's threads (see
@@ -60,8 +63,8 @@
 //!
 //! With the feature `tracing` (off by default), the [`tracing`](https://docs.rs/tracing)
 //! span current where a call is made ([`run_blocking`] in every form, [`IoRuntime`]'s and
-//! [`RunBlocking`]'s calls) is current in every poll of its future and at its drop, on every
-//! route, a handoff worker included. The bridge also logs its notable events:
+//! [`RunBlocking`]'s calls, [`spawn_io`]) is current in every poll of its future and at its
+//! drop, on every route, a handoff worker and the I/O runtime's workers included. The bridge also logs its notable events:
 //!
 //! | event | level |
 //! | --- | --- |
@@ -72,9 +75,9 @@
 //! | a call returns [`BridgeError::Lost`] | warn |
 //! | a call returns [`BridgeError::Unavailable`] | error |
 //!
-//! Only the handoff wraps the future in the span: every other route polls and drops it on the
-//! calling thread, inside the call, where the span is current already, so the feature adds
-//! nothing to those calls. A handoff pays for it one relaxed load (and carries a disabled
+//! Only the handoff and [`spawn_io`] wrap the future in the span: every other route polls and
+//! drops it on the calling thread, inside the call, where the span is current already, so the
+//! feature adds nothing to those calls. A handoff pays for it one relaxed load (and carries a disabled
 //! span) when no subscriber was ever installed, and the lookup of the current span when one
 //! was. The [`run` study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md)
 //! times the calls: run it with and without the feature to compare. Without the feature the
@@ -97,6 +100,7 @@ mod handoff;
 mod handoff_pool;
 mod in_place;
 mod io_runtime;
+mod io_task;
 mod loom;
 mod metrics;
 mod options;
@@ -118,6 +122,7 @@ pub use handoff_pool::{
     handoff_keep_alive, max_handoff_threads, set_handoff_keep_alive, set_max_handoff_threads,
 };
 pub use io_runtime::IoRuntime;
+pub use io_task::{IoCatchUnwind, IoTask, spawn_io};
 pub use metrics::Metrics;
 #[cfg(not(bridge_loom))]
 pub use metrics::metrics;

@@ -11,7 +11,9 @@
 //! - [`task::run`]: the rayon task protocol (spawn, drop, detach, await, timeout, panic)
 //!   on a pool whose threads can be held, so a dropped task is known not to have started;
 //! - [`run_blocking::run`]: `bridge_tokio::run_blocking` and its variants at the top of
-//!   generated stacks of contexts and nested calls.
+//!   generated stacks of contexts and nested calls;
+//! - [`stream::run`]: the buffer of a `bridge::stream` crossing (producer yields, pending,
+//!   panics and ends; consumer polls and drops) against a sequential model.
 //!
 //! # Examples
 //!
@@ -24,6 +26,7 @@
 
 pub mod oneshot;
 pub mod run_blocking;
+pub mod stream;
 pub mod task;
 
 /// Reads operations out of the fuzzer's bytes. Running out of bytes ends the program; no

@@ -39,3 +39,8 @@ fn task_corpus() {
 fn run_blocking_corpus() {
     replay("run_blocking", bridge_fuzz::run_blocking::run);
 }
+
+#[test]
+fn stream_corpus() {
+    replay("stream", bridge_fuzz::stream::run);
+}

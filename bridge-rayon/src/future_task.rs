@@ -1,0 +1,608 @@
+//! A future on a rayon pool: one poll per wake-up, each poll a rayon job.
+//!
+//! The future, its sender and its bookkeeping live in one shared cell, reached by the
+//! future's wakers, by the pool jobs that poll it and by its [`Task`]. One atomic state says
+//! who may touch the future:
+//!
+//! ```text
+//!            wake (queues a poll job)        the job starts
+//!   IDLE ──────────────────────────▶ SCHEDULED ──────────────▶ RUNNING ──▶ DONE
+//!    ▲                                   ▲       Ready, panic,   │  │      (Ready, panic,
+//!    │            Pending                │       or cancelled    │  │       or cancelled)
+//!    └───────────────────────────────────┼───────────────────────┘  │ wake
+//!                                        │  Pending: one more poll  ▼
+//!                                        └────────────────────── NOTIFIED
+//! ```
+//!
+//! - A wake moves `IDLE` to `SCHEDULED` and queues one poll job; `RUNNING` to `NOTIFIED`
+//!   (the poll under way ends by queueing one more); anything else is left alone: a poll is
+//!   queued already, or the future is gone (`DONE`). So a wake-up never starts a second
+//!   poll beside a running one, a wake during a poll is never lost, and wakes after the
+//!   end do nothing.
+//! - Only the side that moves `SCHEDULED` to `RUNNING` polls (the pool job, or the
+//!   [`Task`]'s waiter on the worker that spawned it: see `wait_if_mine`); a job that
+//!   finds another state does nothing. The future's slot is a lock that only the owner of
+//!   `RUNNING` takes, so it is never contended.
+//! - Cancellation lives in the oneshot, as for a closure: a dropped `Task` closes its
+//!   receiver, and the drop then wakes the future (`Claim::cancelled`), so that a future
+//!   that nothing else would wake is dropped promptly too. A poll job that finds the
+//!   receiver closed drops the future, on the pool thread, instead of polling it.
+//!
+//! Metrics: a future task is *started* at its first poll (the queue wait is the time from
+//! the spawn to it), *finished* when it returned `Ready` or was dropped after its start by
+//! a cancel, *panicked* when a poll panicked; *cancelled* when its `Task` was dropped
+//! before the first poll. So the counts keep the closures' invariants at rest: `spawned ==
+//! started + cancelled`, `started == finished + panicked`.
+
+use crate::Task;
+use crate::coverage_arms::arm;
+use crate::job::{self, Outcome};
+use crate::job_claim::Claim;
+use crate::loom::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::loom::{AtomicU8, Condvar, Mutex as GateLock};
+use crate::metrics;
+use bridge_core::oneshot::{self, SendError, Sender};
+use std::cell::Cell;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak, mpsc};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, ThreadId};
+use std::time::Instant;
+
+/// The values of a future task's state.
+mod states {
+    /// Pending, with no poll queued or running: the next wake queues one.
+    pub(super) const IDLE: u8 = 0;
+    /// A poll job is queued; nobody polls yet.
+    pub(super) const SCHEDULED: u8 = 1;
+    /// A poll is under way.
+    pub(super) const RUNNING: u8 = 2;
+    /// A poll is under way and a wake came during it: it ends by queueing one more.
+    pub(super) const NOTIFIED: u8 = 3;
+    /// The future returned `Ready`, panicked, or was cancelled, and was dropped. Final.
+    pub(super) const DONE: u8 = 4;
+}
+
+use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
+
+/// Runs `fut` on rayon's global pool and returns the [`Task`] that yields its output.
+///
+/// Every wake-up of the future queues one poll of it as a job on the global pool (whatever
+/// thread or executor wakes it); polls never overlap, a wake during a poll brings exactly
+/// one more poll after it, and nothing polls the future after it completed. Rayon
+/// parallelism inside a poll (`rayon::join`, `par_iter`) runs on the pool, as in any job.
+///
+/// The [`Task`] has all its conventions: `.await`, [`wait`](Task::wait),
+/// [`join`](Task::join), [`wait_timeout`](Task::wait_timeout), [`try_get`](Task::try_get),
+/// [`catch_unwind`](Task::catch_unwind). A panic in a poll is caught on the pool thread and
+/// comes back to whoever takes the result. **Dropping the `Task` cancels the future** at its
+/// next poll point: the drop queues a job that drops the future on the pool, even if the
+/// future would never be woken again. [`detach`](Task::detach) lets it run to the end.
+///
+/// The future is polled as given: here nothing enters a tokio runtime. Through the facade
+/// with its feature `tokio`, `bridge::cpu::spawn_future` enters the shared `IoRuntime`
+/// during each poll, so that tokio's timers, sockets and channels work inside.
+///
+/// **Waiting on a worker.** On the worker of the global pool that spawned the task,
+/// [`wait`](Task::wait) and [`join`](Task::join) run the future's queued polls inline,
+/// and block between them until the next wake-up: a job that spawns a future and waits for
+/// it finishes even on a pool of one thread while the future waits for a timer. They run
+/// nothing else. A poll of the `Task` (`.await`, `bridge::block_on`) and the timed waits
+/// never run a poll inline: on a pool's only thread, blocking there on a task whose polls
+/// are queued on that pool waits forever (as for a closure spawned from outside the pool).
+///
+/// Metrics count a future task as started at its first poll, finished when it completes
+/// (or is dropped by a cancel after its first poll), panicked when a poll panics, and
+/// cancelled when its `Task` was dropped before the first poll. With the feature `tracing`,
+/// the span current here is current during every poll.
+///
+/// # Examples
+///
+/// ```
+/// let task = bridge::cpu::spawn_future(async {
+///     let half = bridge::spawn(|| (0..500u64).sum::<u64>()).await;
+///     half + (500..1_000u64).sum::<u64>()
+/// });
+/// assert_eq!(task.wait(), 499_500);
+/// ```
+pub fn spawn_future<F>(fut: F) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let home = rayon_core::current_thread_index()
+        .filter(|_| on_global_pool())
+        .map(|_| thread::current().id());
+    launch(fut, Pool::Global, home)
+}
+
+/// [`spawn_future`] on `pool`: the body of [`ThreadPoolExt::spawn_future_task`](crate::ThreadPoolExt::spawn_future_task).
+pub(crate) fn spawn_future_on<F>(pool: &Arc<rayon_core::ThreadPool>, fut: F) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let home = pool.current_thread_index().map(|_| thread::current().id());
+    launch(fut, Pool::Custom(Arc::clone(pool)), home)
+}
+
+/// Makes the task and queues its first poll.
+fn launch<F>(fut: F, pool: Pool, home: Option<ThreadId>) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (task, shared) = make(fut, pool, home);
+    shared.pool.submit(poll_job(shared.clone()));
+    task
+}
+
+/// The task and its shared cell, `SCHEDULED`: the caller queues the first poll.
+fn make<F>(fut: F, pool: Pool, home: Option<ThreadId>) -> (Task<F::Output>, Arc<Shared<F>>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let spawned_at = metrics::spawned();
+    let running = Running {
+        fut: Box::pin(fut),
+        tx,
+        spawned_at,
+        started: false,
+        #[cfg(feature = "tracing")]
+        span: tracing::dispatcher::has_been_set()
+            .then(tracing::Span::current)
+            .filter(|span| !span.is_disabled()),
+    };
+    let shared = Arc::new_cyclic(|me| Shared {
+        state: AtomicU8::new(SCHEDULED),
+        me: me.clone(),
+        pool,
+        home,
+        gate: home.map(|_| Gate {
+            waiting: GateLock::new(false),
+            changed: Condvar::new(),
+        }),
+        slot: Mutex::new(Some(running)),
+    });
+    let task = Task::from_parts(rx, Some(shared.clone() as Arc<dyn Claim>));
+    (task, shared)
+}
+
+/// The job that polls once (or finds itself stale).
+fn poll_job<F>(shared: Arc<Shared<F>>) -> impl FnOnce() + Send + 'static
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    move || shared.run()
+}
+
+/// What the state guards: the future and where its outcome goes.
+struct Running<F: Future> {
+    fut: Pin<Box<F>>,
+    tx: Sender<Outcome<F::Output>>,
+    /// The time of the spawn, if its queue wait is sampled; taken at the first poll.
+    spawned_at: Option<Instant>,
+    /// Whether the first poll began (for the metrics).
+    started: bool,
+    /// The span current at the spawn, entered during every poll.
+    #[cfg(feature = "tracing")]
+    span: Option<tracing::Span>,
+}
+
+/// Where the spawning worker, waiting for its own future task, blocks between polls.
+struct Gate {
+    /// Whether the waiter is blocked (or about to be) on `changed`.
+    waiting: GateLock<bool>,
+    /// Signalled when the state moves to `SCHEDULED` or `DONE`.
+    changed: Condvar,
+}
+
+/// The cell a future task's wakers, poll jobs and `Task` share.
+struct Shared<F: Future> {
+    /// [`states`]: who may touch the future.
+    state: AtomicU8,
+    /// This cell, for the wakers and jobs that a poll run by the waiter makes.
+    me: Weak<Self>,
+    /// Where the polls run.
+    pool: Pool,
+    /// The worker that spawned the task into its own pool, if one did: the only thread on
+    /// which `wait` and `join` run the polls inline.
+    home: Option<ThreadId>,
+    /// `Some` with `home`.
+    gate: Option<Gate>,
+    /// The future until it is done. A safe cell, not a lock that anyone waits on: only the
+    /// owner of `RUNNING` takes it.
+    slot: Mutex<Option<Running<F>>>,
+}
+
+impl<F> Shared<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// A wake-up (or a cancel): queues one poll unless one is queued or running already.
+    ///
+    /// Every wake that finds the future alive is a read-modify-write of the state, even
+    /// one that changes nothing (a poll already queued, or one more already due): so what
+    /// the waking side did before the wake (a value put where the future looks, a closed
+    /// receiver) happens-before the poll that follows, whichever wake queued it. A wake
+    /// that only looked would let that poll miss it, return `Pending`, and nothing would
+    /// poll again: a lost wake-up (the loom model `cancel_vs_wake_vs_poll` finds it).
+    fn schedule(&self) {
+        // ORDERING: Relaxed for the first look: every change below is a compare-exchange
+        // that re-reads the state.
+        let mut state = self.state.load(Relaxed);
+        loop {
+            let to = match state {
+                IDLE => SCHEDULED,
+                RUNNING => NOTIFIED,
+                SCHEDULED | NOTIFIED => state,
+                _ => {
+                    arm!("future.wake.after_done");
+                    return;
+                }
+            };
+            // ORDERING: AcqRel. Release: what the waking side did before the wake happens-
+            // before the poll that the job (or the running poll's end) brings, which
+            // acquires the state; the exchange joins the release sequence, so this holds
+            // for the no-op exchanges too. Acquire: a wake orders after the wakes before it
+            // (nothing depends on it but the uniform rule). Relaxed on failure: the loop
+            // only retries with the value found.
+            match self.state.compare_exchange(state, to, AcqRel, Relaxed) {
+                Ok(IDLE) => {
+                    arm!("future.wake.schedules");
+                    self.submit_poll();
+                    return;
+                }
+                Ok(RUNNING) => {
+                    arm!("future.wake.notifies_running");
+                    return;
+                }
+                Ok(SCHEDULED) => {
+                    arm!("future.wake.already_scheduled");
+                    return;
+                }
+                Ok(_) => {
+                    arm!("future.wake.already_notified");
+                    return;
+                }
+                Err(found) => state = found,
+            }
+        }
+    }
+
+    /// Queues a poll job, and tells a blocked home waiter that one is queued.
+    fn submit_poll(&self) {
+        if let Some(me) = self.me.upgrade() {
+            self.pool.submit(poll_job(me));
+        }
+        self.signal();
+    }
+
+    /// The pool job: polls once if the poll is still queued.
+    fn run(self: Arc<Self>) {
+        // ORDERING: Acquire: the wake (or the previous poll's end) that queued this poll
+        // released the state, and with it what it did before; the slot's lock carries the
+        // future itself.
+        if self
+            .state
+            .compare_exchange(SCHEDULED, RUNNING, Acquire, Relaxed)
+            .is_err()
+        {
+            // The home waiter ran this poll inline; a later wake queued its own job.
+            arm!("future.run.stale");
+            return;
+        }
+        if let Pool::Global = self.pool {
+            mark_global_worker();
+        }
+        self.poll_once();
+    }
+
+    /// Polls the future once; the caller moved the state to `RUNNING`.
+    fn poll_once(self: &Arc<Self>) {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let running = slot
+            .as_mut()
+            .expect("bridge_rayon: a future task polled after it ended");
+        if running.tx.is_closed() {
+            // The task was dropped: the future is dropped here, on this pool thread.
+            arm!("future.run.cancelled");
+            let running = slot.take().expect("the future");
+            drop(slot);
+            if running.started {
+                metrics::ended(false);
+            } else {
+                metrics::cancelled();
+            }
+            job::drop_quietly(running);
+            self.finish();
+            return;
+        }
+        if !running.started {
+            running.started = true;
+            metrics::started(running.spawned_at.take());
+        }
+        let waker = Waker::from(self.clone());
+        let mut cx = Context::from_waker(&waker);
+        let fut = running.fut.as_mut();
+        #[cfg(feature = "tracing")]
+        let polled = {
+            let span = running.span.clone();
+            panic::catch_unwind(AssertUnwindSafe(|| match span {
+                Some(span) => span.in_scope(|| fut.poll(&mut cx)),
+                None => fut.poll(&mut cx),
+            }))
+        };
+        #[cfg(not(feature = "tracing"))]
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
+        let outcome = match polled {
+            Ok(Poll::Pending) => {
+                drop(slot);
+                // ORDERING: Release: the future is back in its slot (the lock's release
+                // carries it) before the state says another poll may run. Acquire on
+                // failure: the wake that moved it to NOTIFIED released what it did, which
+                // the poll queued below must see.
+                match self.state.compare_exchange(RUNNING, IDLE, Release, Acquire) {
+                    Ok(_) => arm!("future.run.pending"),
+                    Err(_) => {
+                        // NOTIFIED: a wake came during the poll; it gets one more poll.
+                        arm!("future.run.repoll");
+                        // A swap, not a store: every change of the state is a
+                        // read-modify-write, so each one sees the one before it (a wake
+                        // racing here finds NOTIFIED and does nothing).
+                        // ORDERING: AcqRel: Release for the job that acquires it, as
+                        // above; Acquire for the wakes since the failed exchange.
+                        self.state.swap(SCHEDULED, AcqRel);
+                        self.submit_poll();
+                    }
+                }
+                return;
+            }
+            Ok(Poll::Ready(value)) => {
+                arm!("future.run.ready");
+                Ok(value)
+            }
+            Err(payload) => {
+                arm!("future.run.panicked");
+                Err(payload)
+            }
+        };
+        let running = slot.take().expect("the future");
+        drop(slot);
+        metrics::ended(outcome.is_err());
+        let Running { fut, tx, .. } = running;
+        // The future's own resources (a `Limit`'s room among them) go before the outcome
+        // does, so whoever receives it finds them released.
+        job::drop_quietly(fut);
+        if let Err(SendError(unwanted)) = tx.send(outcome) {
+            job::drop_quietly(unwanted);
+        }
+        self.finish();
+    }
+
+    /// The future is gone: no poll ever again.
+    fn finish(&self) {
+        // A swap, not a store, as in `poll_once`: a wake racing this finds RUNNING or
+        // NOTIFIED before it, or DONE after it.
+        // ORDERING: Release: a home waiter that sees DONE (Acquire) then receives the
+        // outcome, which the oneshot synchronizes on its own; nothing else is published.
+        self.state.swap(DONE, Release);
+        self.signal();
+    }
+
+    /// Wakes the home waiter if it blocks on the gate.
+    fn signal(&self) {
+        if let Some(gate) = &self.gate {
+            let waiting = gate.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            if *waiting {
+                gate.changed.notify_one();
+            }
+        }
+    }
+}
+
+impl<F> Wake for Shared<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn wake(self: Arc<Self>) {
+        self.schedule();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.schedule();
+    }
+}
+
+impl<F> Claim for Shared<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// A poll of the task (`.await`, `block_on`) never runs the future's polls: it would
+    /// nest them in whatever the poller is (another future's poll, often).
+    fn run_if_mine(&self) {}
+
+    /// On the spawning worker, runs the queued polls here until the future is done, and
+    /// blocks between them.
+    fn wait_if_mine(&self) {
+        let (Some(home), Some(gate)) = (self.home, &self.gate) else {
+            return;
+        };
+        if home != thread::current().id() {
+            arm!("future.wait.not_home");
+            return;
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        loop {
+            // ORDERING: Acquire, as the pool job's claim (see `run`).
+            match self
+                .state
+                .compare_exchange(SCHEDULED, RUNNING, Acquire, Acquire)
+            {
+                Ok(_) => {
+                    arm!("future.wait.claims");
+                    me.poll_once();
+                    continue;
+                }
+                Err(DONE) => {
+                    arm!("future.wait.done");
+                    return;
+                }
+                Err(_) => {}
+            }
+            let mut waiting = gate.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            // Under the gate's lock: a move to SCHEDULED or DONE after this load signals
+            // after this thread waits (its `signal` takes the lock), so none is missed.
+            // ORDERING: Acquire, as above.
+            let state = self.state.load(Acquire);
+            if state == SCHEDULED || state == DONE {
+                continue;
+            }
+            arm!("future.wait.blocks");
+            *waiting = true;
+            let mut waiting = gate
+                .changed
+                .wait(waiting)
+                .unwrap_or_else(PoisonError::into_inner);
+            *waiting = false;
+        }
+    }
+
+    /// The task was dropped (its receiver closed): a poll job drops the future.
+    fn cancelled(&self) {
+        self.schedule();
+    }
+}
+
+/// Where a future task's polls run.
+enum Pool {
+    /// rayon's global pool.
+    Global,
+    /// A pool of the caller's, kept alive by its future tasks.
+    Custom(Arc<rayon_core::ThreadPool>),
+    /// The loom models' stand-in: a queue that model threads drain.
+    #[cfg(bridge_loom)]
+    Loom(__LoomPool),
+}
+
+impl Pool {
+    fn submit(&self, job: impl FnOnce() + Send + 'static) {
+        match self {
+            Self::Global => submit_global(job),
+            Self::Custom(pool) => pool.spawn(job),
+            #[cfg(bridge_loom)]
+            Self::Loom(queue) => queue.push(Box::new(job)),
+        }
+    }
+}
+
+thread_local! {
+    /// Whether this thread is known to be a worker of the global pool: it ran a poll job
+    /// queued there.
+    static ON_GLOBAL_POOL: Cell<bool> = const { Cell::new(false) };
+}
+
+fn on_global_pool() -> bool {
+    ON_GLOBAL_POOL.with(Cell::get)
+}
+
+fn mark_global_worker() {
+    ON_GLOBAL_POOL.with(|on| on.set(true));
+}
+
+/// Queues `job` on the global pool. `rayon_core::spawn` goes to the pool of the calling
+/// worker, if this is one, so a wake on a worker not known to be the global pool's (a
+/// worker of another pool, say) goes through a relay thread outside rayon instead.
+fn submit_global(job: impl FnOnce() + Send + 'static) {
+    if rayon_core::current_thread_index().is_none() || on_global_pool() {
+        rayon_core::spawn(job);
+    } else {
+        relay(Box::new(job));
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Hands `job` to the relay thread, started at the first need, which spawns it from outside
+/// rayon: onto the global pool. The relay first marks the global pool's workers (a
+/// broadcast), so that their own wakes skip it from then on.
+fn relay(job: Job) {
+    static RELAY: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    let relay = RELAY.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let started = thread::Builder::new()
+            .name("bridge-rayon-relay".into())
+            .spawn(move || {
+                rayon_core::spawn_broadcast(|_| mark_global_worker());
+                for job in rx {
+                    rayon_core::spawn(job);
+                }
+            });
+        started.ok().map(|_| tx)
+    });
+    match relay {
+        Some(tx) => {
+            if let Err(mpsc::SendError(job)) = tx.send(job) {
+                rayon_core::spawn(job);
+            }
+        }
+        // No thread could be started: the job goes to this worker's pool, which still polls
+        // it once (on the wrong pool, rather than never).
+        None => rayon_core::spawn(job),
+    }
+}
+
+/// Test hook for the loom models: a future task whose polls are queued on a [`__LoomPool`]
+/// that model threads drain. Its waiters (`wait`, `join`) on any loom thread run the queued
+/// polls inline, as the spawning worker does on a real pool. Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub fn __loom_future_task<F>(fut: F) -> (Task<F::Output>, __LoomPool)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let pool = __LoomPool::default();
+    let (task, shared) = make(fut, Pool::Loom(pool.clone()), Some(thread::current().id()));
+    pool.push(Box::new(poll_job(shared)));
+    (task, pool)
+}
+
+/// The loom models' pool: a queue of poll jobs. Not part of the API.
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+#[derive(Clone, Default)]
+pub struct __LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<Job>>>);
+
+#[cfg(bridge_loom)]
+impl __LoomPool {
+    fn push(&self, job: Job) {
+        self.0.lock().unwrap().push_back(job);
+    }
+
+    /// Runs the oldest queued job; `false` if none was queued.
+    pub fn run_one(&self) -> bool {
+        let job = self.0.lock().unwrap().pop_front();
+        job.map(|job| job()).is_some()
+    }
+
+    /// Runs queued jobs until none is left.
+    pub fn run_all(&self) {
+        while self.run_one() {}
+    }
+}
+
+#[cfg(bridge_loom)]
+impl std::fmt::Debug for __LoomPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("__LoomPool").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,202 @@
+//! loom models of a future task's state machine (`future_task.rs`): schedule, poll, wake,
+//! cancel, with loom threads standing in for the pool (`__LoomPool`, a queue of poll jobs)
+//! and for the thread that wakes the future. The task's waiter (`join`) counts as the
+//! spawning worker, so it runs queued polls inline and blocks on its gate between them.
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg bridge_loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test -p threadbridge-rayon --release --test loom_future
+//! ```
+//!
+//! Each model is a few hundred to a few thousand executions at bound 2 (seconds in release);
+//! bound 3, as `.ci/loom-coverage` runs them, takes longer but stays under a minute.
+#![cfg(bridge_loom)]
+
+use bridge_rayon::{__LoomPool, __loom_future_task};
+use loom::thread::{self, JoinHandle};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A future whose first poll starts a loom thread that wakes it `wakes` times (by reference,
+/// then by value), and returns `Pending`; its second poll is `Ready` if `finishes`, `Pending`
+/// forever otherwise. It asserts that no two polls overlap, and counts them.
+struct WokenFromAThread {
+    wakes: usize,
+    finishes: bool,
+    in_poll: Arc<AtomicBool>,
+    polls: Arc<AtomicUsize>,
+    waker_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    kept_waker: Arc<Mutex<Option<Waker>>>,
+    _drops: Counted,
+}
+
+impl Future for WokenFromAThread {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        assert!(!self.in_poll.swap(true, SeqCst), "two polls at once");
+        let n = self.polls.fetch_add(1, SeqCst) + 1;
+        let polled = if n == 1 {
+            *self.kept_waker.lock().unwrap() = Some(cx.waker().clone());
+            let (waker, wakes) = (cx.waker().clone(), self.wakes);
+            let handle = thread::spawn(move || {
+                for _ in 1..wakes {
+                    waker.wake_by_ref();
+                }
+                waker.wake();
+            });
+            *self.waker_thread.lock().unwrap() = Some(handle);
+            Poll::Pending
+        } else if self.finishes {
+            Poll::Ready(n)
+        } else {
+            Poll::Pending
+        };
+        self.in_poll.store(false, SeqCst);
+        polled
+    }
+}
+
+/// The shared probes of one model run.
+#[derive(Default)]
+struct Probes {
+    polls: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+    waker_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// A clone of the first poll's waker, which keeps the shared cell (and a future that
+    /// nothing dropped) alive until the model lets it go.
+    kept_waker: Arc<Mutex<Option<Waker>>>,
+}
+
+impl Probes {
+    fn future(&self, wakes: usize, finishes: bool) -> WokenFromAThread {
+        WokenFromAThread {
+            wakes,
+            finishes,
+            in_poll: Arc::default(),
+            polls: self.polls.clone(),
+            waker_thread: self.waker_thread.clone(),
+            kept_waker: self.kept_waker.clone(),
+            _drops: Counted(self.drops.clone()),
+        }
+    }
+
+    /// Joins the waker thread (if a poll started it) and runs what it queued.
+    fn settle(&self, pool: &__LoomPool) {
+        let handle = self.waker_thread.lock().unwrap().take();
+        if let Some(handle) = handle {
+            handle.join().unwrap();
+        }
+        pool.run_all();
+    }
+}
+
+/// A pool thread runs the first queued job while the waiter (`join`, the spawning worker)
+/// claims what is queued and blocks between polls, and the first poll's thread wakes the
+/// future twice: during that poll, after it, during the second poll, or after the end. The
+/// future is polled exactly twice, never twice at once, and the waiter gets its output.
+///
+/// Catches: `lost-wake-during-poll` (a poll that ends `Pending` and moves the state to IDLE
+/// without looking for a wake that came during it: the waiter blocks forever, loom's
+/// deadlock report); a wake that queues a poll beside a running one (the overlap assertion,
+/// or three polls); a waiter that misses the signal of a queued poll (deadlock).
+#[test]
+fn wake_vs_poll_vs_waiter() {
+    loom::model(|| {
+        let probes = Probes::default();
+        let (task, pool) = __loom_future_task(probes.future(2, true));
+        let runner = pool.clone();
+        let pool_thread = thread::spawn(move || {
+            runner.run_one();
+        });
+        assert_eq!(task.join().expect("the output"), 2);
+        pool_thread.join().unwrap();
+        probes.settle(&pool);
+        assert_eq!(probes.polls.load(SeqCst), 2, "polled once per wake-up");
+        assert_eq!(probes.drops.load(SeqCst), 1, "the future dropped once");
+    });
+}
+
+/// The task of a future that never completes is dropped while the pool runs its first poll
+/// (and the poll that the wake queues) and the first poll's thread wakes it: every order of
+/// the cancel, the wake and the polls.
+/// The future is dropped exactly once, by a poll job (the cancel queues one when nothing
+/// else would), while a waker clone still keeps the shared cell alive, and never polled
+/// after the job that saw the cancel.
+///
+/// Catches: `cancel-without-schedule` (a drop that closes the channel but queues no job: a
+/// future already woken and idle is never dropped, the drop count stays 0);
+/// `wake-that-only-looks` (a wake or cancel that finds a poll queued and leaves the state
+/// unwritten: that poll may miss the closed receiver, end `Pending`, and nothing drops the
+/// future: the drop count stays 0); a cancelled future polled instead of dropped (three
+/// polls).
+#[test]
+fn cancel_vs_wake_vs_poll() {
+    loom::model(|| {
+        let probes = Probes::default();
+        let (task, pool) = __loom_future_task(probes.future(1, false));
+        let runner = pool.clone();
+        // Two jobs at most: the first poll, and the one its wake queues (if in time).
+        let pool_thread = thread::spawn(move || {
+            runner.run_one();
+            runner.run_one();
+        });
+        drop(task);
+        pool_thread.join().unwrap();
+        pool.run_all();
+        probes.settle(&pool);
+        // A waker is still alive: only a poll job can have dropped the future.
+        assert_eq!(
+            probes.drops.load(SeqCst),
+            1,
+            "the future dropped once, by a job"
+        );
+        assert!(probes.polls.load(SeqCst) <= 2);
+        drop(probes.kept_waker.lock().unwrap().take());
+    });
+}
+
+/// A poll that panics, against the waiter's claim: the payload reaches the waiter
+/// whichever side polled, and the future is dropped once.
+///
+/// Catches: a poll run outside `catch_unwind` (the pool thread or the waiter unwinds with
+/// the payload); a panicked future left in its slot (the drop count).
+#[test]
+fn panic_vs_waiter() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = Counted(drops.clone());
+        let (task, pool) = __loom_future_task(async move {
+            let _held = held;
+            std::panic::panic_any(7u32)
+        });
+        let runner = pool.clone();
+        let pool_thread = thread::spawn(move || {
+            runner.run_one();
+        });
+        let err = task.join().unwrap_err();
+        assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&7));
+        pool_thread.join().unwrap();
+        pool.run_all();
+        assert_eq!(drops.load(SeqCst), 1);
+    });
+}
+
+/// Records the arms as declared for `.ci/loom-coverage`, even in a run where no model
+/// reached any of them.
+#[test]
+fn declare_the_arms() {
+    bridge_core::__coverage::declare(bridge_rayon::__ARMS);
+}

@@ -1,0 +1,211 @@
+//! The consumer's side of a crossing: [`Crossing`], a `Stream` of the items that the
+//! producer's stream yields on the other side, and [`CatchUnwind`], the same with the
+//! producer's panic as an item.
+
+use super::buffer::{Buffer, Next, Payload};
+use super::side::Producer;
+use futures::Stream;
+use futures::stream::FusedStream;
+use std::fmt;
+use std::panic;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// The message of the panic (or the `Err` payload of [`CatchUnwind`]) when the producer was
+/// dropped before its stream ended.
+const LOST: &str = "bridge::stream: the producer was dropped before its stream ended (the \
+                    executor running it shut down)";
+
+/// A stream driven on another side of the process, as the functions of
+/// [`bridge::stream`](crate::stream) return it (`spawn_io`, `spawn_cpu`): it yields the producer's items
+/// in their order, at most `bound` of them made ahead of this consumer.
+///
+/// - It works on any executor (tokio of either flavor, `futures::executor`,
+///   [`bridge::block_on`](crate::block_on), async-executor ...): it needs nothing but the
+///   waker of the task that polls it.
+/// - A panic in the producer's stream resumes in this consumer's `poll_next`, once the items
+///   made before it have been taken; [`catch_unwind`](Self::catch_unwind) gives it as an
+///   `Err` item instead. After the panic, or the end, the stream is terminated
+///   ([`FusedStream`]) and yields `None`.
+/// - Dropping it cancels the producer: its stream is dropped on its side at once if it is
+///   waiting (for room, or for its own wake-up, even one that never comes), or as soon as
+///   its current `poll_next` returns. Items still buffered are dropped here.
+///
+/// Each item made happens-before the poll that yields it.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "tokio")] {
+/// use futures::StreamExt;
+///
+/// let numbers = futures::stream::iter(1..=3);
+/// let mut crossing: bridge::stream::Crossing<u32> = bridge::stream::spawn_io(numbers, 2);
+/// assert_eq!(bridge::block_on(crossing.next()), Some(1));
+/// assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [2, 3]);
+/// # }
+/// ```
+#[must_use = "a crossing does nothing useful unless polled; dropping it cancels the producer"]
+pub struct Crossing<T> {
+    buffer: Arc<Buffer<T>>,
+    terminated: bool,
+    // Dropped after the buffer's cancel (in `Drop`): it cancels the producer's task too.
+    _producer: Producer,
+}
+
+impl<T> Crossing<T> {
+    pub(crate) fn new(buffer: Arc<Buffer<T>>, producer: Producer) -> Self {
+        Self {
+            buffer,
+            terminated: false,
+            _producer: producer,
+        }
+    }
+
+    /// The same stream with the producer's panic as its last item, an `Err` with the panic's
+    /// payload (as `std::panic::catch_unwind` gives it), instead of a panic in this poll.
+    ///
+    /// The items are `Ok`; after an `Err` the stream ends. A producer that was dropped
+    /// before its stream ended (its executor shut down) gives an `Err` whose payload is a
+    /// `String` that says so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")] {
+    /// use futures::StreamExt;
+    ///
+    /// let items = futures::stream::iter([1, 2]).chain(futures::stream::poll_fn(|_| -> std::task::Poll<Option<i32>> {
+    ///     panic!("corrupt block")
+    /// }));
+    /// let mut results = bridge::stream::spawn_io(items, 8).catch_unwind();
+    /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 1);
+    /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 2);
+    /// let payload = bridge::block_on(results.next()).unwrap().unwrap_err();
+    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"corrupt block"));
+    /// assert!(bridge::block_on(results.next()).is_none());
+    /// # }
+    /// ```
+    pub fn catch_unwind(self) -> CatchUnwind<T> {
+        CatchUnwind { inner: self }
+    }
+
+    /// The bound given at the start: how many items the producer may make ahead of this
+    /// consumer (0: one, and only while this consumer waits for it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")] {
+    /// let crossing = bridge::stream::spawn_io(futures::stream::iter([1u8]), 8);
+    /// assert_eq!(crossing.bound(), 8);
+    /// # }
+    /// ```
+    pub fn bound(&self) -> usize {
+        self.buffer.snapshot().1
+    }
+
+    fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Payload>>> {
+        if self.terminated {
+            return Poll::Ready(None);
+        }
+        let next = match self.buffer.poll_next(cx.waker()) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(next) => next,
+        };
+        Poll::Ready(match next {
+            Next::Item(item) => Some(Ok(item)),
+            Next::Finished => {
+                self.terminated = true;
+                None
+            }
+            Next::Panicked(payload) => {
+                self.terminated = true;
+                Some(Err(payload))
+            }
+            Next::Lost => {
+                self.terminated = true;
+                Some(Err(Box::new(LOST.to_string())))
+            }
+        })
+    }
+}
+
+impl<T> Drop for Crossing<T> {
+    fn drop(&mut self) {
+        self.buffer.cancel();
+    }
+}
+
+impl<T> Stream for Crossing<T> {
+    type Item = T;
+
+    /// The next item; resumes the producer's panic once its items have been taken.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        match self.get_mut().poll_result(cx) {
+            Poll::Ready(Some(Ok(item))) => Poll::Ready(Some(item)),
+            Poll::Ready(Some(Err(payload))) => panic::resume_unwind(payload),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> FusedStream for Crossing<T> {
+    fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+}
+
+impl<T> fmt::Debug for Crossing<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (buffered, bound, stream) = self.buffer.snapshot();
+        f.debug_struct("Crossing")
+            .field("bound", &bound)
+            .field("buffered", &buffered)
+            .field("stream", &stream)
+            .field("terminated", &self.terminated)
+            .finish()
+    }
+}
+
+/// A [`Crossing`] whose producer's panic is an `Err` item, from
+/// [`Crossing::catch_unwind`]. Dropping it cancels the producer, as dropping the crossing
+/// does.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "rayon")] {
+/// use futures::StreamExt;
+///
+/// let results = bridge::stream::spawn_cpu(futures::stream::iter([7]), 1).catch_unwind();
+/// let all: Vec<_> = bridge::block_on(results.collect());
+/// assert!(matches!(all[..], [Ok(7)]));
+/// # }
+/// ```
+#[must_use = "a crossing does nothing useful unless polled; dropping it cancels the producer"]
+pub struct CatchUnwind<T> {
+    inner: Crossing<T>,
+}
+
+impl<T> Stream for CatchUnwind<T> {
+    type Item = Result<T, Box<dyn std::any::Any + Send + 'static>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().inner.poll_result(cx)
+    }
+}
+
+impl<T> FusedStream for CatchUnwind<T> {
+    fn is_terminated(&self) -> bool {
+        self.inner.terminated
+    }
+}
+
+impl<T> fmt::Debug for CatchUnwind<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CatchUnwind").field(&self.inner).finish()
+    }
+}
