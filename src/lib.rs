@@ -41,6 +41,37 @@
     doc = "- `spawn`, `Task` and the rest of module `cpu`: feature `rayon` (on by default, off in
   this build)."
 )]
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- [`spawn_io`] and [`IoTask`] (feature `tokio`): a future run as a task of the shared
+  [`IoRuntime`], from any context; its output taken by `.await`, `wait` or `try_get`, its
+  panic carried to whoever takes it; dropping the `IoTask` cancels the future."
+)]
+#![cfg_attr(
+    feature = "rayon",
+    doc = "- [`cpu::spawn_future`] (feature `rayon`): CPU-heavy async code (a decoder, a stream of
+  record batches) polled on rayon, one poll per wake-up as a job, and awaited through a
+  [`Task`]; with feature `tokio` the shared `IoRuntime` is entered in each poll, so tokio
+  timers and sockets work inside."
+)]
+#![cfg_attr(
+    any(feature = "tokio", feature = "rayon"),
+    doc = "- [`stream`]: a `Stream` driven on the I/O side (`stream::spawn_io`, feature `tokio`)
+  or on rayon (`stream::spawn_cpu`, feature `rayon`) and consumed on any executor through a
+  bounded buffer ([`stream::Crossing`]): backpressure, order kept, the producer cancelled
+  when the consumer is dropped, its panic carried to the consumer."
+)]
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- [`iter_blocking`] and [`IterBlocking`] (feature `tokio`): synchronous code's
+  `Iterator` over a `Stream`, from any context, each item taken by `run_blocking`'s route."
+)]
+#![cfg_attr(
+    feature = "object_store",
+    doc = "- [`object_store`] (feature `object_store`, off by default): `IoStore`, an
+  `ObjectStore` whose every method and streamed body runs on the I/O runtime, so a store
+  can be used from CPU-side tasks and synchronous code without its requests running there."
+)]
 //! - [`metrics()`]: a cheap snapshot of the bridge's counters: CPU tasks spawned, started,
 //!   finished, panicked, cancelled, queued and their queue wait; `run_blocking` calls by
 //!   route, the handoff pool's threads, and the handoffs that a current-thread runtime
@@ -181,6 +212,11 @@ pub mod rt {
 #[cfg(any(feature = "tokio", feature = "rayon"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "tokio", feature = "rayon"))))]
 pub mod stream;
+
+#[cfg(feature = "object_store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+#[doc(inline)]
+pub use bridge_object_store as object_store;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use stream::{IterBlocking, iter_blocking};

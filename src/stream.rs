@@ -31,70 +31,21 @@
 //! # }
 //! ```
 
-mod buffer;
-mod crossing;
 #[cfg(feature = "tokio")]
 mod iter_blocking;
-mod pump;
-mod side;
 
-pub use crossing::{CatchUnwind, Crossing};
+#[doc(inline)]
+pub use bridge_core::stream::{CatchUnwind, Crossing};
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+#[doc(inline)]
+pub use bridge_tokio::stream::spawn_io;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use iter_blocking::{IterBlocking, iter_blocking};
 
-use buffer::Buffer;
 use futures::Stream;
 use std::future::Future;
-use std::sync::Arc;
-
-/// Drives `stream` on the shared [`IoRuntime`](crate::IoRuntime) and returns a [`Crossing`]
-/// that yields its items, in order, on any executor.
-///
-/// The producer starts at once and makes at most `bound` items ahead of the consumer: while
-/// `bound` items wait in the buffer, the stream is not polled. With `bound` 0 the stream is
-/// polled only while the consumer waits for an item, and makes that one item (a rendezvous:
-/// nothing is made before it is asked for).
-///
-/// Dropping the crossing cancels the producer: its stream is dropped on the I/O runtime at
-/// once if it waits (for room, or for a wake-up that never comes), or when its current
-/// `poll_next` returns. A panic in the stream's `poll_next` resumes in the consumer's poll,
-/// after the items made before it ([`Crossing::catch_unwind`] gives it as an `Err` item);
-/// the I/O runtime never sees it.
-///
-/// Use it for streams whose resources live on the I/O runtime (a socket, a connection
-/// pool's response body), read from a CPU-side task, a current-thread runtime's task or
-/// synchronous code ([`iter_blocking`]).
-///
-/// # Panics
-///
-/// Only if the shared I/O runtime cannot be built (as [`IoRuntime::global`](crate::IoRuntime::global)
-/// panics); the stream's own panics go to the consumer.
-///
-/// # Examples
-///
-/// ```
-/// use futures::StreamExt;
-/// use std::time::Duration;
-///
-/// let ticks = futures::stream::unfold(0u32, |n| async move {
-///     tokio::time::sleep(Duration::from_millis(1)).await; // a timer of the I/O runtime
-///     (n < 5).then_some((n, n + 1))
-/// });
-/// // Consumed on a runtime-free executor: the timers run on the I/O side.
-/// let got: Vec<u32> = bridge::block_on(bridge::stream::spawn_io(ticks, 2).collect());
-/// assert_eq!(got, [0, 1, 2, 3, 4]);
-/// ```
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub fn spawn_io<S>(stream: S, bound: usize) -> Crossing<S::Item>
-where
-    S: Stream + Send + 'static,
-    S::Item: Send + 'static,
-{
-    let (pump, buffer) = start(stream, bound);
-    Crossing::new(buffer, side::io(pump))
-}
 
 /// Drives `stream` on the rayon pool, one poll per wake-up as a rayon job, and returns a
 /// [`Crossing`] that yields its items, in order, on any executor.
@@ -131,17 +82,10 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, buffer) = start(stream, bound);
-    Crossing::new(buffer, side::cpu(pump))
-}
-
-fn start<S>(stream: S, bound: usize) -> (impl Future<Output = ()> + Send, Arc<Buffer<S::Item>>)
-where
-    S: Stream + Send + 'static,
-    S::Item: Send + 'static,
-{
-    let buffer = Arc::new(Buffer::new(bound));
-    (pump::pump(stream, Arc::clone(&buffer)), buffer)
+    let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+    // One poll per wake-up as a rayon job, with the shared `IoRuntime`'s handle entered
+    // during each poll (feature `tokio`); dropping the task cancels the pump.
+    unstarted.with_producer(crate::cpu::spawn_future(pump))
 }
 
 /// A crossing whose producer the caller polls itself, for the fuzz body of the buffer
@@ -152,6 +96,6 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, buffer) = start(stream, bound);
-    (pump, Crossing::new(buffer, side::Producer::Manual))
+    let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+    (pump, unstarted.with_producer(()))
 }

@@ -81,3 +81,96 @@ fn glob_import_keeps_tokio_and_rayon() {
     assert_eq!(rt.block_on(async { spawn(|| 5).await }), 5);
     assert_eq!(pool.install(rayon::current_num_threads), 1);
 }
+
+/// The crossing API of feature `tokio`: tasks on the I/O runtime, streams driven there, and
+/// synchronous iteration over a stream.
+#[cfg(feature = "tokio")]
+#[test]
+fn io_crossing_paths_resolve() {
+    use futures::StreamExt;
+
+    let task: bridge::IoTask<u8> = bridge::spawn_io(async { 1 });
+    assert_eq!(task.wait(), 1);
+    let err: bridge::BridgeError = bridge::rt::spawn_io(async { panic!("x") })
+        .join()
+        .unwrap_err();
+    assert!(matches!(err, bridge::BridgeError::Panicked(_)));
+    let _: Option<bridge::rt::IoTask<u8>> = None::<bridge::IoTask<u8>>;
+    let caught: bridge::rt::IoCatchUnwind<u8> = bridge::spawn_io(async { 7 }).catch_unwind();
+    assert_eq!(bridge::block_on(caught).unwrap(), 7);
+
+    let crossing: bridge::stream::Crossing<u8> =
+        bridge::stream::spawn_io(futures::stream::iter([2, 3]), 1);
+    let results: bridge::stream::CatchUnwind<u8> = crossing.catch_unwind();
+    let items: Vec<u8> = bridge::block_on(results.map(Result::unwrap).collect());
+    assert_eq!(items, [2, 3]);
+
+    let iter: bridge::IterBlocking<_> = bridge::iter_blocking(futures::stream::iter([4u8, 5]));
+    assert_eq!(iter.collect::<Vec<_>>(), [4, 5]);
+    let iter: bridge::stream::IterBlocking<_> =
+        bridge::stream::iter_blocking(futures::stream::iter([6u8]));
+    assert_eq!(iter.sum::<u8>(), 6);
+}
+
+/// The crossing API of feature `rayon`: futures polled on rayon, and streams driven there.
+#[cfg(feature = "rayon")]
+#[test]
+fn cpu_crossing_paths_resolve() {
+    use bridge::cpu::ThreadPoolExt;
+    use futures::StreamExt;
+    use std::sync::Arc;
+
+    let task: bridge::Task<u8> = bridge::cpu::spawn_future(async { 1 });
+    assert_eq!(task.wait(), 1);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap(),
+    );
+    let task: bridge::Task<Option<usize>> =
+        pool.spawn_future_task(async { rayon::current_thread_index() });
+    assert_eq!(task.wait(), Some(0));
+
+    let crossing: bridge::stream::Crossing<u8> =
+        bridge::stream::spawn_cpu(futures::stream::iter([2, 3]), 1);
+    assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [2, 3]);
+}
+
+/// With both halves, the facade's `cpu::spawn_future`, `ThreadPoolExt::spawn_future_task`,
+/// `stream::spawn_cpu` and `cpu::io_entered` (not threadbridge-rayon's, which know no tokio)
+/// enter the shared I/O runtime in every poll: a tokio timer works inside each.
+#[cfg(all(feature = "rayon", feature = "tokio"))]
+#[test]
+fn cpu_crossing_paths_enter_the_io_runtime() {
+    use bridge::cpu::ThreadPoolExt;
+    use futures::StreamExt;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    async fn nap(n: u8) -> u8 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        n
+    }
+    assert_eq!(bridge::cpu::spawn_future(nap(1)).wait(), 1);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(pool.spawn_future_task(nap(2)).wait(), 2);
+    let naps = futures::stream::iter([3, 4]).then(nap);
+    assert_eq!(
+        bridge::iter_blocking(bridge::stream::spawn_cpu(naps, 1)).collect::<Vec<_>>(),
+        [3, 4]
+    );
+    let limit = bridge::Limit::new(1);
+    let task = bridge::block_on(limit.spawn_future(bridge::cpu::io_entered(nap(5))));
+    assert_eq!(task.wait(), 5);
+    // Unwrapped, `Limit::spawn_future` polls with no runtime entered: tokio's timer panics.
+    let err = bridge::block_on(limit.spawn_future(nap(6)))
+        .join()
+        .unwrap_err();
+    assert!(err.is_panic(), "{err}");
+}

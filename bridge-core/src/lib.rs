@@ -14,6 +14,8 @@
 //!   the receiver is a `Future` on any executor and also offers `try_recv`,
 //!   `recv_blocking`, `recv_timeout` and `recv_deadline`.
 //! - [`block_on`]: drive a future to completion on the calling thread without any runtime.
+//! - [`stream`]: the bounded buffer of a stream crossing and its consumer,
+//!   [`stream::Crossing`]; the family's `spawn_io` and `spawn_cpu` start its producer.
 //!
 //! This crate knows nothing of tokio or rayon; `bridge-tokio` and `bridge-rayon` build on it,
 //! and the `bridge` crate re-exports all of them. It is the only crate of the family with
@@ -41,6 +43,8 @@ mod coverage_arms;
 mod loom;
 pub mod oneshot;
 mod parker;
+#[cfg(not(bridge_loom))]
+pub mod stream;
 
 pub use block_on::{__block_on_deadline, block_on};
 

@@ -48,7 +48,7 @@ pub(crate) type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 ///         .map(|n| n * n)
 ///         .sum::<u64>()
 /// });
-/// assert_eq!(task.wait(), (0..10_000u64).map(|n| n * n).sum());
+/// assert_eq!(task.wait(), (0..10_000u64).map(|n| n * n).sum::<u64>());
 /// ```
 #[derive(Clone, Copy)]
 pub struct CancelFlag<'a> {

@@ -23,6 +23,9 @@
 //! - [`spawn_io`] and [`IoRuntime::spawn`]: a `'static` future runs as a task of the I/O
 //!   runtime, from any context; its [`IoTask`] gives the output by `.await`, a blocking wait
 //!   (that works in every context) or a sync `try_get`, and dropping it cancels the future.
+//! - [`stream::spawn_io`] and [`IoRuntime::spawn_stream`]: a `Stream` polled on the I/O
+//!   runtime, its items taken on any executor through a bounded buffer
+//!   ([`stream::Crossing`]).
 //! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
 //!   when there is no runtime, which I/O runtime, a time limit).
 //! - [`metrics`]: `run_blocking` calls by route, and the handoff pool's threads (see
@@ -108,6 +111,8 @@ mod route;
 mod run;
 mod shutdown;
 mod stall;
+#[cfg(not(bridge_loom))]
+pub mod stream;
 mod trace;
 
 pub use error::{BridgeError, Panic, Timeout};

@@ -9,21 +9,27 @@
 //!
 //! What runs:
 //!
-//! - **the plain shape**, the full product: every future x every entry point
-//!   (`run_blocking`, `try_run_blocking`, `try_run_blocking_timeout` with a 20 s limit,
-//!   `RunBlocking::new().run` and `.try_run`) x every context: a plain thread, a rayon worker,
+//! - **the plain shape**, the full product: every future x every entry point x every
+//!   context. The entry points are the `run_blocking` family (`run_blocking`,
+//!   `try_run_blocking`, `try_run_blocking_timeout` with a 20 s limit,
+//!   `RunBlocking::new().run` and `.try_run`), and, in tables of their own, the crossing entry
+//!   points: `bridge::spawn_io(work)` taken with `.wait()` and with `.join()`,
+//!   `bridge::cpu::spawn_future(work)` the same, `bridge::iter_blocking(stream::once(work))
+//!   .next()`, and `bridge::stream::spawn_cpu(stream::once(work), 1)` read through
+//!   `iter_blocking` (with `.next().await` where the call site is async: the sibling
+//!   shapes). The contexts: a plain thread, a rayon worker,
 //!   `futures::executor::block_on`; a multi-thread runtime's worker task, `block_on` body and
 //!   `spawn_blocking` thread; a current-thread runtime's body, task, `spawn_blocking` thread,
 //!   `LocalSet` body and `spawn_local` task; a `LocalSet` on a multi-thread runtime: its
 //!   `block_on` body, a `spawn_local` task, and `LocalSet::run_until` inside `block_on`;
 //! - **the other shapes**, every future once per context, with one entry point per future
-//!   (rotated by the future's index, and differently in each shape, so that every entry
-//!   point meets every shape): beside a sibling of the same task ticking on a timer in a
-//!   `tokio::join!`, and in the winning branch of a `tokio::select!` against a timer (the
-//!   contexts whose call site is async); nested in a future, itself run by `run_blocking`,
-//!   that joins such a sibling; from a `Drop` while a panic unwinds; from a thread-local
-//!   destructor when the context's thread exits (half the futures register it before the
-//!   thread touches tokio, so it runs after tokio's own thread-locals are gone).
+//!   out of both families (rotated by the future's index, and differently in each shape, so
+//!   that every entry point meets every shape): beside a sibling of the same task ticking on
+//!   a timer in a `tokio::join!`, and in the winning branch of a `tokio::select!` against a
+//!   timer (the contexts whose call site is async); nested in a future, itself run by
+//!   `run_blocking`, that joins such a sibling; from a `Drop` while a panic unwinds; from a
+//!   thread-local destructor when the context's thread exits (half the futures register it
+//!   before the thread touches tokio, so it runs after tokio's own thread-locals are gone).
 //!
 //! Each test runs its cells in a child process (this binary, that test only), on threads of
 //! their own under a watchdog: a cell that reports nothing within 25 s is recorded as a hang
@@ -34,10 +40,15 @@
 //! Where tokio refuses a future (the one that starts a private runtime inside: under
 //! `Runtime::block_on` that panics), each cell is compared with the same future through
 //! `run_blocking` on a plain thread, where no runtime is entered: the bridge's outcome must not
-//! depend on the calling context.
+//! depend on the calling context. One entry point is the exception, by its contract:
+//! `spawn_io` runs the future as a task of the shared I/O runtime whatever the context, and
+//! tokio refuses there as under `Runtime::block_on`, so its cells of that future must give
+//! tokio's own panic, word for word (`refused` in the table). `cpu::spawn_future` only enters
+//! the I/O runtime's handle around each poll, where a runtime of the future's own may block:
+//! its cells must give the value.
 //!
 //! A test that finds a cell differing fails with its table: rows are contexts (and entry
-//! points, for the plain shape), columns are futures, cells `ok`, `hang`, `panic[n]`,
+//! points, for the plain shape), columns are futures, cells `ok`, `refused`, `hang`, `panic[n]`,
 //! `error[n]` (a typed error other than a panic), `wrong[n]`, with the messages and the
 //! got-vs-want values in numbered notes below. `BRIDGE_DIFF_TABLE=1` prints every table,
 //! passing or not:
@@ -54,14 +65,32 @@ mod corpus;
 #[path = "differential/harness.rs"]
 mod harness;
 
-use harness::{Ctx, Shape, check, plain, shaped};
+use harness::{Ctx, EntryPoint, Shape, check, plain, shaped};
+
+// The contexts of the plain-shape tests, in four groups (a table each).
+const NO_RUNTIME: &[Ctx] = &[Ctx::PlainThread, Ctx::RayonWorker, Ctx::FuturesExecutor];
+const MULTI_THREAD: &[Ctx] = &[Ctx::MtWorkerTask, Ctx::MtBlockOnBody, Ctx::MtSpawnBlocking];
+const CURRENT_THREAD: &[Ctx] = &[
+    Ctx::CtBody,
+    Ctx::CtTask,
+    Ctx::CtSpawnBlocking,
+    Ctx::CtLocalSetBody,
+    Ctx::CtSpawnLocal,
+];
+const LOCAL_SET_ON_MULTI_THREAD: &[Ctx] =
+    &[Ctx::MtLocalSetBody, Ctx::MtSpawnLocal, Ctx::MtRunUntil];
+
+const RUN_BLOCKING: &[EntryPoint] = &EntryPoint::RUN_BLOCKING;
+const CROSSING: &[EntryPoint] = &EntryPoint::CROSSING;
+/// The other shapes rotate over both lists at once: one cell per future and context.
+const EVERY: &[EntryPoint] = &EntryPoint::ALL;
 
 #[test]
 fn plain_without_a_runtime() {
     check(
         "plain_without_a_runtime",
         "plain shape, no runtime",
-        plain(&[Ctx::PlainThread, Ctx::RayonWorker, Ctx::FuturesExecutor]),
+        plain(NO_RUNTIME, RUN_BLOCKING),
     );
 }
 
@@ -70,7 +99,7 @@ fn plain_on_a_multi_thread_runtime() {
     check(
         "plain_on_a_multi_thread_runtime",
         "plain shape, multi-thread runtime",
-        plain(&[Ctx::MtWorkerTask, Ctx::MtBlockOnBody, Ctx::MtSpawnBlocking]),
+        plain(MULTI_THREAD, RUN_BLOCKING),
     );
 }
 
@@ -79,13 +108,7 @@ fn plain_on_a_current_thread_runtime() {
     check(
         "plain_on_a_current_thread_runtime",
         "plain shape, current-thread runtime",
-        plain(&[
-            Ctx::CtBody,
-            Ctx::CtTask,
-            Ctx::CtSpawnBlocking,
-            Ctx::CtLocalSetBody,
-            Ctx::CtSpawnLocal,
-        ]),
+        plain(CURRENT_THREAD, RUN_BLOCKING),
     );
 }
 
@@ -94,7 +117,7 @@ fn plain_in_a_local_set_on_a_multi_thread_runtime() {
     check(
         "plain_in_a_local_set_on_a_multi_thread_runtime",
         "plain shape, LocalSet on a multi-thread runtime",
-        plain(&[Ctx::MtLocalSetBody, Ctx::MtSpawnLocal, Ctx::MtRunUntil]),
+        plain(LOCAL_SET_ON_MULTI_THREAD, RUN_BLOCKING),
     );
 }
 
@@ -103,7 +126,7 @@ fn beside_a_joined_sibling_on_a_timer() {
     check(
         "beside_a_joined_sibling_on_a_timer",
         "beside a join! sibling ticking on a timer",
-        shaped(Shape::JoinedSibling),
+        shaped(Shape::JoinedSibling, EVERY),
     );
 }
 
@@ -112,7 +135,7 @@ fn beside_a_selected_sibling_on_a_timer() {
     check(
         "beside_a_selected_sibling_on_a_timer",
         "in a select! branch against a timer",
-        shaped(Shape::SelectedSibling),
+        shaped(Shape::SelectedSibling, EVERY),
     );
 }
 
@@ -121,7 +144,7 @@ fn nested_in_a_future_that_joins_a_sibling() {
     check(
         "nested_in_a_future_that_joins_a_sibling",
         "nested in a run_blocking future that joins a ticking sibling",
-        shaped(Shape::NestedInJoin),
+        shaped(Shape::NestedInJoin, EVERY),
     );
 }
 
@@ -130,7 +153,7 @@ fn from_a_drop_while_a_panic_unwinds() {
     check(
         "from_a_drop_while_a_panic_unwinds",
         "from a Drop while a panic unwinds",
-        shaped(Shape::DropWhileUnwinding),
+        shaped(Shape::DropWhileUnwinding, EVERY),
     );
 }
 
@@ -139,7 +162,46 @@ fn from_a_thread_local_destructor_at_thread_exit() {
     check(
         "from_a_thread_local_destructor_at_thread_exit",
         "from a thread-local destructor at thread exit",
-        shaped(Shape::ThreadLocalDestructor),
+        shaped(Shape::ThreadLocalDestructor, EVERY),
+    );
+}
+
+// The crossing entry points (`spawn_io`, `cpu::spawn_future`, `iter_blocking`,
+// `stream::spawn_cpu`) in the plain shape; the other shapes above take them in their turn.
+
+#[test]
+fn crossing_plain_without_a_runtime() {
+    check(
+        "crossing_plain_without_a_runtime",
+        "crossing entry points, plain shape, no runtime",
+        plain(NO_RUNTIME, CROSSING),
+    );
+}
+
+#[test]
+fn crossing_plain_on_a_multi_thread_runtime() {
+    check(
+        "crossing_plain_on_a_multi_thread_runtime",
+        "crossing entry points, plain shape, multi-thread runtime",
+        plain(MULTI_THREAD, CROSSING),
+    );
+}
+
+#[test]
+fn crossing_plain_on_a_current_thread_runtime() {
+    check(
+        "crossing_plain_on_a_current_thread_runtime",
+        "crossing entry points, plain shape, current-thread runtime",
+        plain(CURRENT_THREAD, CROSSING),
+    );
+}
+
+#[test]
+fn crossing_plain_in_a_local_set_on_a_multi_thread_runtime() {
+    check(
+        "crossing_plain_in_a_local_set_on_a_multi_thread_runtime",
+        "crossing entry points, plain shape, LocalSet on a multi-thread runtime",
+        plain(LOCAL_SET_ON_MULTI_THREAD, CROSSING),
     );
 }
 

@@ -1,7 +1,8 @@
-#![cfg(not(bridge_loom))]
 //! `spawn_io` and `IoRuntime::spawn`: every entry point of `IoTask` (`wait`, `join`,
 //! `.await`, `catch_unwind`, `wait_timeout`, `wait_deadline`, `try_get`) in every context, panics,
 //! cancellation on drop, hard deadlines, `Lost` after a shutdown, and volume.
+
+#![cfg(not(bridge_loom))]
 
 mod common;
 

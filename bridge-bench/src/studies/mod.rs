@@ -5,6 +5,7 @@ use crate::harness::Settings;
 use crate::report::ScenarioReport;
 use std::io;
 
+pub mod cpu_async;
 pub mod fan_out;
 pub mod hop;
 pub mod io_vs_ingress;
@@ -56,6 +57,10 @@ pub const ALL: &[Study] = &[
     Study {
         name: "overload",
         run: overload::run,
+    },
+    Study {
+        name: "cpu-async",
+        run: cpu_async::run,
     },
 ];
 

@@ -118,7 +118,8 @@ impl Shape {
     }
 }
 
-/// How the future is handed to the bridge.
+/// How the future is handed to the bridge: the `run_blocking` family, or a crossing entry
+/// point (the future run on the I/O runtime or on rayon, or read as a one-item stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryPoint {
     RunBlocking,
@@ -126,15 +127,54 @@ pub enum EntryPoint {
     TryRunBlockingTimeout,
     BuilderRun,
     BuilderTryRun,
+    /// `bridge::spawn_io(work).wait()`.
+    SpawnIoWait,
+    /// `bridge::spawn_io(work).join()`.
+    SpawnIoJoin,
+    /// `bridge::cpu::spawn_future(work).wait()`.
+    SpawnFutureWait,
+    /// `bridge::cpu::spawn_future(work).join()`.
+    SpawnFutureJoin,
+    /// `bridge::iter_blocking(stream::once(work)).next()`.
+    IterBlocking,
+    /// `bridge::stream::spawn_cpu(stream::once(work), 1)`, read through `iter_blocking`
+    /// where the call site is sync and with `.next().await` where it is async.
+    SpawnCpuStream,
 }
 
 impl EntryPoint {
-    pub const ALL: [EntryPoint; 5] = [
+    /// The `run_blocking` family.
+    pub const RUN_BLOCKING: [EntryPoint; 5] = [
         EntryPoint::RunBlocking,
         EntryPoint::TryRunBlocking,
         EntryPoint::TryRunBlockingTimeout,
         EntryPoint::BuilderRun,
         EntryPoint::BuilderTryRun,
+    ];
+
+    /// Both families, the list that the shapes other than the plain one rotate over.
+    pub const ALL: [EntryPoint; 11] = [
+        EntryPoint::RunBlocking,
+        EntryPoint::TryRunBlocking,
+        EntryPoint::TryRunBlockingTimeout,
+        EntryPoint::BuilderRun,
+        EntryPoint::BuilderTryRun,
+        EntryPoint::SpawnIoWait,
+        EntryPoint::SpawnIoJoin,
+        EntryPoint::SpawnFutureWait,
+        EntryPoint::SpawnFutureJoin,
+        EntryPoint::IterBlocking,
+        EntryPoint::SpawnCpuStream,
+    ];
+
+    /// The crossing entry points: the future on another side, or read as a stream.
+    pub const CROSSING: [EntryPoint; 6] = [
+        EntryPoint::SpawnIoWait,
+        EntryPoint::SpawnIoJoin,
+        EntryPoint::SpawnFutureWait,
+        EntryPoint::SpawnFutureJoin,
+        EntryPoint::IterBlocking,
+        EntryPoint::SpawnCpuStream,
     ];
 
     fn name(self) -> &'static str {
@@ -144,12 +184,30 @@ impl EntryPoint {
             EntryPoint::TryRunBlockingTimeout => "try_run_blocking_timeout",
             EntryPoint::BuilderRun => "RunBlocking::run",
             EntryPoint::BuilderTryRun => "RunBlocking::try_run",
+            EntryPoint::SpawnIoWait => "spawn_io.wait",
+            EntryPoint::SpawnIoJoin => "spawn_io.join",
+            EntryPoint::SpawnFutureWait => "cpu::spawn_future.wait",
+            EntryPoint::SpawnFutureJoin => "cpu::spawn_future.join",
+            EntryPoint::IterBlocking => "iter_blocking(once).next",
+            EntryPoint::SpawnCpuStream => "stream::spawn_cpu(once, 1).next",
         }
     }
 
-    /// The entry point of column `future` in a test of `shape` (one per column).
-    pub fn rotated(future: usize, shape: Shape) -> Self {
-        Self::ALL[(future + shape.rotation()) % Self::ALL.len()]
+    /// The future runs as a task of the shared I/O runtime (`spawn_io`: "runs `future` as a
+    /// task of the shared I/O runtime", whatever the caller's context), where tokio refuses
+    /// what it refuses in any of its tasks: a runtime of the future's own blocked on inside.
+    /// A future that tokio's `Runtime::block_on` refuses is then refused the same way, with
+    /// the same panic, in every context: that refusal, not the plain-thread value, is what
+    /// such a cell must give. (`cpu::spawn_future` only enters the I/O runtime's handle
+    /// around its polls, which does not make a runtime inside refuse to block: the value is
+    /// expected there.)
+    fn runs_as_a_tokio_task(self) -> bool {
+        matches!(self, EntryPoint::SpawnIoWait | EntryPoint::SpawnIoJoin)
+    }
+
+    /// The entry point of column `future` in a test of `shape` over `list` (one per column).
+    pub fn rotated(future: usize, shape: Shape, list: &[EntryPoint]) -> Self {
+        list[(future + shape.rotation()) % list.len()]
     }
 }
 
@@ -182,11 +240,12 @@ impl Cell {
     }
 }
 
-/// Every future through every entry point in each of `contexts`, in the plain shape.
-pub fn plain(contexts: &[Ctx]) -> Vec<Cell> {
+/// Every future through every entry point of `entries` in each of `contexts`, in the plain
+/// shape.
+pub fn plain(contexts: &[Ctx], entries: &[EntryPoint]) -> Vec<Cell> {
     let mut cells = Vec::new();
     for &ctx in contexts {
-        for entry in EntryPoint::ALL {
+        for &entry in entries {
             for future in 0..CORPUS.len() {
                 cells.push(Cell {
                     ctx,
@@ -201,9 +260,9 @@ pub fn plain(contexts: &[Ctx]) -> Vec<Cell> {
     cells
 }
 
-/// Every future in `shape` in each context where the shape exists, one entry point per
-/// future (rotated by column).
-pub fn shaped(shape: Shape) -> Vec<Cell> {
+/// Every future in `shape` in each context where the shape exists, one entry point of
+/// `entries` per future (rotated by column).
+pub fn shaped(shape: Shape, entries: &[EntryPoint]) -> Vec<Cell> {
     let mut cells = Vec::new();
     for ctx in Ctx::ALL {
         let sibling = matches!(shape, Shape::JoinedSibling | Shape::SelectedSibling);
@@ -214,7 +273,7 @@ pub fn shaped(shape: Shape) -> Vec<Cell> {
             cells.push(Cell {
                 ctx,
                 shape,
-                entry: EntryPoint::rotated(future, shape),
+                entry: EntryPoint::rotated(future, shape, entries),
                 future,
                 row_per_entry: false,
             });
@@ -270,24 +329,89 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "(a payload that is not a string)".to_owned())
 }
 
-/// The call itself: `work` through `entry`, every panic caught.
+/// The call itself, from sync code: `work` through `entry`, every panic caught.
 pub fn call(entry: EntryPoint, work: Work) -> Outcome {
     let result = panic::catch_unwind(AssertUnwindSafe(move || match entry {
-        EntryPoint::RunBlocking => Ok(bridge_tokio::run_blocking(work)),
-        EntryPoint::TryRunBlocking => bridge_tokio::try_run_blocking(work),
+        EntryPoint::RunBlocking => Outcome::Value(bridge_tokio::run_blocking(work)),
+        EntryPoint::TryRunBlocking => bridge_outcome(bridge_tokio::try_run_blocking(work)),
         EntryPoint::TryRunBlockingTimeout => {
-            bridge_tokio::try_run_blocking_timeout(work, CALL_LIMIT)
+            bridge_outcome(bridge_tokio::try_run_blocking_timeout(work, CALL_LIMIT))
         }
-        EntryPoint::BuilderRun => Ok(RunBlocking::new().run(work)),
-        EntryPoint::BuilderTryRun => RunBlocking::new().try_run(work),
+        EntryPoint::BuilderRun => Outcome::Value(RunBlocking::new().run(work)),
+        EntryPoint::BuilderTryRun => bridge_outcome(RunBlocking::new().try_run(work)),
+        EntryPoint::SpawnIoWait => Outcome::Value(bridge::spawn_io(work).wait()),
+        EntryPoint::SpawnIoJoin => bridge_outcome(bridge::spawn_io(work).join()),
+        EntryPoint::SpawnFutureWait => Outcome::Value(bridge::cpu::spawn_future(work).wait()),
+        EntryPoint::SpawnFutureJoin => task_outcome(bridge::cpu::spawn_future(work).join()),
+        EntryPoint::IterBlocking => {
+            item_outcome(bridge::iter_blocking(futures::stream::once(work)).next())
+        }
+        EntryPoint::SpawnCpuStream => {
+            let crossing = bridge::stream::spawn_cpu(futures::stream::once(work), 1);
+            item_outcome(bridge::iter_blocking(crossing).next())
+        }
     }));
+    result.unwrap_or_else(|payload| panic_outcome(&*payload))
+}
+
+/// The `run_blocking` family's typed result (and `IoTask::join`'s): the panic as a panic,
+/// any other error (a lost runtime, a deadline) as an error.
+fn bridge_outcome(result: Result<u64, bridge_tokio::BridgeError>) -> Outcome {
     match result {
-        Ok(Ok(value)) => Outcome::Value(value),
-        Ok(Err(error)) => match error.try_into_panic() {
+        Ok(value) => Outcome::Value(value),
+        Err(error) => match error.try_into_panic() {
             Ok(payload) => Outcome::Panic(message(&*payload)),
             Err(error) => Outcome::Error(format!("{error:?}")),
         },
-        Err(payload) => Outcome::Panic(message(&*payload)),
+    }
+}
+
+/// The call from an async call site (the sibling shapes): the stream entry point is read with
+/// `.await`, as a user writes it there; every other entry point is a blocking call, as from
+/// sync code.
+pub fn call_async(entry: EntryPoint, work: Work) -> AsyncCall {
+    use futures::{FutureExt, StreamExt};
+    match entry {
+        EntryPoint::SpawnCpuStream => Box::pin(async move {
+            let mut crossing = bridge::stream::spawn_cpu(futures::stream::once(work), 1);
+            match AssertUnwindSafe(crossing.next()).catch_unwind().await {
+                Ok(item) => item_outcome(item),
+                Err(payload) => panic_outcome(&*payload),
+            }
+        }),
+        _ => Box::pin(async move { call(entry, work) }),
+    }
+}
+
+/// The crossing's panic when its producer was dropped before its stream ended (its side shut
+/// down): the crossing carries it as a panic, but it means a lost runtime, as `Lost` does.
+const PRODUCER_LOST: &str = "bridge::stream: the producer was dropped";
+
+fn panic_outcome(payload: &(dyn Any + Send)) -> Outcome {
+    let text = message(payload);
+    if text.starts_with(PRODUCER_LOST) {
+        Outcome::Error(text)
+    } else {
+        Outcome::Panic(text)
+    }
+}
+
+/// The one item of a one-item stream.
+fn item_outcome(item: Option<u64>) -> Outcome {
+    match item {
+        Some(value) => Outcome::Value(value),
+        None => Outcome::Error("the one-item stream ended without its item".to_owned()),
+    }
+}
+
+/// A rayon `Task`'s `join`: the panic as a panic, a lost job as an error.
+fn task_outcome(result: Result<u64, bridge::TaskError>) -> Outcome {
+    match result {
+        Ok(value) => Outcome::Value(value),
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => Outcome::Panic(message(&*payload)),
+            Err(error) => Outcome::Error(format!("{error:?}")),
+        },
     }
 }
 
@@ -295,6 +419,8 @@ pub fn call(entry: EntryPoint, work: Work) -> Outcome {
 // Shapes.
 
 type Call = Box<dyn FnOnce() -> Outcome + Send>;
+/// The call at an async call site: started at its first poll.
+pub type AsyncCall = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 type Body = Pin<Box<dyn Future<Output = Option<Outcome>> + Send>>;
 
 /// What runs at the call site: a sync closure, or an async body (the sibling shapes). `None`
@@ -346,12 +472,12 @@ async fn ticker(done: Arc<AtomicBool>, tokio_timers: bool) -> u32 {
 
 /// The call in one branch of a `join!`, after a timer (so that the ticker's timer is
 /// registered when the call blocks); the branches in either order.
-async fn joined(call: Call, tokio_timers: bool, helper_first: bool) -> Outcome {
+async fn joined(call: AsyncCall, tokio_timers: bool, helper_first: bool) -> Outcome {
     let done = Arc::new(AtomicBool::new(false));
     let finished = done.clone();
     let helper = async move {
         pause(Duration::from_millis(1), tokio_timers).await;
-        let outcome = call();
+        let outcome = call.await;
         finished.store(true, Ordering::Release);
         outcome
     };
@@ -364,11 +490,11 @@ async fn joined(call: Call, tokio_timers: bool, helper_first: bool) -> Outcome {
 
 /// The call in the winning branch of a `select!` whose other branch waits on a long timer;
 /// the timer branch stays pending, and the body waits on a timer afterwards.
-async fn selected(call: Call, tokio_timers: bool) -> Outcome {
+async fn selected(call: AsyncCall, tokio_timers: bool) -> Outcome {
     let slow = pause(Duration::from_secs(30), tokio_timers);
     tokio::pin!(slow);
     tokio::select! {
-        outcome = async { pause(Duration::from_millis(1), tokio_timers).await; call() } => {
+        outcome = async { pause(Duration::from_millis(1), tokio_timers).await; call.await } => {
             pause(Duration::from_millis(1), tokio_timers).await;
             outcome
         }
@@ -380,7 +506,7 @@ async fn selected(call: Call, tokio_timers: bool) -> Outcome {
 /// `run_blocking` (whose polls have a runtime entered, so the sibling uses tokio's timer).
 fn nested(call: Call, helper_first: bool) -> Outcome {
     let outer = panic::catch_unwind(AssertUnwindSafe(|| {
-        bridge_tokio::run_blocking(joined(call, true, helper_first))
+        bridge_tokio::run_blocking(joined(Box::pin(async move { call() }), true, helper_first))
     }));
     outer
         .unwrap_or_else(|payload| Outcome::Panic(format!("the outer call: {}", message(&*payload))))
@@ -440,17 +566,19 @@ thread_local! {
 
 fn site(cell: Cell, report: Report) -> Site {
     let Cell { entry, future, .. } = cell;
-    let call: Call = Box::new(move || call(entry, (CORPUS[future].make)(seed_of(future))));
+    let work = move || (CORPUS[future].make)(seed_of(future));
+    let call: Call = Box::new(move || call(entry, work()));
+    let async_call = move || call_async(entry, work());
     let timers = cell.ctx.has_tokio_timers();
     let helper_first = future % 2 == 0;
     match cell.shape {
         Shape::Plain => Site::Sync(Box::new(move || Some(call()))),
         Shape::JoinedSibling => Site::Async(Box::pin(async move {
-            Some(joined(call, timers, helper_first).await)
+            Some(joined(async_call(), timers, helper_first).await)
         })),
-        Shape::SelectedSibling => {
-            Site::Async(Box::pin(async move { Some(selected(call, timers).await) }))
-        }
+        Shape::SelectedSibling => Site::Async(Box::pin(async move {
+            Some(selected(async_call(), timers).await)
+        })),
         Shape::NestedInJoin => Site::Sync(Box::new(move || Some(nested(call, helper_first)))),
         Shape::DropWhileUnwinding => Site::Sync(Box::new(move || Some(while_unwinding(call)))),
         Shape::ThreadLocalDestructor => Site::Sync(Box::new(move || {
@@ -854,6 +982,18 @@ impl Table {
             broken_references: 0,
         };
         let mut wants = Vec::new();
+        let refusing = |future: usize| {
+            cells
+                .iter()
+                .filter(|c| c.future == future && c.entry.runs_as_a_tokio_task())
+                .map(|c| c.entry.name())
+                .fold(Vec::new(), |mut names, name| {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                    names
+                })
+        };
         for (future, entry) in CORPUS.iter().enumerate() {
             let (want, problem) = expected.want(future);
             if let Some(problem) = problem {
@@ -868,6 +1008,14 @@ impl Table {
                     expected.reference[future],
                     want.unwrap_or_default()
                 ));
+                let refusing = refusing(future);
+                if !refusing.is_empty() {
+                    table.references.push(format!(
+                        "  f{future:02} {}: through {} (a task of the I/O runtime) it must be refused as by Runtime::block_on: `refused`",
+                        entry.name,
+                        refusing.join(", ")
+                    ));
+                }
             }
             wants.push(want);
         }
@@ -892,7 +1040,18 @@ impl Table {
             if table.rows.last().is_none_or(|(label, _)| *label != row) {
                 table.rows.push((row, vec!["-".to_owned(); columns]));
             }
-            let text = table.cell_text(outcome, wants[cell.future]);
+            // The one expected difference (see `EntryPoint::runs_as_a_tokio_task`): tokio's
+            // refusal, as the reference gave it, in place of the value.
+            let refusal = match &expected.reference[cell.future] {
+                Outcome::Panic(m)
+                    if CORPUS[cell.future].refused_by_tokio
+                        && cell.entry.runs_as_a_tokio_task() =>
+                {
+                    Some(m.as_str())
+                }
+                _ => None,
+            };
+            let text = table.cell_text(outcome, wants[cell.future], refusal);
             table.rows.last_mut().unwrap().1[cell.future] = text;
         }
         table
@@ -904,7 +1063,22 @@ impl Table {
         format!("{kind}[{number}]")
     }
 
-    fn cell_text(&mut self, outcome: &Outcome, want: Option<u64>) -> String {
+    /// `refusal`: the cell must give this panic (tokio's refusal) instead of a value.
+    fn cell_text(&mut self, outcome: &Outcome, want: Option<u64>, refusal: Option<&str>) -> String {
+        if let Some(refusal) = refusal {
+            if matches!(outcome, Outcome::Panic(m) if m == refusal) {
+                *self.counts.entry("refused").or_default() += 1;
+                return "refused".to_owned();
+            }
+            if let Outcome::Value(v) = outcome {
+                *self.counts.entry("wrong").or_default() += 1;
+                self.failed += 1;
+                return self.note(
+                    "wrong",
+                    format!("wrong: got {v:#x}, want tokio's refusal ({refusal})"),
+                );
+            }
+        }
         let kind = match outcome {
             Outcome::Value(v) if Some(*v) == want => "ok",
             Outcome::Value(_) => "wrong",

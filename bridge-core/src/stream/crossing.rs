@@ -3,11 +3,10 @@
 //! producer's panic as an item.
 
 use super::buffer::{Buffer, Next, Payload};
-use super::side::Producer;
-use futures::Stream;
-use futures::stream::FusedStream;
+use futures_core::Stream;
+use futures_core::stream::FusedStream;
 use std::fmt;
-use std::panic;
+use std::panic::{self, RefUnwindSafe, UnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,7 +17,7 @@ const LOST: &str = "bridge::stream: the producer was dropped before its stream e
                     executor running it shut down)";
 
 /// A stream driven on another side of the process, as the functions of
-/// [`bridge::stream`](crate::stream) return it (`spawn_io`, `spawn_cpu`): it yields the producer's items
+/// `bridge::stream` return it (`spawn_io`, `spawn_cpu`): it yields the producer's items
 /// in their order, at most `bound` of them made ahead of this consumer.
 ///
 /// - It works on any executor (tokio of either flavor, `futures::executor`,
@@ -37,14 +36,12 @@ const LOST: &str = "bridge::stream: the producer was dropped before its stream e
 /// # Examples
 ///
 /// ```
-/// # #[cfg(feature = "tokio")] {
 /// use futures::StreamExt;
 ///
 /// let numbers = futures::stream::iter(1..=3);
 /// let mut crossing: bridge::stream::Crossing<u32> = bridge::stream::spawn_io(numbers, 2);
 /// assert_eq!(bridge::block_on(crossing.next()), Some(1));
 /// assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [2, 3]);
-/// # }
 /// ```
 #[must_use = "a crossing does nothing useful unless polled; dropping it cancels the producer"]
 pub struct Crossing<T> {
@@ -53,6 +50,12 @@ pub struct Crossing<T> {
     // Dropped after the buffer's cancel (in `Drop`): it cancels the producer's task too.
     _producer: Producer,
 }
+
+/// The producer's task (an `IoTask`, a rayon `Task`, or nothing when the caller polls the
+/// pump itself), kept by the consumer and dropped with it, which cancels the pump on its
+/// side (the buffer's cancel, which wakes the pump, stops it in any case). Boxed so that
+/// this crate needs to know neither side; its auto traits are the crossing's.
+pub(crate) type Producer = Box<dyn Send + Sync + UnwindSafe + RefUnwindSafe>;
 
 impl<T> Crossing<T> {
     pub(crate) fn new(buffer: Arc<Buffer<T>>, producer: Producer) -> Self {
@@ -73,7 +76,6 @@ impl<T> Crossing<T> {
     /// # Examples
     ///
     /// ```
-    /// # #[cfg(feature = "tokio")] {
     /// use futures::StreamExt;
     ///
     /// let items = futures::stream::iter([1, 2]).chain(futures::stream::poll_fn(|_| -> std::task::Poll<Option<i32>> {
@@ -85,7 +87,6 @@ impl<T> Crossing<T> {
     /// let payload = bridge::block_on(results.next()).unwrap().unwrap_err();
     /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"corrupt block"));
     /// assert!(bridge::block_on(results.next()).is_none());
-    /// # }
     /// ```
     pub fn catch_unwind(self) -> CatchUnwind<T> {
         CatchUnwind { inner: self }
@@ -97,10 +98,8 @@ impl<T> Crossing<T> {
     /// # Examples
     ///
     /// ```
-    /// # #[cfg(feature = "tokio")] {
     /// let crossing = bridge::stream::spawn_io(futures::stream::iter([1u8]), 8);
     /// assert_eq!(crossing.bound(), 8);
-    /// # }
     /// ```
     pub fn bound(&self) -> usize {
         self.buffer.snapshot().1
@@ -177,13 +176,11 @@ impl<T> fmt::Debug for Crossing<T> {
 /// # Examples
 ///
 /// ```
-/// # #[cfg(feature = "rayon")] {
 /// use futures::StreamExt;
 ///
 /// let results = bridge::stream::spawn_cpu(futures::stream::iter([7]), 1).catch_unwind();
 /// let all: Vec<_> = bridge::block_on(results.collect());
 /// assert!(matches!(all[..], [Ok(7)]));
-/// # }
 /// ```
 #[must_use = "a crossing does nothing useful unless polled; dropping it cancels the producer"]
 pub struct CatchUnwind<T> {

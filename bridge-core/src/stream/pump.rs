@@ -2,7 +2,7 @@
 //! there is room, and ends when the stream ends, panics, or the consumer is gone.
 
 use super::buffer::{Buffer, End, Reserve};
-use futures::Stream;
+use futures_core::Stream;
 use std::future::{Future, poll_fn};
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};

@@ -1,0 +1,1435 @@
+//! The cpu-async study: CPU-heavy async streams read objects from a store and decode them,
+//! while an I/O probe beside them sends a small request to the same store every few
+//! milliseconds and records its latency. The pipeline and the probe run on one tokio
+//! runtime (the regression: CPU polls delay the I/O), on two tokio runtimes (the
+//! dedicated-executor pattern: a CPU runtime for the pipeline, an I/O runtime for the
+//! store and the probe), or through the bridge (`bridge::stream::spawn_cpu` and
+//! `bridge::cpu::spawn_future` for the pipeline, the store through an `IoStore` on the
+//! shared `IoRuntime`, the probe there through `bridge::spawn_io`); the probe alone is the
+//! reference.
+//!
+//! The store is object_store's HTTP store against a loopback HTTP/1.1 server of the study's
+//! own (objects in memory, on a runtime of its own), so that every read is a real request
+//! whose body streams from a socket.
+
+use crate::harness::{Measured, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
+use crate::progress;
+use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
+use crate::stats::{Summary, percentile};
+use crate::threads::{load_average, os_threads};
+use bridge::object_store::IoStore;
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::{BoxStream, Stream};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use object_store::http::HttpStore;
+use object_store::path::Path as StorePath;
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// Pipelines running at once: each reads objects one after the other and decodes them.
+const PIPELINES: usize = 8;
+
+/// Objects in the store; object `k` holds `(1 + k % 4)` x 256 KiB.
+const OBJECTS: usize = 16;
+
+/// Bytes of one batch: a pipeline decodes its bodies in batches of this size (the last
+/// batch of an object may be shorter).
+const BATCH: usize = 64 << 10;
+
+/// The CPU time one batch's decode is calibrated to on an idle thread: a few milliseconds,
+/// like decoding a record batch.
+const BATCH_CPU: Duration = Duration::from_millis(2);
+
+/// How often the probe sends its request (a `head` of a small object).
+const PROBE_EVERY: Duration = Duration::from_millis(5);
+
+/// The small object the probe asks for.
+const PROBE_OBJECT: &str = "probe";
+
+/// Items a crossing or a channel between the sides holds: body chunks from the I/O side,
+/// decoded batches from the CPU side.
+const BOUND: usize = 2;
+
+/// The most bridge's probe p99 may exceed idle's (goal).
+const IDLE_SLACK: f64 = 1.5;
+
+/// The least bridge's pipeline throughput may be against two runtimes' (goal).
+const THROUGHPUT_SLACK: f64 = 0.95;
+
+/// The one-runtime variant shows the regression when its probe p99 is at least this many
+/// times idle's (goal).
+const REGRESSION: f64 = 10.0;
+
+/// How long the tasks of a cell may take to stop once told to; longer means a hang, and the
+/// study fails instead of blocking the run.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The published figure: DataFusion's I/O latency without, then with CPU work on the I/O
+/// runtime (apache/datafusion#13692).
+const PUBLISHED: &str = "from 2 ms to 5,003 ms";
+
+const IDLE: &str = "idle";
+const ONE: &str = "one runtime";
+const TWO: &str = "two runtimes";
+
+/// The variants, in table order.
+const VARIANTS: [Variant; 4] = [Variant::Idle, Variant::One, Variant::Two, Variant::Bridge];
+
+/// How the pipeline and the probe run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// The probe alone, on the `IoRuntime` through the bridge's store: the reference.
+    Idle,
+    /// The pipelines, their store reads and the probe as tasks of one multi-thread runtime.
+    One,
+    /// The pipelines on a CPU runtime; every store read and body, and the probe, on an I/O
+    /// runtime (reads sent there with `io_handle.spawn`, chunks sent back on a channel).
+    Two,
+    /// The pipelines on rayon (`stream::spawn_cpu`, consumed by `cpu::spawn_future`), the
+    /// store through `bridge::object_store::IoStore`, the probe on the `IoRuntime`
+    /// (`spawn_io`).
+    Bridge,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Idle => IDLE,
+            Self::One => ONE,
+            Self::Two => TWO,
+            Self::Bridge => BASELINE,
+        }
+    }
+}
+
+/// How long and how often: the full run and the quick one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Plan {
+    /// Rounds; each runs every variant once, in an order balanced across rounds.
+    rounds: usize,
+    /// How long a cell runs before its measured window: connections open, every pipeline
+    /// reaches its steady state.
+    warm: Duration,
+    /// The measured window of a cell.
+    window: Duration,
+}
+
+impl Plan {
+    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
+    fn of(settings: &Settings) -> Self {
+        if settings.rounds <= Settings::quick().rounds {
+            Self {
+                rounds: 1,
+                warm: Duration::from_millis(150),
+                window: Duration::from_millis(300),
+            }
+        } else {
+            Self {
+                rounds: 5,
+                warm: Duration::from_millis(300),
+                window: Duration::from_millis(1_500),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The objects and the decode.
+
+/// The name of object `k`.
+fn object_name(k: usize) -> String {
+    format!("objects/{k:02}")
+}
+
+/// The bytes of object `k`: `(1 + k % 4)` x 256 KiB of a xorshift sequence seeded by `k`.
+fn object_bytes(k: usize) -> Vec<u8> {
+    let len = (1 + k % 4) * (256 << 10);
+    let mut state = (k as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// The stand-in for decoding a batch: `passes` passes of a multiply-rotate hash over its
+/// 8-byte words (the tail bytes one by one), each pass seeded by the last, so nothing can
+/// be skipped or vectorised and the cost is linear in `passes` and in the batch's length.
+fn decode(batch: &[u8], passes: u32) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for pass in 0..black_box(passes) {
+        let words = batch.chunks_exact(8);
+        let tail = words.remainder();
+        for word in words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            h = (h ^ u64::from_le_bytes(w))
+                .wrapping_mul(0x0100_0000_01b3)
+                .rotate_left(29);
+        }
+        for &b in tail {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= u64::from(pass);
+    }
+    black_box(h)
+}
+
+/// The passes of [`decode`] over a full batch that take about [`BATCH_CPU`] on this thread:
+/// doubles the passes until a decode takes at least 1 ms, then scales by the fastest of 10
+/// such decodes (a decode that was preempted is slower, never faster).
+fn calibrate_decode() -> u32 {
+    let batch = object_bytes(0)[..BATCH].to_vec();
+    let mut passes = 1u32;
+    for _ in 0..20 {
+        let start = Instant::now();
+        decode(&batch, passes);
+        if start.elapsed() >= Duration::from_millis(1) {
+            break;
+        }
+        passes *= 2;
+    }
+    let fastest = (0..10)
+        .map(|_| {
+            let start = Instant::now();
+            decode(&batch, passes);
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    ((BATCH_CPU.as_secs_f64() / fastest) * f64::from(passes)).max(1.0) as u32
+}
+
+/// The median time of 21 decodes of a full batch with `passes` passes on this thread.
+fn decode_cost(passes: u32) -> Duration {
+    let batch = object_bytes(1)[..BATCH].to_vec();
+    let mut times: Vec<f64> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            decode(&batch, passes);
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(percentile(&times, 0.5))
+}
+
+/// Cuts a body's chunks, whatever their sizes, into batches of [`BATCH`] bytes.
+#[derive(Debug, Default)]
+struct Batcher {
+    pending: Vec<u8>,
+}
+
+impl Batcher {
+    fn push(&mut self, chunk: &[u8]) {
+        self.pending.extend_from_slice(chunk);
+    }
+
+    /// The next full batch, if [`BATCH`] bytes are pending.
+    fn full(&mut self) -> Option<Vec<u8>> {
+        if self.pending.len() < BATCH {
+            return None;
+        }
+        let rest = self.pending.split_off(BATCH);
+        Some(std::mem::replace(&mut self.pending, rest))
+    }
+
+    /// What is pending, as a last short batch, if anything is.
+    fn rest(&mut self) -> Option<Vec<u8>> {
+        (!self.pending.is_empty()).then(|| std::mem::take(&mut self.pending))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The store: a loopback HTTP server, object_store's HTTP store, and the ways to reach it.
+
+/// The store's server: HTTP/1.1 with keep-alive on 127.0.0.1, answering GET and HEAD for
+/// [`OBJECTS`] objects and the probe's object, on a runtime of its own with one worker.
+struct Server {
+    addr: SocketAddr,
+    _runtime: Runtime,
+}
+
+impl Server {
+    fn start() -> io::Result<Self> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("store-server")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = listener.local_addr()?;
+        let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
+            .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
+            .collect();
+        objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
+        runtime.spawn(accept(listener, Arc::new(objects)));
+        Ok(Self {
+            addr,
+            _runtime: runtime,
+        })
+    }
+
+    /// An HTTP store on this server, with a connection pool of its own.
+    fn http_store(&self) -> io::Result<HttpStore> {
+        object_store::http::HttpBuilder::new()
+            .with_url(format!("http://{}", self.addr))
+            .with_client_options(ClientOptions::new().with_allow_http(true))
+            .build()
+            .map_err(io::Error::other)
+    }
+
+    /// [`http_store`](Self::http_store), shared.
+    fn store(&self) -> io::Result<Arc<dyn ObjectStore>> {
+        Ok(Arc::new(self.http_store()?))
+    }
+
+    /// [`http_store`](Self::http_store) in an `IoStore`: every request and body on the
+    /// shared `IoRuntime`, whoever polls them.
+    fn io_store(&self) -> io::Result<Arc<dyn ObjectStore>> {
+        Ok(Arc::new(IoStore::new(self.http_store()?)))
+    }
+}
+
+/// Accepts until the runtime shuts down, or until an accept error: then reads fail and the
+/// table counts them, instead of pipelines that hang.
+async fn accept(listener: TcpListener, objects: Arc<HashMap<String, Bytes>>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let _ = stream.set_nodelay(true);
+                let objects = Arc::clone(&objects);
+                tokio::spawn(async move {
+                    let service = service_fn(move |request: Request<Incoming>| {
+                        let response = respond(&request, &objects);
+                        async move { Ok::<_, Infallible>(response) }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            Err(e) => {
+                eprintln!("cpu-async: the store server stops: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// The answer to one request: the object with its length (GET), its length alone (HEAD).
+fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Response<Full<Bytes>> {
+    let key = request.uri().path().trim_start_matches('/');
+    let head = request.method() == Method::HEAD;
+    let (status, body, len) = match objects.get(key) {
+        _ if !head && request.method() != Method::GET => {
+            (StatusCode::METHOD_NOT_ALLOWED, Bytes::new(), 0)
+        }
+        Some(body) if head => (StatusCode::OK, Bytes::new(), body.len()),
+        Some(body) => (StatusCode::OK, body.clone(), body.len()),
+        None => (StatusCode::NOT_FOUND, Bytes::new(), 0),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    response
+}
+
+/// An object's body: its chunks as they arrive.
+type Body = BoxStream<'static, object_store::Result<Bytes>>;
+
+/// How a pipeline or the probe reaches the store.
+#[derive(Debug, Clone)]
+enum Access {
+    /// Polled wherever the caller is polled.
+    Here(Arc<dyn ObjectStore>),
+    /// Each request, and each body to its end, in a task spawned on the I/O runtime's handle;
+    /// the chunks come back through a bounded channel.
+    Spawned(Handle, Arc<dyn ObjectStore>),
+}
+
+impl Access {
+    async fn get(&self, path: StorePath) -> object_store::Result<Body> {
+        match self {
+            Self::Here(store) => Ok(store.get(&path).await?.into_stream()),
+            Self::Spawned(io, store) => {
+                let (tx, rx) = tokio::sync::mpsc::channel(BOUND);
+                let store = Arc::clone(store);
+                io.spawn(async move {
+                    match store.get(&path).await {
+                        Ok(result) => {
+                            let mut body = result.into_stream();
+                            while let Some(chunk) = body.next().await {
+                                if tx.send(chunk).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e)).await;
+                        }
+                    }
+                });
+                let chunks = futures::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|chunk| (chunk, rx))
+                });
+                Ok(chunks.boxed())
+            }
+        }
+    }
+
+    async fn head(&self, path: &StorePath) -> object_store::Result<()> {
+        match self {
+            Self::Here(store) => store.head(path).await.map(drop),
+            Self::Spawned(io, store) => {
+                let (store, path) = (Arc::clone(store), path.clone());
+                match io.spawn(async move { store.head(&path).await }).await {
+                    Ok(head) => head.map(drop),
+                    Err(e) => Err(object_store::Error::Generic {
+                        store: "cpu-async",
+                        source: Box::new(e),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The pipeline and the probe.
+
+/// What a cell's tasks count, and the flag that stops them.
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Bytes of the batches decoded so far.
+    bytes: AtomicU64,
+    /// Batches decoded so far.
+    batches: AtomicU64,
+    /// Store requests or bodies that failed (pipeline and probe).
+    failures: AtomicU64,
+    /// The probe's answers and when its next one is due.
+    probes: Mutex<Probes>,
+    /// The first failure, for the report.
+    first_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn stopped(&self) -> bool {
+        // ORDERING: only a signal to end the loops; what the tasks counted is read after
+        // they are joined, or through the counters' own atomics.
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn fail(&self, e: &object_store::Error) {
+        // ORDERING: a counter, read after the cell's tasks are joined.
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        let mut first = self
+            .first_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert_with(|| e.to_string());
+    }
+
+    fn probes(&self) -> std::sync::MutexGuard<'_, Probes> {
+        self.probes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes and batches decoded so far.
+    fn counts(&self) -> (u64, u64) {
+        // ORDERING: counters sampled at the window's edges; a batch counted a moment late
+        // moves from one window edge to the other, which the window's length dwarfs.
+        (
+            self.bytes.load(Ordering::Relaxed),
+            self.batches.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// One pipeline: reads objects one after the other (pipeline `p` starts at object
+/// `7p mod OBJECTS`), cuts each body into batches and decodes each batch in the poll that
+/// yields it; yields each batch's length and digest, until the cell stops.
+fn pipeline(
+    access: Access,
+    p: usize,
+    passes: u32,
+    shared: Arc<Shared>,
+) -> impl Stream<Item = object_store::Result<(usize, u64)>> + Send + 'static {
+    let reader = Reader {
+        access,
+        next: 7 * p,
+        body: None,
+        batcher: Batcher::default(),
+        shared,
+    };
+    futures::stream::unfold(Some(reader), move |state| async move {
+        let mut reader = state?;
+        if reader.shared.stopped() {
+            return None;
+        }
+        match reader.next_batch().await {
+            Ok(Some(batch)) => {
+                let digest = decode(&batch, passes);
+                Some((Ok((batch.len(), digest)), Some(reader)))
+            }
+            Ok(None) => None,
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+/// A pipeline's reading state.
+struct Reader {
+    access: Access,
+    /// The next object to open (mod [`OBJECTS`]).
+    next: usize,
+    body: Option<Body>,
+    batcher: Batcher,
+    shared: Arc<Shared>,
+}
+
+impl Reader {
+    /// The next batch of the current object, opening the next object when one ends;
+    /// `None` once the cell stops.
+    async fn next_batch(&mut self) -> object_store::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(batch) = self.batcher.full() {
+                return Ok(Some(batch));
+            }
+            if let Some(body) = &mut self.body {
+                match body.next().await {
+                    Some(chunk) => {
+                        self.batcher.push(&chunk?);
+                        continue;
+                    }
+                    None => {
+                        self.body = None;
+                        if let Some(batch) = self.batcher.rest() {
+                            return Ok(Some(batch));
+                        }
+                    }
+                }
+            }
+            if self.shared.stopped() {
+                return Ok(None);
+            }
+            let path = StorePath::from(object_name(self.next % OBJECTS));
+            self.next += 1;
+            self.body = Some(self.access.get(path).await?);
+        }
+    }
+}
+
+/// Consumes a pipeline's batches, counting them.
+async fn consume(
+    batches: impl Stream<Item = object_store::Result<(usize, u64)>>,
+    shared: Arc<Shared>,
+) {
+    let mut batches = pin!(batches);
+    let mut digest = 0u64;
+    while let Some(batch) = batches.next().await {
+        match batch {
+            Ok((len, d)) => {
+                digest ^= d;
+                // ORDERING: counters; see `Shared::counts`.
+                shared.bytes.fetch_add(len as u64, Ordering::Relaxed);
+                shared.batches.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => shared.fail(&e),
+        }
+    }
+    black_box(digest);
+}
+
+/// The probe: a `head` of the probe's object due every [`PROBE_EVERY`], one at a time (a
+/// probe that falls due while the previous one is out is due when that one answers). Its
+/// latency is measured in the probe's task from when it was due to having the answer, so
+/// the time it waits for its runtime to run it counts, not only the request (a tokio timer
+/// fires up to 1 ms after its deadline, for every variant alike).
+async fn probe(access: Access, shared: Arc<Shared>) {
+    let path = StorePath::from(PROBE_OBJECT);
+    let mut due = Instant::now() + PROBE_EVERY;
+    shared.probes().due = Some(due);
+    loop {
+        tokio::time::sleep_until(due.into()).await;
+        if shared.stopped() {
+            return;
+        }
+        let answer = access.head(&path).await;
+        let now = Instant::now();
+        let mut probes = shared.probes();
+        match answer {
+            Ok(()) => probes.done.push((due, (now - due).as_secs_f64() * 1e9)),
+            Err(e) => {
+                drop(probes);
+                shared.fail(&e);
+                probes = shared.probes();
+            }
+        }
+        due = (due + PROBE_EVERY).max(now);
+        probes.due = Some(due);
+    }
+}
+
+/// The probes of a cell: those answered, and when the one in progress (or waiting) is due.
+#[derive(Debug, Default)]
+struct Probes {
+    /// Every probe answered: when it was due, and its latency in ns.
+    done: Vec<(Instant, f64)>,
+    /// When the next probe is due (it may be overdue, or out and not answered yet).
+    due: Option<Instant>,
+}
+
+impl Probes {
+    /// The latencies (ns) of the probes due in `[start, end)`, sorted; the probe due before
+    /// `end` but not answered by then (even one due before `start`: it waited through the
+    /// window) counts with its wait so far, a lower bound of its latency.
+    fn in_window(&self, start: Instant, end: Instant) -> Vec<f64> {
+        let overdue = self
+            .due
+            .filter(|&due| due < end)
+            .map(|due| (end - due).as_secs_f64() * 1e9);
+        let mut out: Vec<f64> = self
+            .done
+            .iter()
+            .filter(|&&(due, _)| due >= start && due < end)
+            .map(|&(_, ns)| ns)
+            .chain(overdue)
+            .collect();
+        out.sort_by(f64::total_cmp);
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The rig and its cells.
+
+/// Everything the variants run on, built once per run of the study. Fields drop in order:
+/// the runtimes (and the stores' connections on them) before the server.
+struct Rig {
+    /// The one-runtime variant's store, used from its runtime's tasks.
+    one_store: Arc<dyn ObjectStore>,
+    /// The two-runtime variant's store, used only from its I/O runtime.
+    two_store: Arc<dyn ObjectStore>,
+    /// The bridge's store, an `IoStore` (also the idle variant's).
+    bridge_store: Arc<dyn ObjectStore>,
+    /// The one runtime, with as many workers as the two others together.
+    one: Runtime,
+    /// The two-runtime variant's CPU runtime, as many workers as rayon's global pool.
+    cpu: Runtime,
+    /// The two-runtime variant's I/O runtime, as many workers as the shared `IoRuntime`.
+    io: Runtime,
+    /// Workers of each side.
+    cpu_workers: usize,
+    io_workers: usize,
+    passes: u32,
+    _server: Server,
+}
+
+fn runtime(workers: usize, name: &str) -> io::Result<Runtime> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()?;
+    warm_up_tokio(rt.handle());
+    Ok(rt)
+}
+
+impl Rig {
+    fn start(passes: u32) -> io::Result<Self> {
+        warm_up_rayon();
+        let server = Server::start()?;
+        // The bridge's sides: rayon's global pool and the shared IoRuntime (one worker per
+        // CPU); the tokio variants get the same thread counts.
+        let cpu_workers = rayon::current_num_threads();
+        let io_workers = thread::available_parallelism().map_or(1, usize::from);
+        warm_up_tokio(bridge::IoRuntime::global().handle());
+        Ok(Self {
+            one_store: server.store()?,
+            two_store: server.store()?,
+            bridge_store: server.io_store()?,
+            one: runtime(cpu_workers + io_workers, "one-runtime")?,
+            cpu: runtime(cpu_workers, "cpu-runtime")?,
+            io: runtime(io_workers, "io-runtime")?,
+            cpu_workers,
+            io_workers,
+            passes,
+            _server: server,
+        })
+    }
+
+    /// Starts `variant`'s probe and pipelines; returns one joiner per task, which waits for
+    /// it until a deadline and tells whether it finished.
+    fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
+        let mut joiners: Vec<Joiner> = Vec::new();
+        let tokio_task = |rt: &Runtime, task: tokio::task::JoinHandle<()>| -> Joiner {
+            let handle = rt.handle().clone();
+            Box::new(move |deadline: Instant| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                // The timer is made inside the runtime, whose timer it is.
+                let joined = handle.block_on(async move { tokio::time::timeout(left, task).await });
+                matches!(joined, Ok(Ok(())))
+            })
+        };
+        match variant {
+            Variant::Idle | Variant::Bridge => {
+                let access = Access::Here(Arc::clone(&self.bridge_store));
+                let mut task = bridge::spawn_io(probe(access, Arc::clone(shared)));
+                joiners.push(Box::new(move |deadline: Instant| {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    task.wait_timeout(left).is_some()
+                }));
+            }
+            Variant::One => {
+                let access = Access::Here(Arc::clone(&self.one_store));
+                let task = self.one.spawn(probe(access, Arc::clone(shared)));
+                joiners.push(tokio_task(&self.one, task));
+            }
+            Variant::Two => {
+                let access = Access::Here(Arc::clone(&self.two_store));
+                let task = self.io.spawn(probe(access, Arc::clone(shared)));
+                joiners.push(tokio_task(&self.io, task));
+            }
+        }
+        for p in 0..PIPELINES {
+            let shared = Arc::clone(shared);
+            match variant {
+                Variant::Idle => {}
+                Variant::One => {
+                    let access = Access::Here(Arc::clone(&self.one_store));
+                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
+                    let task = self.one.spawn(consume(batches, shared));
+                    joiners.push(tokio_task(&self.one, task));
+                }
+                Variant::Two => {
+                    let access = Access::Spawned(self.io.handle().clone(), self.two_store.clone());
+                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
+                    let task = self.cpu.spawn(consume(batches, shared));
+                    joiners.push(tokio_task(&self.cpu, task));
+                }
+                Variant::Bridge => {
+                    let access = Access::Here(Arc::clone(&self.bridge_store));
+                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
+                    let batches = bridge::stream::spawn_cpu(batches, BOUND);
+                    let mut task = bridge::cpu::spawn_future(consume(batches, shared));
+                    joiners.push(Box::new(move |deadline: Instant| {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        task.wait_timeout(left).is_some()
+                    }));
+                }
+            }
+        }
+        joiners
+    }
+
+    /// Runs `variant` for `warm`, then measures it for `window`, then stops its tasks.
+    ///
+    /// # Errors
+    ///
+    /// If a task does not stop within [`STOP_TIMEOUT`].
+    fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
+        let shared = Arc::new(Shared::default());
+        let joiners = self.start_cell(variant, &shared);
+        thread::sleep(warm);
+        let (bytes0, batches0) = shared.counts();
+        let start = Instant::now();
+        thread::sleep(window);
+        let (bytes1, batches1) = shared.counts();
+        let end = Instant::now();
+        let probes = shared.probes().in_window(start, end);
+        // ORDERING: a signal; the tasks' counts are read after they are joined below.
+        shared.stop.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        let stuck = joiners
+            .into_iter()
+            .map(|join| join(deadline))
+            .filter(|done| !done)
+            .count();
+        if stuck > 0 {
+            return Err(io::Error::other(format!(
+                "{stuck} task(s) of the {} variant did not stop within {STOP_TIMEOUT:?}",
+                variant.name()
+            )));
+        }
+        let first_error = shared
+            .first_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        Ok(Cell {
+            variant,
+            probes,
+            bytes: bytes1 - bytes0,
+            batches: batches1 - batches0,
+            window: end - start,
+            // ORDERING: read after every task was joined (the joins synchronize).
+            failures: shared.failures.load(Ordering::Relaxed),
+            first_error,
+        })
+    }
+}
+
+/// Waits for one task of a cell until the deadline; tells whether it finished.
+type Joiner = Box<dyn FnOnce(Instant) -> bool>;
+
+/// One variant's measured window in one round.
+#[derive(Debug, Clone)]
+struct Cell {
+    variant: Variant,
+    /// The latencies of the probes due in the window, ns, sorted.
+    probes: Vec<f64>,
+    /// Bytes and batches decoded in the window.
+    bytes: u64,
+    batches: u64,
+    window: Duration,
+    /// Failed store requests or bodies in the whole cell.
+    failures: u64,
+    first_error: Option<String>,
+}
+
+impl Cell {
+    /// The probe latency percentile `p` of the window, ns; NaN without probes.
+    fn probe(&self, p: f64) -> f64 {
+        percentile(&self.probes, p)
+    }
+
+    /// Nanoseconds of the window per MiB decoded; `None` without a pipeline (idle), infinite
+    /// if nothing was decoded.
+    fn ns_per_mib(&self) -> Option<f64> {
+        if self.variant == Variant::Idle {
+            return None;
+        }
+        let mib = self.bytes as f64 / f64::from(1u32 << 20);
+        Some(if mib > 0.0 {
+            self.window.as_secs_f64() * 1e9 / mib
+        } else {
+            f64::INFINITY
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The report.
+
+/// A measurement whose samples are `sample` of each variant's cells, in round order; a
+/// variant with no sample (idle's throughput) has no row.
+fn measurement(
+    cells: &[Cell],
+    rounds: usize,
+    sample: impl Fn(&Cell) -> Option<f64>,
+) -> Measurement {
+    Measurement {
+        iters_per_round: 1,
+        ops_per_iter: 1,
+        rounds,
+        variants: VARIANTS
+            .iter()
+            .map(|&v| Measured {
+                name: v.name(),
+                samples: cells
+                    .iter()
+                    .filter(|c| c.variant == v)
+                    .filter_map(&sample)
+                    .collect(),
+                background: Vec::new(),
+            })
+            .collect(),
+        load: None,
+    }
+}
+
+fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
+}
+
+/// The regression goal on one run's probe-p99 rows: one runtime's median at least
+/// [`REGRESSION`] times idle's.
+fn regression_check(rows: &[Row]) -> Option<Check> {
+    let one = find(rows, ONE)?.ns.median;
+    let idle = find(rows, IDLE)?.ns.median;
+    if idle.is_nan() || idle <= 0.0 || one.is_nan() {
+        return None;
+    }
+    let times = one / idle;
+    Some(Check {
+        met: times >= REGRESSION,
+        value: format!("{times:.1}x"),
+        bound: format!("{ONE} / {IDLE} >= {REGRESSION:.0}x"),
+        detail: format!(
+            "{ONE}'s probe p99 {:.2} ms against {IDLE}'s {:.2} ms, {times:.1}x, needed \
+             {REGRESSION:.0}x",
+            one / 1e6,
+            idle / 1e6
+        ),
+    })
+}
+
+/// Why the one-runtime variant's probe waits, in numbers, and, when the regression goal
+/// was missed, why it was.
+fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String {
+    let workers = rig.cpu_workers + rig.io_workers;
+    let mut out = format!(
+        "Why one runtime is slow: its {workers} workers run the {PIPELINES} pipelines' \
+         decodes, {:.1} ms per poll, and its I/O (the probe's task, the HTTP client's \
+         connection tasks, the reactor that tells them their socket is ready) gets a worker \
+         only between two such polls, and the reactor only when a worker runs out of tasks or \
+         every 61 of them (tokio's event interval). The published figure: DataFusion measured \
+         I/O latency rising {PUBLISHED} when CPU work shared the I/O runtime \
+         (apache/datafusion#13692); here the polls are shorter and the machine smaller.",
+        batch.as_secs_f64() * 1e3,
+    );
+    if let Some(check) = check.filter(|c| !c.met) {
+        let _ = write!(
+            out,
+            " The regression goal was not met in this run ({}): idle's p99 is the loopback \
+             round trip of a small request, and one runtime's is bounded by how many {:.1} \
+             ms polls run before the probe's steps get a worker; with {PIPELINES} pipelines \
+             on {workers} workers that is a few polls per step, so fewer than {REGRESSION:.0} \
+             idle round trips when the idle round trip is long (a busy machine, a slow \
+             loopback).",
+            check.detail,
+            batch.as_secs_f64() * 1e3,
+        );
+    }
+    out
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+/// The summary table: per variant, the probes' p50, p99 and max over every window, the
+/// pipeline's throughput and the failures.
+fn summary(cells: &[Cell]) -> String {
+    let idle_p99 = {
+        let mut all: Vec<f64> = cells
+            .iter()
+            .filter(|c| c.variant == Variant::Idle)
+            .flat_map(|c| c.probes.iter().copied())
+            .collect();
+        all.sort_by(f64::total_cmp);
+        percentile(&all, 0.99)
+    };
+    let mut out = String::from(
+        "Summary (the probes of every measured window of the variant pooled; throughput is \
+         the median over rounds):\n\n\
+         | variant | probes | probe p50 ms | probe p99 ms | probe max ms | p99 / idle's | \
+         pipeline MiB/s | batches decoded | failures |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for v in VARIANTS {
+        let mine: Vec<&Cell> = cells.iter().filter(|c| c.variant == v).collect();
+        let mut all: Vec<f64> = mine.iter().flat_map(|c| c.probes.iter().copied()).collect();
+        all.sort_by(f64::total_cmp);
+        let mib_s: Vec<f64> = mine
+            .iter()
+            .filter_map(|c| c.ns_per_mib())
+            .map(|ns| 1e9 / ns)
+            .collect();
+        let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
+        let failures: u64 = mine.iter().map(|c| c.failures).sum();
+        let batches: u64 = mine.iter().map(|c| c.batches).sum();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.1}x | {throughput} | {} | {failures} |",
+            v.name(),
+            all.len(),
+            ms(percentile(&all, 0.5)),
+            ms(percentile(&all, 0.99)),
+            ms(all.last().copied().unwrap_or(f64::NAN)),
+            percentile(&all, 0.99) / idle_p99,
+            if v == Variant::Idle {
+                "-".to_owned()
+            } else {
+                batches.to_string()
+            },
+        );
+    }
+    if let Some(e) = cells.iter().find_map(|c| c.first_error.as_deref()) {
+        let _ = write!(out, "\nThe first failure: {e}");
+    } else {
+        out.pop();
+    }
+    out
+}
+
+fn varied() -> String {
+    format!(
+        "where the pipelines, their store reads and the probe run. `{IDLE}`: the probe \
+         alone, as in `bridge` (no pipeline): the reference. `{ONE}`: pipelines, reads and \
+         probe as tasks of one tokio multi-thread runtime. `{TWO}`: the dedicated-executor \
+         pattern: each pipeline a task of a CPU runtime; each read sent to an I/O runtime \
+         with `io_handle.spawn`, which reads the whole body there and sends its chunks back \
+         on a bounded tokio channel ({BOUND}); the probe a task of the I/O runtime. \
+         `{BASELINE}`: each pipeline a stream driven on rayon's global pool by \
+         `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
+         `bridge::cpu::spawn_future` task; every read through `bridge::object_store::IoStore` \
+         over the same HTTP store (each request and body on the shared IoRuntime); the probe \
+         a `bridge::spawn_io` task on the IoRuntime, through the same IoStore."
+    )
+}
+
+fn fixed(rig: &Rig, batch: Duration, plan: &Plan) -> String {
+    let cpus = thread::available_parallelism().map_or(0, usize::from);
+    format!(
+        "{cpus} CPUs. Threads: `{ONE}` {} workers; `{TWO}` {} CPU-runtime workers and {} \
+         I/O-runtime workers; `{BASELINE}` (and `{IDLE}`) rayon's global pool, {} threads, \
+         and the shared IoRuntime, {} workers: the same {} threads each. The store: \
+         object_store's HTTP store (its own connection pool per variant) against a loopback \
+         HTTP/1.1 server in this process (1 worker of its own, keep-alive, objects in \
+         memory): {OBJECTS} objects of 256 KiB to 1 MiB. The pipeline: {PIPELINES} at once, \
+         each reading objects one after the other, cutting each body into {} KiB batches and \
+         decoding each batch in the poll that yields it ({} passes of a multiply-rotate hash \
+         over its words, calibrated at start to {} ms and measured at {:.2} ms, median of 21 \
+         on the idle main thread). The probe: a `head` of a 64-byte object due every {} ms, \
+         one at a time (a tokio timer of the runtime it runs on; one that falls due while the \
+         previous is out is due when that one answers); its latency is measured in the \
+         probe's task from when it was due to having the answer, so the time it waits for a \
+         worker counts (and the timer's lateness, up to 1 ms, for every variant alike); a \
+         probe due but not answered by the window's end counts with its wait so far. \
+         Per round, each variant runs once, in an order balanced across rounds: {} ms to \
+         settle, then a measured window of {} ms (the probes due in it, the bytes decoded in \
+         it), then its tasks are stopped and joined.",
+        rig.cpu_workers + rig.io_workers,
+        rig.cpu_workers,
+        rig.io_workers,
+        rig.cpu_workers,
+        rig.io_workers,
+        rig.cpu_workers + rig.io_workers,
+        BATCH >> 10,
+        rig.passes,
+        BATCH_CPU.as_millis(),
+        batch.as_secs_f64() * 1e3,
+        PROBE_EVERY.as_millis(),
+        plan.warm.as_millis(),
+        plan.window.as_millis(),
+    )
+}
+
+/// Runs the study: every variant once per round, reported as the probe's p99 and p50 and
+/// the pipeline's time per MiB.
+///
+/// # Errors
+///
+/// If a runtime, the server or a store cannot be made, or a cell's tasks do not stop.
+pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
+    let plan = Plan::of(settings);
+    let passes = calibrate_decode();
+    let batch = decode_cost(passes);
+    let rig = Rig::start(passes)?;
+    let load_before = load_average();
+    let threads_before = os_threads();
+    progress::measurement_started(plan.rounds, VARIANTS.iter().map(|v| v.name()));
+    // Warm-up: each variant once (connections opened, runtimes and pools busy once).
+    for v in VARIANTS {
+        rig.cell(v, plan.warm, plan.warm)?;
+    }
+    progress::step_done(true);
+    let mut cells = Vec::new();
+    for round in 0..plan.rounds {
+        for k in round_order(round, VARIANTS.len()) {
+            cells.push(rig.cell(VARIANTS[k], plan.warm, plan.window)?);
+        }
+        progress::step_done(false);
+    }
+    let fixed = fixed(&rig, batch, &plan);
+    let p99 = rows(
+        "probe-p99",
+        &measurement(&cells, plan.rounds, |c| Some(c.probe(0.99))),
+    );
+    let p50 = rows(
+        "probe-p50",
+        &measurement(&cells, plan.rounds, |c| Some(c.probe(0.5))),
+    );
+    let throughput = rows(
+        "throughput",
+        &measurement(&cells, plan.rounds, Cell::ns_per_mib),
+    );
+    let regression = regression_check(&p99);
+    let probes_per_window = plan.window.as_millis() / PROBE_EVERY.as_millis();
+    let threads = format!(
+        "Threads: {} in the process before measuring (everything started: the runtimes, \
+         rayon's pool, the IoRuntime, the server, and what earlier studies left); load \
+         average (/proc/loadavg, 1/5/15 min) {} before and {} after: anything else running \
+         competes for the same CPUs.",
+        threads_before.map_or("not read".to_owned(), |n| n.to_string()),
+        load_before.as_deref().unwrap_or("not read"),
+        load_average().as_deref().unwrap_or("not read"),
+    );
+    let note = regression_note(regression.as_ref(), &rig, batch);
+    let table = summary(&cells);
+    drop(rig);
+    Ok(vec![
+        ScenarioReport {
+            name: "probe-p99",
+            varied: varied(),
+            fixed: fixed.clone(),
+            measure: Measure {
+                sampling: Some(
+                    "One sample per round and variant: the 99th percentile latency of the \
+                     probes due in that round's measured window (about one every 5 ms).",
+                ),
+                ..Measure::ms("probe p99")
+            },
+            goals: vec![
+                Goal {
+                    peer: IDLE,
+                    at_least: 1.0 / IDLE_SLACK,
+                    text: "bridge's probe p99 within 1.5x of idle's",
+                },
+                Goal {
+                    peer: TWO,
+                    at_least: 1.0,
+                    text: "bridge's probe p99 at or below two runtimes'",
+                },
+            ],
+            judged: vec![Judged::once(
+                "one runtime shows the regression: its probe p99 at least 10x idle's",
+                regression,
+            )],
+            notes: vec![
+                format!("About {probes_per_window} probes per window."),
+                note,
+                threads,
+            ],
+            rows: p99,
+            ..Default::default()
+        },
+        ScenarioReport {
+            name: "probe-p50",
+            varied: varied(),
+            fixed: "the same rounds as `probe-p99`.".to_owned(),
+            measure: Measure {
+                sampling: Some(
+                    "One sample per round and variant: the median latency of the probes \
+                     due in that round's measured window.",
+                ),
+                ..Measure::ms("probe p50")
+            },
+            rows: p50,
+            ..Default::default()
+        },
+        ScenarioReport {
+            name: "throughput",
+            varied: varied(),
+            fixed: format!(
+                "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded \
+                 (lower is faster; idle has no pipeline). Every batch is {} KiB of \
+                 {:.2} ms decode, so the {} CPU-side threads bound it at about {:.1} ms/MiB.",
+                BATCH >> 10,
+                batch.as_secs_f64() * 1e3,
+                thread::available_parallelism().map_or(1, usize::from),
+                batch.as_secs_f64() * 1e3 * (1 << 20) as f64
+                    / BATCH as f64
+                    / thread::available_parallelism().map_or(1, usize::from) as f64,
+            ),
+            measure: Measure {
+                what: "pipeline",
+                unit: "ms",
+                per: "/MiB",
+                ns_per_unit: 1e6,
+                decimals: 2,
+                sampling: Some(
+                    "One sample per round and variant: the measured window's wall time over \
+                     the MiB its pipelines decoded in it.",
+                ),
+            },
+            goals: vec![Goal {
+                peer: TWO,
+                at_least: THROUGHPUT_SLACK,
+                text: "bridge's pipeline throughput at least 0.95x two runtimes'",
+            }],
+            notes: vec![table],
+            rows: throughput,
+            ..Default::default()
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Measured;
+
+    #[test]
+    fn batcher_cuts_any_chunks_into_full_batches_and_a_short_last_one() {
+        let body = object_bytes(1);
+        let mut batcher = Batcher::default();
+        let mut batches = Vec::new();
+        // Chunks of odd sizes, as a socket delivers them.
+        for chunk in body.chunks(10_007) {
+            batcher.push(chunk);
+            while let Some(batch) = batcher.full() {
+                batches.push(batch);
+            }
+        }
+        batches.extend(batcher.rest());
+        assert!(batcher.rest().is_none());
+        assert_eq!(batches.concat(), body);
+        assert!(
+            batches.iter().all(|b| b.len() == BATCH),
+            "512 KiB is 8 batches"
+        );
+        let mut odd = Batcher::default();
+        odd.push(&body[..BATCH + 5]);
+        assert_eq!(odd.full().map(|b| b.len()), Some(BATCH));
+        assert_eq!(odd.full(), None);
+        assert_eq!(odd.rest().map(|b| b.len()), Some(5));
+    }
+
+    #[test]
+    fn objects_and_decode_are_deterministic_and_depend_on_their_input() {
+        assert_eq!(object_bytes(3).len(), 1 << 20);
+        assert_eq!(object_bytes(4).len(), 256 << 10);
+        assert_eq!(object_bytes(2), object_bytes(2));
+        assert_ne!(object_bytes(2)[..64], object_bytes(6)[..64]);
+        let batch = &object_bytes(0)[..1_003];
+        assert_eq!(decode(batch, 3), decode(batch, 3));
+        assert_ne!(decode(batch, 3), decode(batch, 4));
+        assert_ne!(decode(batch, 3), decode(&batch[1..], 3));
+    }
+
+    #[test]
+    fn the_window_counts_its_probes_and_the_one_overdue_at_its_end() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut probes = Probes {
+            done: vec![(at(1), 9.0), (at(10), 3.0), (at(15), 1.0), (at(20), 5.0)],
+            due: Some(at(25)),
+        };
+        assert_eq!(probes.in_window(at(10), at(20)), vec![1.0, 3.0]);
+        // Due at 25 ms and not answered by the window's end at 40 ms: at least 15 ms.
+        assert_eq!(probes.in_window(at(20), at(40)), vec![5.0, 15e6]);
+        // A probe due after the window's end is not counted.
+        assert_eq!(probes.in_window(at(10), at(25)), vec![1.0, 3.0, 5.0]);
+        // One due before the window and still out at its end waited through it.
+        assert_eq!(probes.in_window(at(30), at(40)), vec![15e6]);
+        probes.due = None;
+        assert!(probes.in_window(at(30), at(40)).is_empty());
+    }
+
+    fn cell(variant: Variant, probes: Vec<f64>, bytes: u64) -> Cell {
+        Cell {
+            variant,
+            probes,
+            bytes,
+            batches: bytes / BATCH as u64,
+            window: Duration::from_secs(1),
+            failures: 0,
+            first_error: None,
+        }
+    }
+
+    #[test]
+    fn throughput_is_ns_per_mib_and_idle_has_none() {
+        let two_mib = cell(Variant::Two, vec![1.0], 2 << 20);
+        assert_eq!(two_mib.ns_per_mib(), Some(5e8));
+        assert_eq!(
+            cell(Variant::Bridge, vec![], 0).ns_per_mib(),
+            Some(f64::INFINITY)
+        );
+        assert_eq!(cell(Variant::Idle, vec![1.0], 0).ns_per_mib(), None);
+        let cells = [
+            cell(Variant::Idle, vec![1.0, 2.0], 0),
+            cell(Variant::Bridge, vec![3.0], 1 << 20),
+        ];
+        let m = measurement(&cells, 1, Cell::ns_per_mib);
+        let idle = m.variants.iter().find(|v| v.name == IDLE).unwrap();
+        assert!(idle.samples.is_empty());
+        // A variant without samples has no row.
+        let r = rows("throughput", &m);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].variant, BASELINE);
+        assert_eq!(r[0].ns.median, 1e9);
+    }
+
+    fn p99_rows(one: f64, idle: f64) -> Vec<Row> {
+        let m = Measurement {
+            iters_per_round: 1,
+            ops_per_iter: 1,
+            rounds: 1,
+            variants: vec![
+                Measured {
+                    name: IDLE,
+                    samples: vec![idle],
+                    background: Vec::new(),
+                },
+                Measured {
+                    name: ONE,
+                    samples: vec![one],
+                    background: Vec::new(),
+                },
+                Measured {
+                    name: BASELINE,
+                    samples: vec![idle],
+                    background: Vec::new(),
+                },
+            ],
+            load: None,
+        };
+        rows("probe-p99", &m)
+    }
+
+    #[test]
+    fn the_regression_goal_needs_one_runtime_at_ten_times_idle() {
+        let met = regression_check(&p99_rows(2.5e6, 0.25e6)).unwrap();
+        assert!(met.met, "{met:?}");
+        assert_eq!(met.value, "10.0x");
+        let missed = regression_check(&p99_rows(2.0e6, 0.25e6)).unwrap();
+        assert!(!missed.met);
+        assert_eq!(missed.value, "8.0x");
+        assert!(
+            missed.detail.contains("2.00 ms against idle's 0.25 ms"),
+            "{}",
+            missed.detail
+        );
+        // Without idle's row, or with a zero idle p99, nothing is judged.
+        let no_idle: Vec<Row> = p99_rows(2.0e6, 0.25e6)
+            .into_iter()
+            .filter(|r| r.variant != IDLE)
+            .collect();
+        assert_eq!(regression_check(&no_idle), None);
+        assert_eq!(regression_check(&p99_rows(2.0e6, 0.0)), None);
+    }
+
+    #[test]
+    fn the_probe_goals_hold_bridge_to_idle_and_two_runtimes() {
+        // bridge's p99 1.4x idle's and below two runtimes': both met; 1.6x: the first missed.
+        let report = |bridge: f64| ScenarioReport {
+            name: "probe-p99",
+            goals: vec![
+                Goal {
+                    peer: IDLE,
+                    at_least: 1.0 / IDLE_SLACK,
+                    text: "within 1.5x of idle",
+                },
+                Goal {
+                    peer: TWO,
+                    at_least: 1.0,
+                    text: "at or below two runtimes",
+                },
+            ],
+            rows: rows(
+                "probe-p99",
+                &Measurement {
+                    iters_per_round: 1,
+                    ops_per_iter: 1,
+                    rounds: 1,
+                    variants: [(IDLE, 1.0e6), (TWO, 1.7e6), (BASELINE, bridge)]
+                        .into_iter()
+                        .map(|(name, ns)| Measured {
+                            name,
+                            samples: vec![ns],
+                            background: Vec::new(),
+                        })
+                        .collect(),
+                    load: None,
+                },
+            ),
+            ..Default::default()
+        };
+        let verdicts = |bridge: f64| -> Vec<Option<bool>> {
+            report(bridge)
+                .verdicts()
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect()
+        };
+        assert_eq!(verdicts(1.4e6), vec![Some(true), Some(true)]);
+        assert_eq!(verdicts(1.6e6), vec![Some(false), Some(true)]);
+        assert_eq!(verdicts(1.8e6), vec![Some(false), Some(false)]);
+    }
+
+    #[test]
+    fn quick_plan_is_one_short_round() {
+        let quick = Plan::of(&Settings::quick());
+        assert_eq!(quick.rounds, 1);
+        assert!(quick.window < Duration::from_millis(500));
+        let full = Plan::of(&Settings::full());
+        assert!(full.rounds >= 3);
+        // A window holds enough probes for a p99 that is not just the maximum.
+        assert!(full.window >= 100 * 2 * PROBE_EVERY / 2);
+    }
+
+    #[test]
+    fn every_access_reads_every_byte_of_an_object_and_answers_the_probe() {
+        let server = Server::start().unwrap();
+        let io = runtime(1, "test-io").unwrap();
+        let cpu = runtime(1, "test-cpu").unwrap();
+        let accesses = [
+            Access::Here(server.store().unwrap()),
+            Access::Spawned(io.handle().clone(), server.store().unwrap()),
+            Access::Here(server.io_store().unwrap()),
+        ];
+        for access in accesses {
+            let body = cpu.block_on(async {
+                let path = StorePath::from(object_name(5));
+                let mut body = access.get(path).await.unwrap();
+                let mut bytes = Vec::new();
+                while let Some(chunk) = body.next().await {
+                    bytes.extend_from_slice(&chunk.unwrap());
+                }
+                access.head(&StorePath::from(PROBE_OBJECT)).await.unwrap();
+                bytes
+            });
+            assert!(body == object_bytes(5), "{access:?}");
+            let missing = cpu.block_on(access.head(&StorePath::from("nothing")));
+            assert!(missing.is_err(), "{access:?}");
+        }
+    }
+
+    #[test]
+    fn a_pipeline_decodes_whole_objects_until_stopped() {
+        let server = Server::start().unwrap();
+        let rt = runtime(1, "test").unwrap();
+        let shared = Arc::new(Shared::default());
+        let access = Access::Here(server.store().unwrap());
+        // Pipeline 0 starts at object 0 (256 KiB: 4 batches), then object 1 (512 KiB: 8).
+        let got: Vec<(usize, u64)> = rt.block_on(async {
+            pipeline(access, 0, 1, Arc::clone(&shared))
+                .take(12)
+                .map(|b| b.unwrap())
+                .collect()
+                .await
+        });
+        let expect: Vec<(usize, u64)> = [0, 1]
+            .into_iter()
+            .flat_map(|k| {
+                object_bytes(k)
+                    .chunks(BATCH)
+                    .map(|b| (b.len(), decode(b, 1)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(got, expect);
+        // Once stopped, a pipeline ends at its next batch.
+        shared.stop.store(true, Ordering::Relaxed);
+        let access = Access::Here(server.store().unwrap());
+        let after = rt.block_on(pipeline(access, 0, 1, shared).count());
+        assert_eq!(after, 0);
+    }
+}

@@ -1,0 +1,81 @@
+//! The runtime-agnostic half of a stream crossing: the bounded buffer between a stream's
+//! producer and its consumer, the pump that polls the stream into it, and [`Crossing`], the
+//! consumer's `Stream`.
+//!
+//! Nothing here spawns: the family's `spawn_io` (on the I/O runtime) and `spawn_cpu` (on
+//! rayon) start the pump on their side and hand the consumer a [`Crossing`]. The buffer
+//! needs only a lock and the wakers of both sides, so the consumer may poll it on any
+//! executor, and the crates of both sides (which do not depend on each other) share it.
+//!
+//! # Examples
+//!
+//! ```
+//! use futures::StreamExt;
+//!
+//! let crossing: bridge::stream::Crossing<u8> = bridge::stream::spawn_io(futures::stream::iter([1, 2]), 1);
+//! assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [1, 2]);
+//! ```
+//
+// Maintainers: the buffer keeps its state under a std `Mutex` and has no atomics, so it is
+// not under `crate::loom` (the module is left out of loom builds); the fuzz body
+// `bridge_fuzz::stream` checks it against a sequential model instead.
+
+mod buffer;
+mod crossing;
+mod pump;
+
+pub use crossing::{CatchUnwind, Crossing};
+
+use buffer::Buffer;
+use futures_core::Stream;
+use std::fmt;
+use std::future::Future;
+use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::sync::Arc;
+
+/// Builds a crossing over `stream` without starting its producer: the pump (the future that
+/// polls `stream` into the buffer) and the consumer's half, which becomes a [`Crossing`]
+/// once the pump has been given to a side. For the family's `spawn_io` and `spawn_cpu`, and
+/// the fuzz body's hook, which polls the pump itself. Not part of the API.
+#[doc(hidden)]
+pub fn __start<S>(
+    stream: S,
+    bound: usize,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    __Unstarted<S::Item>,
+)
+where
+    S: Stream + Send + 'static,
+    S::Item: Send + 'static,
+{
+    let buffer = Arc::new(Buffer::new(bound));
+    (
+        pump::pump(stream, Arc::clone(&buffer)),
+        __Unstarted { buffer },
+    )
+}
+
+/// The consumer's half of a crossing whose pump has not been given to a side yet (see
+/// [`__start`]). Not part of the API.
+#[doc(hidden)]
+pub struct __Unstarted<T> {
+    buffer: Arc<Buffer<T>>,
+}
+
+impl<T> __Unstarted<T> {
+    /// The crossing, keeping `producer` (the task running the pump, or `()` when the caller
+    /// polls it) until the consumer is dropped: dropping it cancels that task.
+    pub fn with_producer<P>(self, producer: P) -> Crossing<T>
+    where
+        P: Send + Sync + UnwindSafe + RefUnwindSafe + 'static,
+    {
+        Crossing::new(self.buffer, Box::new(producer))
+    }
+}
+
+impl<T> fmt::Debug for __Unstarted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unstarted").finish_non_exhaustive()
+    }
+}
