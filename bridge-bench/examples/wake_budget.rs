@@ -7,7 +7,7 @@
 //!
 //! Change what a wake-up costs and run it again: pinned to one CPU (`taskset -c 0`), beside a
 //! busy thread (`sh -c 'while :; do :; done' &`), or built with a slower park
-//! (`BRIDGE_SLOW_WAKE_NS=10000 cargo run ...`, which spends 10 µs after every park of the
+//! (`BRIDGE_SLOW_WAKE_NS=10000 cargo run ...`, whose wakers spend 10 µs before every unpark of the
 //! bridge's waits). docs/design.md has the runs.
 
 use std::future::Future;

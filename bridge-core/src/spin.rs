@@ -335,8 +335,9 @@ pub fn current_cpu() -> Option<u32> {
 
 /// A test build's slower wake-up, for the experiment that shows the budgets follow what a
 /// wake-up costs (docs/design.md): the nanoseconds in `BRIDGE_SLOW_WAKE_NS` when the crate
-/// was built (0, the default, adds nothing), spent busy after every park of the bridge's
-/// waits returns, as if the wake-up itself had taken that much longer.
+/// was built (0, the default, adds nothing), spent busy by every waker of the bridge's
+/// parked waits (a oneshot's blocked receiver, an idle handoff worker) just before its
+/// unpark, as if the wake-up itself had taken that much longer to arrive.
 pub const SLOW_WAKE: Duration = Duration::from_nanos(parse_ns(option_env!("BRIDGE_SLOW_WAKE_NS")));
 
 /// A decimal number of nanoseconds, at compile time; 0 for none. A build with anything
@@ -357,16 +358,16 @@ const fn parse_ns(text: Option<&str>) -> u64 {
     ns
 }
 
-/// Called by the bridge's waits right after a park returns: nothing, unless this is a test
-/// build with a [`SLOW_WAKE`].
+/// Called by the bridge's wakers right before they unpark a parked waiter: nothing, unless
+/// this is a test build with a [`SLOW_WAKE`].
 ///
 /// # Examples
 ///
 /// ```
-/// bridge_core::__spin::after_park(); // free in a normal build
+/// bridge_core::__spin::before_unpark(); // free in a normal build
 /// ```
 #[inline]
-pub fn after_park() {
+pub fn before_unpark() {
     if !SLOW_WAKE.is_zero() {
         let until = Instant::now() + SLOW_WAKE;
         while Instant::now() < until {
@@ -537,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn a_normal_build_adds_nothing_after_a_park() {
+    fn a_normal_build_adds_nothing_before_an_unpark() {
         assert_eq!(parse_ns(None), 0);
         assert_eq!(parse_ns(Some("10000")), 10_000);
         if option_env!("BRIDGE_SLOW_WAKE_NS").is_none() {

@@ -296,7 +296,10 @@ impl Pool {
         });
         match placement {
             // The unpark only shortens the worker's sleep.
-            Placement::Delivered(worker) => worker.thread.unpark(),
+            Placement::Delivered(worker) => {
+                bridge_core::__spin::before_unpark();
+                worker.thread.unpark();
+            }
             Placement::Start(job) => Pool::start(pool, job),
             Placement::Queued(first) => {
                 if let Some(max) = first {

@@ -143,7 +143,6 @@ pub(crate) mod thread {
             }
             let parked_at = now_ns();
             std::thread::park_timeout(deadline - now);
-            bridge_core::__spin::after_park();
             if ready() {
                 delivered.record_wake_after(parked_at);
             }

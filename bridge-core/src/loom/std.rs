@@ -31,13 +31,7 @@ pub(crate) mod thread {
     use super::super::Parked;
     use std::time::Instant;
 
-    pub(crate) use std::thread::{Thread, current, yield_now};
-
-    /// Parks until unparked or a spurious wake-up.
-    pub(crate) fn park() {
-        std::thread::park();
-        crate::__spin::after_park();
-    }
+    pub(crate) use std::thread::{Thread, current, park, yield_now};
 
     /// Parks until unparked, a spurious wake-up, or `deadline`.
     pub(crate) fn park_deadline(deadline: Instant) -> Parked {
@@ -46,7 +40,6 @@ pub(crate) mod thread {
             return Parked::Expired;
         }
         std::thread::park_timeout(deadline - now);
-        crate::__spin::after_park();
         Parked::Early
     }
 }
