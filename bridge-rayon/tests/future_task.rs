@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{WATCHDOG, watchdog};
+
 use bridge_rayon::{Limit, Task, ThreadPoolExt, spawn_future};
 use std::future::Future;
 use std::panic;
@@ -17,27 +19,6 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// How long a body may take before the watchdog calls it hung.
-const WATCHDOG: Duration = Duration::from_secs(20);
-
-/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
-/// [`WATCHDOG`], and resumes its panic if it panics.
-fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
-    let (done_tx, done) = mpsc::channel::<()>();
-    let handle = thread::spawn(move || {
-        let result = body();
-        let _ = done_tx.send(());
-        result
-    });
-    match done.recv_timeout(WATCHDOG) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Ok(result) => result,
-            Err(payload) => panic::resume_unwind(payload),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
-    }
-}
 
 /// Waits until `done()` holds, for at most the watchdog's time (a bounded loop, not a timing
 /// assertion: it fails only if the thing never happens).

@@ -7,7 +7,7 @@
 mod common;
 
 use bridge_rayon::{Task, TaskError, ThreadPoolExt};
-use common::{drain, gate, pool};
+use common::{WATCHDOG, drain, gate, pool, watchdog};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -15,33 +15,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// How long a body may take before the watchdog calls it hung.
-const WATCHDOG: Duration = Duration::from_secs(20);
 /// A time-limited wait of `LIMIT` must return within this (the rest is scheduling noise on a
 /// loaded machine).
 const LIMIT: Duration = Duration::from_millis(10);
 const LIMIT_WITH_NOISE: Duration = Duration::from_millis(500);
 /// What a slow job sleeps: well past `LIMIT_WITH_NOISE`.
 const SLOW: Duration = Duration::from_millis(1_000);
-
-/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
-/// [`WATCHDOG`] (the thread is left behind), and resumes its panic if it panics.
-fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
-    let (done_tx, done) = mpsc::channel::<()>();
-    let handle = thread::spawn(move || {
-        let result = body();
-        let _ = done_tx.send(());
-        result
-    });
-    match done.recv_timeout(WATCHDOG) {
-        // Finished, or panicked (the sender was dropped while unwinding).
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Ok(result) => result,
-            Err(payload) => panic::resume_unwind(payload),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
-    }
-}
 
 fn named_pool(threads: usize, name: &'static str) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()

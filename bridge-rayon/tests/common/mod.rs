@@ -1,7 +1,10 @@
-//! Pools and gates the test files share.
+//! Pools, gates and the watchdog the test files share.
 #![allow(dead_code)]
 
+use std::panic;
 use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
 
 /// A pool of `threads` threads.
 pub fn pool(threads: usize) -> rayon::ThreadPool {
@@ -27,4 +30,26 @@ pub fn gate(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
 /// Waits until every job queued on `pool` so far has finished.
 pub fn drain(pool: &rayon::ThreadPool) {
     pool.broadcast(|_| ());
+}
+
+/// How long a body may take before the watchdog calls it hung.
+pub const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
+/// [`WATCHDOG`] (the thread is left behind), and resumes its panic if it panics.
+pub fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done_tx, done) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        let result = body();
+        let _ = done_tx.send(());
+        result
+    });
+    match done.recv_timeout(WATCHDOG) {
+        // Finished, or panicked (the sender was dropped while unwinding).
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Ok(result) => result,
+            Err(payload) => panic::resume_unwind(payload),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
+    }
 }
