@@ -2,7 +2,9 @@
 //! and `tokio`): `bridge::cpu::spawn_future` and the facade's `bridge::cpu::ThreadPoolExt`,
 //! which shadow threadbridge-rayon's (that crate knows nothing of tokio).
 
+use bridge_core::stream::Crossing;
 use bridge_rayon::{CancelFlag, Task};
+use futures::Stream;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -162,6 +164,36 @@ pub trait ThreadPoolExt: sealed::Sealed {
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static;
+
+    /// Drives `stream` on this pool, one poll per wake-up as a job of the pool, with the
+    /// shared [`IoRuntime`](crate::IoRuntime)'s handle entered during each poll, and returns
+    /// a [`Crossing`] that yields its items on any executor; see
+    /// [`stream::spawn_cpu`](crate::stream::spawn_cpu), which does the same on rayon's
+    /// global pool. A pool of your own serves where its threads must differ from the global
+    /// pool's: fewer of them, or a lower OS priority
+    /// ([`lower_thread_priority`](crate::cpu::lower_thread_priority)) so that the I/O
+    /// runtime's threads get a CPU at once when they wake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge::cpu::ThreadPoolExt;
+    /// use futures::StreamExt;
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap());
+    /// let ticks = futures::stream::iter(1..=3u64).then(|n| async move {
+    ///     tokio::time::sleep(Duration::from_millis(1)).await; // the IoRuntime's timer
+    ///     n * n
+    /// });
+    /// let squares = pool.spawn_stream(ticks, 1);
+    /// assert_eq!(bridge::iter_blocking(squares).collect::<Vec<_>>(), [1, 4, 9]);
+    /// ```
+    fn spawn_stream<S>(self: &Arc<Self>, stream: S, bound: usize) -> Crossing<S::Item>
+    where
+        S: Stream + Send + 'static,
+        S::Item: Send + 'static;
 }
 
 impl ThreadPoolExt for rayon_core::ThreadPool {
@@ -195,5 +227,15 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F::Output: Send + 'static,
     {
         bridge_rayon::ThreadPoolExt::spawn_future_task(self, io_entered(fut))
+    }
+
+    fn spawn_stream<S>(self: &Arc<Self>, stream: S, bound: usize) -> Crossing<S::Item>
+    where
+        S: Stream + Send + 'static,
+        S::Item: Send + 'static,
+    {
+        let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+        // Dropping the task (with the crossing) cancels the pump on the pool.
+        unstarted.with_producer(self.spawn_future_task(pump))
     }
 }

@@ -12,7 +12,7 @@
 //! | call | the stream runs | the consumer |
 //! | --- | --- | --- |
 //! | `spawn_io(stream, bound)` | on the shared `IoRuntime` (feature `tokio`): sockets, object-store bodies | any executor |
-//! | `spawn_cpu(stream, bound)` | on the rayon pool, with the `IoRuntime`'s handle entered (feature `rayon`): decoders, record-batch streams | any executor |
+//! | `spawn_cpu(stream, bound)` (on your pool: `pool.spawn_stream(stream, bound)`, `bridge::cpu::ThreadPoolExt`) | on the rayon pool, with the `IoRuntime`'s handle entered (feature `rayon`): decoders, record-batch streams | any executor |
 //! | `iter_blocking(stream)` (also `bridge::iter_blocking`) | where `run_blocking` would run it (feature `tokio`) | synchronous code, as an `Iterator` |
 //!
 //! # Examples

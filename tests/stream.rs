@@ -1,4 +1,4 @@
-//! `bridge::stream::spawn_io` and `spawn_cpu`: volume through a small bound on every
+//! `bridge::stream::spawn_io`, `spawn_cpu` and `ThreadPoolExt::spawn_stream`: volume through a small bound on every
 //! executor, the bound itself (counted at every step), order, cancellation of a producer
 //! that waits for ever, panics after items, storms of both with drop and thread counts, and
 //! a differential check against reading the stream directly (with `bridge::iter_blocking`
@@ -46,9 +46,24 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
 enum Side {
     Io,
     Cpu,
+    /// A rayon pool of the test's own (`ThreadPoolExt::spawn_stream`).
+    Pool,
 }
 
-const SIDES: [Side; 2] = [Side::Io, Side::Cpu];
+const SIDES: [Side; 3] = [Side::Io, Side::Cpu, Side::Pool];
+
+/// The pool of [`Side::Pool`]: two threads, named so that a test can tell them apart.
+fn own_pool() -> &'static Arc<rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Arc<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .thread_name(|i| format!("own-pool-{i}"))
+            .build()
+            .unwrap();
+        Arc::new(pool)
+    })
+}
 
 fn cross<S>(side: Side, stream: S, bound: usize) -> bridge::stream::Crossing<S::Item>
 where
@@ -58,6 +73,10 @@ where
     match side {
         Side::Io => bridge::stream::spawn_io(stream, bound),
         Side::Cpu => bridge::stream::spawn_cpu(stream, bound),
+        Side::Pool => {
+            use bridge::cpu::ThreadPoolExt;
+            own_pool().spawn_stream(stream, bound)
+        }
     }
 }
 
@@ -432,7 +451,7 @@ fn storms() {
         let streams_dropped = Arc::new(AtomicUsize::new(0));
         let mut consumers = Vec::new();
         for i in 0..STREAMS {
-            let side = SIDES[(i % 2) as usize];
+            let side = SIDES[(i / 3 % 3) as usize];
             let (made, items_dropped) = (Arc::clone(&made), Arc::clone(&items_dropped));
             let guard = DropCount(Arc::clone(&streams_dropped));
             // The panic storm's streams panic after `i % 7` items; the cancellation storm's
@@ -653,4 +672,37 @@ fn a_crossing_is_debug_send_sync_unpin_and_fused() {
     assert!(shown.starts_with("Crossing { bound: 4"), "{shown}");
     let results = bridge::stream::spawn_cpu(stream::iter([1u8]), 1).catch_unwind();
     check(&results);
+}
+
+#[test]
+fn spawn_stream_polls_on_the_given_pool_with_the_io_runtime_entered() {
+    use bridge::cpu::ThreadPoolExt;
+    watchdog(60, || {
+        let pool = own_pool();
+        let seen = stream::iter(0..200u64).then(|n| async move {
+            // A timer of the IoRuntime every tenth item: it needs the handle entered.
+            if n % 10 == 0 {
+                tokio::time::sleep(Duration::from_micros(100)).await;
+            }
+            let name = std::thread::current().name().map(str::to_owned);
+            (n, name, tokio::runtime::Handle::try_current().is_ok())
+        });
+        let items: Vec<_> = bridge::iter_blocking(pool.spawn_stream(seen, 2)).collect();
+        assert_eq!(items.len(), 200);
+        for (k, (n, name, entered)) in items.into_iter().enumerate() {
+            assert_eq!(n, k as u64, "order");
+            let name = name.unwrap_or_default();
+            assert!(name.starts_with("own-pool-"), "item {n} made on {name:?}");
+            assert!(entered, "item {n}: no runtime entered");
+        }
+        // The global pool's spawn_cpu does not land there.
+        let name = bridge::iter_blocking(bridge::stream::spawn_cpu(
+            stream::once(async { std::thread::current().name().map(str::to_owned) }),
+            0,
+        ))
+        .next()
+        .unwrap()
+        .unwrap_or_default();
+        assert!(!name.starts_with("own-pool-"), "{name}");
+    });
 }

@@ -1,6 +1,8 @@
 //! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
 
 use crate::{CancelFlag, Task};
+use bridge_core::stream::Crossing;
+use futures_core::Stream;
 use std::future::Future;
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
@@ -173,6 +175,29 @@ pub trait ThreadPoolExt: sealed::Sealed {
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static;
+
+    /// Drives `stream` on this pool, one poll per wake-up as a job of the pool (a
+    /// [`spawn_future_task`](Self::spawn_future_task) of its pump), and returns a
+    /// [`Crossing`] that yields its items, in order, on any executor: at most `bound` made
+    /// ahead of the consumer, the stream dropped on the pool when the crossing is, its panic
+    /// resumed in the consumer after its items. The facade's `bridge::stream::spawn_cpu`
+    /// does the same on rayon's global pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge::cpu::ThreadPoolExt;
+    /// use futures::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap());
+    /// let squares = pool.spawn_stream(futures::stream::iter(1..=3u64).map(|n| n * n), 1);
+    /// assert_eq!(futures::executor::block_on(squares.collect::<Vec<_>>()), [1, 4, 9]);
+    /// ```
+    fn spawn_stream<S>(self: &Arc<Self>, stream: S, bound: usize) -> Crossing<S::Item>
+    where
+        S: Stream + Send + 'static,
+        S::Item: Send + 'static;
 }
 
 impl ThreadPoolExt for rayon_core::ThreadPool {
@@ -212,6 +237,16 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F::Output: Send + 'static,
     {
         crate::future_task::spawn_future_on(self, fut)
+    }
+
+    fn spawn_stream<S>(self: &Arc<Self>, stream: S, bound: usize) -> Crossing<S::Item>
+    where
+        S: Stream + Send + 'static,
+        S::Item: Send + 'static,
+    {
+        let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+        // Dropping the task (with the crossing) cancels the pump on the pool.
+        unstarted.with_producer(self.spawn_future_task(pump))
     }
 }
 

@@ -631,3 +631,57 @@ fn a_wake_from_a_worker_of_another_pool_polls_on_the_global_pool() {
         }
     });
 }
+
+#[test]
+fn spawn_stream_runs_on_the_pool_keeps_order_and_bound_and_cancels_on_drop() {
+    use futures::StreamExt;
+    watchdog(move || {
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap(),
+        );
+        let made = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&made);
+        let on_pool = Arc::clone(&pool);
+        let numbers = futures::stream::iter(0..10_000u64).map(move |n| {
+            assert!(
+                on_pool.current_thread_index().is_some(),
+                "item {n} off the pool"
+            );
+            counter.fetch_add(1, SeqCst);
+            n
+        });
+        let mut crossing = pool.spawn_stream(numbers, 4);
+        let mut next = 0;
+        while let Some(n) = futures::executor::block_on(crossing.next()) {
+            assert_eq!(n, next);
+            next += 1;
+            // At most the bound ahead of what was taken (and the one being made).
+            assert!(made.load(SeqCst) as u64 <= next + 4 + 1);
+        }
+        assert_eq!(next, 10_000);
+
+        // Dropping the crossing drops the stream on the pool even if it waits for ever.
+        struct Dropped(Arc<AtomicUsize>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let guard = Dropped(Arc::clone(&dropped));
+        let forever = futures::stream::once(async move {
+            let _keep = guard;
+            1u8
+        })
+        .chain(futures::stream::pending());
+        let mut crossing = pool.spawn_stream(forever, 1);
+        assert_eq!(futures::executor::block_on(crossing.next()), Some(1));
+        drop(crossing);
+        eventually("the stream is dropped on the pool", || {
+            dropped.load(SeqCst) == 1
+        });
+    });
+}

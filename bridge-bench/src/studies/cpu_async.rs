@@ -90,9 +90,29 @@ const PUBLISHED: &str = "from 2 ms to 5,003 ms";
 const IDLE: &str = "idle";
 const ONE: &str = "one runtime";
 const TWO: &str = "two runtimes";
+const TWO_LOW: &str = "two runtimes, CPU at nice 10";
+const BRIDGE_LOW: &str = "bridge, pool at nice 10";
 
-/// The variants, in table order.
-const VARIANTS: [Variant; 4] = [Variant::Idle, Variant::One, Variant::Two, Variant::Bridge];
+/// The nice value of the CPU side's threads in the low-priority variants: the remedy the
+/// guide gives (`bridge::cpu::lower_thread_priority`).
+const LOW_NICE: u8 = 10;
+
+/// The variants, in the order they run and the summary lists them.
+const VARIANTS: [Variant; 6] = [
+    Variant::Idle,
+    Variant::One,
+    Variant::Two,
+    Variant::Bridge,
+    Variant::TwoLow,
+    Variant::BridgeLow,
+];
+
+/// The variants of the default-priority scenarios, in table order.
+const AT_DEFAULT: [Variant; 4] = [Variant::Idle, Variant::One, Variant::Two, Variant::Bridge];
+
+/// The variants of the low-priority scenarios, in table order; there the low-priority
+/// variants carry the names `two runtimes` and `bridge`, which the goals name.
+const AT_LOW: [Variant; 3] = [Variant::Idle, Variant::TwoLow, Variant::BridgeLow];
 
 /// How the pipeline and the probe run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +128,11 @@ enum Variant {
     /// store through `bridge::object_store::IoStore`, the probe on the `IoRuntime`
     /// (`spawn_io`).
     Bridge,
+    /// As `Two`, with the CPU runtime's threads at nice [`LOW_NICE`].
+    TwoLow,
+    /// As `Bridge`, with the pipelines on a rayon pool of the study's own whose threads run
+    /// at nice [`LOW_NICE`] (`ThreadPoolExt::spawn_stream` and `spawn_future_task`).
+    BridgeLow,
 }
 
 impl Variant {
@@ -117,6 +142,18 @@ impl Variant {
             Self::One => ONE,
             Self::Two => TWO,
             Self::Bridge => BASELINE,
+            Self::TwoLow => TWO_LOW,
+            Self::BridgeLow => BRIDGE_LOW,
+        }
+    }
+
+    /// The variant's name in the rows of its scenarios: a low-priority variant is `two
+    /// runtimes` or `bridge` among the low-priority rows.
+    fn row_name(self) -> &'static str {
+        match self {
+            Self::TwoLow => TWO,
+            Self::BridgeLow => BASELINE,
+            other => other.name(),
         }
     }
 }
@@ -642,6 +679,12 @@ struct Rig {
     cpu: Runtime,
     /// The two-runtime variant's I/O runtime, as many workers as the shared `IoRuntime`.
     io: Runtime,
+    /// The low-priority two-runtime variant's CPU runtime: `cpu`'s shape at nice
+    /// [`LOW_NICE`] (its I/O runtime is `io`).
+    cpu_low: Runtime,
+    /// The low-priority bridge variant's pool: rayon's global pool's size at nice
+    /// [`LOW_NICE`].
+    pool_low: Arc<rayon::ThreadPool>,
     /// Workers of each side.
     cpu_workers: usize,
     io_workers: usize,
@@ -653,6 +696,24 @@ fn runtime(workers: usize, name: &str) -> io::Result<Runtime> {
     let rt = Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name(name)
+        .enable_all()
+        .build()?;
+    warm_up_tokio(rt.handle());
+    Ok(rt)
+}
+
+/// Lowers the calling thread to [`LOW_NICE`]; where the OS refuses (not Linux), the
+/// low-priority variants run at the default priority, which the page's numbers then show.
+fn lower_priority() {
+    let _ = bridge::cpu::lower_thread_priority(LOW_NICE);
+}
+
+/// [`runtime`] with every thread at [`LOW_NICE`].
+fn low_runtime(workers: usize, name: &str) -> io::Result<Runtime> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .on_thread_start(lower_priority)
         .enable_all()
         .build()?;
     warm_up_tokio(rt.handle());
@@ -675,6 +736,15 @@ impl Rig {
             one: runtime(cpu_workers + io_workers, "one-runtime")?,
             cpu: runtime(cpu_workers, "cpu-runtime")?,
             io: runtime(io_workers, "io-runtime")?,
+            cpu_low: low_runtime(cpu_workers, "cpu-runtime-low")?,
+            pool_low: Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(cpu_workers)
+                    .thread_name(|i| format!("pool-low-{i}"))
+                    .start_handler(|_| lower_priority())
+                    .build()
+                    .map_err(io::Error::other)?,
+            ),
             cpu_workers,
             io_workers,
             passes,
@@ -696,7 +766,7 @@ impl Rig {
             })
         };
         match variant {
-            Variant::Idle | Variant::Bridge => {
+            Variant::Idle | Variant::Bridge | Variant::BridgeLow => {
                 let access = Access::Here(Arc::clone(&self.bridge_store));
                 let mut task = bridge::spawn_io(probe(access, Arc::clone(shared)));
                 joiners.push(Box::new(move |deadline: Instant| {
@@ -709,7 +779,7 @@ impl Rig {
                 let task = self.one.spawn(probe(access, Arc::clone(shared)));
                 joiners.push(tokio_task(&self.one, task));
             }
-            Variant::Two => {
+            Variant::Two | Variant::TwoLow => {
                 let access = Access::Here(Arc::clone(&self.two_store));
                 let task = self.io.spawn(probe(access, Arc::clone(shared)));
                 joiners.push(tokio_task(&self.io, task));
@@ -725,11 +795,27 @@ impl Rig {
                     let task = self.one.spawn(consume(batches, shared));
                     joiners.push(tokio_task(&self.one, task));
                 }
-                Variant::Two => {
+                Variant::Two | Variant::TwoLow => {
+                    let cpu = if variant == Variant::Two {
+                        &self.cpu
+                    } else {
+                        &self.cpu_low
+                    };
                     let access = Access::Spawned(self.io.handle().clone(), self.two_store.clone());
                     let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let task = self.cpu.spawn(consume(batches, shared));
-                    joiners.push(tokio_task(&self.cpu, task));
+                    let task = cpu.spawn(consume(batches, shared));
+                    joiners.push(tokio_task(cpu, task));
+                }
+                Variant::BridgeLow => {
+                    use bridge::cpu::ThreadPoolExt;
+                    let access = Access::Here(Arc::clone(&self.bridge_store));
+                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
+                    let batches = self.pool_low.spawn_stream(batches, BOUND);
+                    let mut task = self.pool_low.spawn_future_task(consume(batches, shared));
+                    joiners.push(Box::new(move |deadline: Instant| {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        task.wait_timeout(left).is_some()
+                    }));
                 }
                 Variant::Bridge => {
                     let access = Access::Here(Arc::clone(&self.bridge_store));
@@ -839,6 +925,7 @@ impl Cell {
 /// variant with no sample (idle's throughput) has no row.
 fn measurement(
     cells: &[Cell],
+    variants: &[Variant],
     rounds: usize,
     sample: impl Fn(&Cell) -> Option<f64>,
 ) -> Measurement {
@@ -846,10 +933,10 @@ fn measurement(
         iters_per_round: 1,
         ops_per_iter: 1,
         rounds,
-        variants: VARIANTS
+        variants: variants
             .iter()
             .map(|&v| Measured {
-                name: v.name(),
+                name: v.row_name(),
                 samples: cells
                     .iter()
                     .filter(|c| c.variant == v)
@@ -1057,18 +1144,26 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         progress::step_done(false);
     }
     let fixed = fixed(&rig, batch, &plan);
-    let p99 = rows(
-        "probe-p99",
-        &measurement(&cells, plan.rounds, |c| Some(c.probe(0.99))),
-    );
+    let p99_of = |variants: &[Variant]| {
+        rows(
+            "probe-p99",
+            &measurement(&cells, variants, plan.rounds, |c| Some(c.probe(0.99))),
+        )
+    };
+    let p99 = p99_of(&AT_DEFAULT);
+    let p99_low = p99_of(&AT_LOW);
     let p50 = rows(
         "probe-p50",
-        &measurement(&cells, plan.rounds, |c| Some(c.probe(0.5))),
+        &measurement(&cells, &AT_DEFAULT, plan.rounds, |c| Some(c.probe(0.5))),
     );
-    let throughput = rows(
-        "throughput",
-        &measurement(&cells, plan.rounds, Cell::ns_per_mib),
-    );
+    let throughput_of = |variants: &[Variant]| {
+        rows(
+            "throughput",
+            &measurement(&cells, variants, plan.rounds, Cell::ns_per_mib),
+        )
+    };
+    let throughput = throughput_of(&AT_DEFAULT);
+    let throughput_low = throughput_of(&AT_LOW);
     let regression = regression_check(&p99);
     let probes_per_window = plan.window.as_millis() / PROBE_EVERY.as_millis();
     let threads = format!(
@@ -1095,18 +1190,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 ),
                 ..Measure::ms("probe p99")
             },
-            goals: vec![
-                Goal {
-                    peer: IDLE,
-                    at_least: 1.0 / IDLE_SLACK,
-                    text: "bridge's probe p99 within 1.5x of idle's",
-                },
-                Goal {
-                    peer: TWO,
-                    at_least: 1.0,
-                    text: "bridge's probe p99 at or below two runtimes'",
-                },
-            ],
+            goals: probe_goals(),
             judged: vec![Judged::once(
                 "one runtime shows the regression: its probe p99 at least 10x idle's",
                 regression,
@@ -1147,27 +1231,106 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                     / BATCH as f64
                     / thread::available_parallelism().map_or(1, usize::from) as f64,
             ),
-            measure: Measure {
-                what: "pipeline",
-                unit: "ms",
-                per: "/MiB",
-                ns_per_unit: 1e6,
-                decimals: 2,
-                sampling: Some(
-                    "One sample per round and variant: the measured window's wall time over \
-                     the MiB its pipelines decoded in it.",
-                ),
-            },
-            goals: vec![Goal {
-                peer: TWO,
-                at_least: THROUGHPUT_SLACK,
-                text: "bridge's pipeline throughput at least 0.95x two runtimes'",
-            }],
+            measure: throughput_measure(),
+            goals: vec![throughput_goal()],
             notes: vec![table],
             rows: throughput,
             ..Default::default()
         },
+        ScenarioReport {
+            name: "probe-p99-low-priority",
+            varied: varied_low(),
+            fixed: "the same rounds as `probe-p99`.".to_owned(),
+            measure: Measure {
+                sampling: Some(
+                    "One sample per round and variant: the 99th percentile latency of the \
+                     probes due in that round's measured window.",
+                ),
+                ..Measure::ms("probe p99")
+            },
+            goals: probe_goals(),
+            notes: vec![low_note()],
+            rows: p99_low,
+            ..Default::default()
+        },
+        ScenarioReport {
+            name: "throughput-low-priority",
+            varied: varied_low(),
+            fixed: "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
+            measure: throughput_measure(),
+            goals: vec![throughput_goal()],
+            rows: throughput_low,
+            ..Default::default()
+        },
     ])
+}
+
+/// The probe's goals, in both priority settings.
+fn probe_goals() -> Vec<Goal> {
+    vec![
+        Goal {
+            peer: IDLE,
+            at_least: 1.0 / IDLE_SLACK,
+            text: "bridge's probe p99 within 1.5x of idle's",
+        },
+        Goal {
+            peer: TWO,
+            at_least: 1.0,
+            text: "bridge's probe p99 at or below two runtimes'",
+        },
+    ]
+}
+
+fn throughput_goal() -> Goal {
+    Goal {
+        peer: TWO,
+        at_least: THROUGHPUT_SLACK,
+        text: "bridge's pipeline throughput at least 0.95x two runtimes'",
+    }
+}
+
+fn throughput_measure() -> Measure {
+    Measure {
+        what: "pipeline",
+        unit: "ms",
+        per: "/MiB",
+        ns_per_unit: 1e6,
+        decimals: 2,
+        sampling: Some(
+            "One sample per round and variant: the measured window's wall time over the MiB \
+             its pipelines decoded in it.",
+        ),
+    }
+}
+
+fn varied_low() -> String {
+    format!(
+        "the same pattern as `probe-p99`, with the CPU side's threads at nice {LOW_NICE} \
+         (`bridge::cpu::lower_thread_priority`, from each thread's start hook) and nothing \
+         else changed. `{IDLE}`: the same idle cells as there. `{TWO}` here is `{TWO_LOW}`: \
+         the CPU runtime built with `on_thread_start` lowering each thread; the I/O runtime \
+         and the probe as in `{TWO}`. `{BASELINE}` here is `{BRIDGE_LOW}`: the pipelines on a \
+         rayon pool of the study's own, as many threads as the global pool, built with \
+         `start_handler` lowering each thread, driven by `pool.spawn_stream` and consumed by \
+         `pool.spawn_future_task` (`bridge::cpu::ThreadPoolExt`); the store, the IoRuntime \
+         and the probe as in `{BASELINE}`. The cells run in the same rounds as the \
+         default-priority ones, interleaved with them."
+    )
+}
+
+/// Why a lower priority for the CPU side is the experiment, and what it isolates.
+fn low_note() -> String {
+    format!(
+        "What this isolates: at the default priority every thread is equal to the OS \
+         scheduler, so when the CPU side keeps every CPU busy, an I/O thread woken by its \
+         socket or its timer waits for a running CPU thread's time slice to end, at each \
+         step of the probe's request (the probe's task, the HTTP client's connection task, \
+         the loopback server's). At nice {LOW_NICE} a CPU thread weighs about a tenth of a \
+         nice-0 one (Linux's weights: 1024 against 110), so a woken I/O thread takes a CPU \
+         at once. The runtimes, the pool, the store and the code are the same as at the \
+         default priority: what moves between the two scenarios is the OS's choice of who \
+         runs, in both the bridge and the two-runtime pattern."
+    )
 }
 
 #[cfg(test)]
@@ -1257,7 +1420,7 @@ mod tests {
             cell(Variant::Idle, vec![1.0, 2.0], 0),
             cell(Variant::Bridge, vec![3.0], 1 << 20),
         ];
-        let m = measurement(&cells, 1, Cell::ns_per_mib);
+        let m = measurement(&cells, &AT_DEFAULT, 1, Cell::ns_per_mib);
         let idle = m.variants.iter().find(|v| v.name == IDLE).unwrap();
         assert!(idle.samples.is_empty());
         // A variant without samples has no row.
