@@ -3,6 +3,8 @@
 //!
 //! Its own test binary: it silences the panic hook while 10,000 tasks panic.
 
+mod common;
+
 use bridge_rayon::ThreadPoolExt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -52,10 +54,7 @@ fn the_pool_panic_handler_never_fires() {
         pool.spawn_task(|| PanicOnDrop).detach();
     }
     // Wait for everything queued so far.
-    for _ in 0..2 {
-        pool.spawn_fifo_task(|| ()).wait();
-    }
-    pool.broadcast(|_| ());
+    common::drain(&pool);
 
     std::panic::set_hook(default_hook);
     assert_eq!(handled.load(SeqCst), 0, "a panic reached rayon's handler");

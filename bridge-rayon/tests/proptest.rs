@@ -6,6 +6,8 @@
 //! them, never runs; and once the pool has drained, every value made and every closure's
 //! captures were dropped exactly once.
 
+mod common;
+
 use bridge_rayon::{Task, TaskError, ThreadPoolExt};
 use proptest::prelude::*;
 use std::any::Any;
@@ -254,8 +256,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     {
         check(id, panics, taken(id, task.join())?)?;
     }
-    // Drain the pool: every job queued so far has finished once both threads pass this.
-    pool.broadcast(|_| ());
+    // Drain the pool: every job queued so far (the detached and dropped tasks' too) has
+    // finished once both threads have passed this.
+    common::drain(&pool);
     drop(pool);
 
     let ran = ran.lock().unwrap();

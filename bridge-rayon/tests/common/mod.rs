@@ -27,9 +27,23 @@ pub fn gate(pool: &rayon::ThreadPool) -> mpsc::Sender<()> {
     open
 }
 
-/// Waits until every job queued on `pool` so far has finished.
+/// Waits until every job queued on `pool` so far has finished; call it from outside the pool.
+///
+/// A broadcast does not do it: a worker runs its broadcast job before the jobs injected from
+/// outside the pool (rayon's `find_work` order), so jobs still in the injector run after it.
+/// Here one job per thread joins a barrier with the caller: the injector is FIFO, so each
+/// earlier job was taken before these, and each thread took its barrier job only after the
+/// job it ran before.
 pub fn drain(pool: &rayon::ThreadPool) {
-    pool.broadcast(|_| ());
+    let threads = pool.current_num_threads();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    for _ in 0..threads {
+        let barrier = std::sync::Arc::clone(&barrier);
+        pool.spawn(move || {
+            barrier.wait();
+        });
+    }
+    barrier.wait();
 }
 
 /// How long a body may take before the watchdog calls it hung.
