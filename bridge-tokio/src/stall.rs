@@ -112,7 +112,8 @@ fn from_nanos(nanos: u64) -> Duration {
     }
 }
 
-/// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold:
+/// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold
+/// (after the handoff's watch, so the receive itself does not spin again):
 /// it waits until the threshold (or the deadline, whichever is first); if the outcome is not
 /// there by the threshold and the caller is a current-thread runtime, it warns and counts,
 /// once; then it waits the rest. An outcome already there (the usual case after the
@@ -128,14 +129,14 @@ pub(crate) fn recv_until<R>(
     if !pending.is_ready() {
         if let Some((threshold, at)) = threshold_from_now() {
             if deadline.is_none_or(|deadline| at < deadline) {
-                match pending.recv_until(Some(at)) {
+                match pending.recv_until_watched(Some(at)) {
                     Err(RecvTimeoutError::Timeout) => passed_threshold(threshold),
                     received => return received,
                 }
             }
         }
     }
-    pending.recv_until(deadline)
+    pending.recv_until_watched(deadline)
 }
 
 /// The threshold, and when a wait that starts now reaches it; `None` when it never does.

@@ -208,8 +208,19 @@ impl<T> Receiver<T> {
     /// it wakes that task when it returns, so the task polls again instead of waiting for a
     /// wake-up that now goes to this thread.
     pub(crate) fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        self.recv_until_with(deadline, true)
+    }
+
+    /// [`recv_until`](Self::recv_until), without the spin before the park when `spin` is
+    /// false: for a caller that has just watched the channel itself, with a budget of its own
+    /// (the handoff's watch), where a second spin on the same event would only repeat it.
+    pub(crate) fn recv_until_with(
+        &mut self,
+        deadline: Option<Instant>,
+        spin: bool,
+    ) -> Result<T, RecvTimeoutError> {
         let mut displaced = None;
-        let result = self.wait(deadline, &mut displaced);
+        let result = self.wait(deadline, spin, &mut displaced);
         if let Some(waker) = displaced {
             arm!("oneshot.wait.wake_displaced");
             waker.wake();
@@ -221,6 +232,7 @@ impl<T> Receiver<T> {
     fn wait(
         &mut self,
         deadline: Option<Instant>,
+        spin: bool,
         displaced: &mut Option<Waker>,
     ) -> Result<T, RecvTimeoutError> {
         let channel = self.channel();
@@ -236,6 +248,10 @@ impl<T> Receiver<T> {
         // spare (see `__spin`).
         static WAIT: Site = Site::new();
         let rounds = match deadline {
+            _ if !spin => {
+                arm!("oneshot.wait.no_spin");
+                0
+            }
             Some(deadline) if deadline <= Instant::now() => {
                 arm!("oneshot.wait.no_spin");
                 0
