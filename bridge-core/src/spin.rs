@@ -190,9 +190,11 @@ pub fn saturated() -> bool {
     {
         return state & 1 == 1;
     }
-    // The waiter and the side it waits for are both runnable when a spin can win; a thread
-    // beyond those two and one per CPU means somebody is kept from a CPU.
-    let busy = runnable().is_some_and(|runnable| runnable > cpus() + 1);
+    // More runnable threads than CPUs means somebody is kept from a CPU. The count includes
+    // this thread (a waiter about to spin) and, when it samples right after handing work
+    // over, the partner just woken for it: with one CPU to spare for the two, the count is
+    // over the CPUs whenever both run, and a spin there takes the CPU its partner needs.
+    let busy = runnable().is_some_and(|runnable| runnable > cpus());
     // ORDERING: Relaxed, as above.
     STATE.store(sampling_until | u64::from(busy), Relaxed);
     busy
