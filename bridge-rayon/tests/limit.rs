@@ -1,7 +1,10 @@
 //! `Limit`: the bound holds, room comes back (value, panic, cancel before start, a dropped
 //! waiter), and waiters get room first come, first served.
 
+mod common;
+
 use bridge_rayon::{Limit, ThreadPoolExt};
+use common::watchdog;
 use futures::FutureExt;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
@@ -13,29 +16,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::thread;
-use std::time::Duration;
-
-/// How long a body may take before the watchdog calls it hung.
-const WATCHDOG: Duration = Duration::from_secs(20);
-
-/// Runs `body` on a thread of its own and gives its result; fails if it takes longer than
-/// [`WATCHDOG`] (the thread is left behind), and resumes its panic if it panics.
-fn watchdog<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
-    let (done_tx, done) = mpsc::channel::<()>();
-    let handle = thread::spawn(move || {
-        let result = body();
-        let _ = done_tx.send(());
-        result
-    });
-    match done.recv_timeout(WATCHDOG) {
-        // Finished, or panicked (the sender was dropped while unwinding).
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Ok(result) => result,
-            Err(payload) => panic::resume_unwind(payload),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not done within {WATCHDOG:?}"),
-    }
-}
 
 /// How many callers wait for room (queued, not yet granted), from the limit's `Debug`.
 fn queued(limit: &Limit) -> usize {
