@@ -40,17 +40,31 @@ pub(crate) fn not_finished(method: &'static str, error: &BridgeError) -> object_
     generic(method, error.to_string())
 }
 
+/// `method`, polled in the caller's task on the I/O runtime, panicked with `payload`: the
+/// same error as when its own task panics.
+pub(crate) fn panicked(method: &'static str, payload: &(dyn Any + Send)) -> object_store::Error {
+    let cause = match message(payload) {
+        Some(message) => format!("the future panicked: {message}"),
+        None => "the future panicked".to_string(),
+    };
+    generic(method, cause)
+}
+
+/// A panic's message, when its payload is a string.
+fn message(payload: &(dyn Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 /// A stream of `method` ended by a panic of its poll on the I/O runtime (or the loss of its
 /// producer, whose payload is a `String` that says so).
 pub(crate) fn stream_ended(
     method: &'static str,
     payload: &(dyn Any + Send),
 ) -> object_store::Error {
-    let message = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-    let cause = match message {
+    let cause = match message(payload) {
         Some(message) => format!("the stream panicked or was lost: {message}"),
         None => "the stream panicked".to_string(),
     };

@@ -2,7 +2,7 @@
 //! method of the trait.
 
 use crate::deferred::Deferred;
-use crate::error::not_finished;
+use crate::error::{not_finished, panicked};
 use crate::upload::IoUpload;
 use async_trait::async_trait;
 use bridge_tokio::IoRuntime;
@@ -16,7 +16,9 @@ use object_store::{
 use std::fmt;
 use std::future::Future;
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
+use std::task::Poll;
 
 /// How many items a stream of an [`IoStore`] (a body's chunks, a listing's entries, a
 /// `delete_stream`'s results) may be read ahead of its consumer, unless
@@ -45,7 +47,9 @@ pub const DEFAULT_BOUND: usize = 16;
 ///   the caller awaits its output on any executor. So do the provided methods that stores
 ///   override (`get_ranges`, `list_with_offset`, `rename_opts`), and with them every method
 ///   of `ObjectStoreExt` (`get`, `get_range`, `head`, `put`, `delete`, `copy`, `rename` ...),
-///   which call those.
+///   which call those. Called from a task of that I/O runtime itself, a method runs right in
+///   the calling task: it is on the I/O side already, and a second task would only add a
+///   wake-up.
 /// - Each stream the trait returns (`list`, `list_with_offset`, `delete_stream`) is made and
 ///   polled on the I/O runtime, and a body (`GetResult`'s payload) is polled there too: their
 ///   items reach the consumer through a bounded buffer (`bridge::stream::Crossing`), at most
@@ -213,11 +217,29 @@ impl<S: ObjectStore> IoStore<S> {
 
     /// Runs `future` (a method of the wrapped store) as a task of the I/O runtime and
     /// awaits its output; a task that did not finish becomes a `Generic` error.
+    ///
+    /// Called from a task of the I/O runtime itself (on one of its workers), the future is
+    /// polled right in that task instead: it is where the spawned task would run, and the
+    /// request then costs no second task and no wake-up between the two. A panic there is
+    /// the same `Generic` error.
     async fn run<T, F>(&self, method: &'static str, future: F) -> Result<T>
     where
         F: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
+        if on_worker_of(&self.io) {
+            let mut future = std::pin::pin!(future);
+            let polled = std::future::poll_fn(|cx| {
+                match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                    Ok(poll) => poll.map(Ok),
+                    Err(payload) => Poll::Ready(Err(payload)),
+                }
+            });
+            return match polled.await {
+                Ok(output) => output,
+                Err(payload) => Err(panicked(method, &*payload)),
+            };
+        }
         match self.io.spawn(future).catch_unwind().await {
             Ok(output) => output,
             Err(error) => Err(not_finished(method, &error)),
@@ -265,6 +287,14 @@ impl<S: fmt::Debug> fmt::Debug for IoStore<S> {
             .field("bound", &self.bound)
             .finish()
     }
+}
+
+/// Whether the caller is a task on one of `io`'s workers (its handle current, and a worker
+/// thread, not a thread that merely entered the handle, as the CPU side does).
+fn on_worker_of(io: &IoRuntime) -> bool {
+    tokio::runtime::worker_index().is_some()
+        && tokio::runtime::Handle::try_current()
+            .is_ok_and(|current| current.id() == io.handle().id())
 }
 
 /// The body of `result`, polled on the I/O runtime (this runs there) and read through a

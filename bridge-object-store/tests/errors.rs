@@ -204,6 +204,29 @@ fn a_panic_of_the_wrapped_store_is_a_generic_error() {
 }
 
 #[test]
+fn a_panic_in_a_task_of_the_io_runtime_is_the_same_generic_error() {
+    watchdog("panics in place", WATCHDOG, || {
+        // Called from a task of the I/O runtime, the method runs in that task: its panic is
+        // caught there too, and the task goes on.
+        let message = bridge::spawn_io(async {
+            let store = IoStore::new(Panicking);
+            let put = store
+                .put(&Path::from("p"), PutPayload::from_static(b"1"))
+                .await;
+            let after = store.head(&Path::from("p")).await;
+            (generic(put), generic(after))
+        })
+        .wait();
+        assert!(
+            message.0.contains("put_opts") && message.0.contains("a broken put"),
+            "{}",
+            message.0
+        );
+        assert!(message.1.contains("get_opts"), "{}", message.1);
+    });
+}
+
+#[test]
 fn a_lost_runtime_is_a_generic_error() {
     watchdog("lost runtime", WATCHDOG, || {
         let rt = tokio::runtime::Builder::new_multi_thread()

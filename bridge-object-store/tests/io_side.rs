@@ -27,15 +27,26 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-/// (what, the thread it ran on) for each call and poll.
-type Log = Arc<Mutex<Vec<(&'static str, String)>>>;
+/// (what, the thread it ran on, the tokio task it ran in) for each call and poll.
+type Log = Arc<Mutex<Vec<(&'static str, String, Option<tokio::task::Id>)>>>;
 
 fn record(log: &Log, what: &'static str) {
     let thread = std::thread::current()
         .name()
         .unwrap_or("<unnamed>")
         .to_owned();
-    log.lock().unwrap().push((what, thread));
+    log.lock()
+        .unwrap()
+        .push((what, thread, tokio::task::try_id()));
+}
+
+/// The tasks the wrapped store's `what` ran in, in order.
+fn tasks_of(log: &Log, what: &str) -> Vec<Option<tokio::task::Id>> {
+    let log = log.lock().unwrap();
+    log.iter()
+        .filter(|(w, _, _)| *w == what)
+        .map(|&(_, _, task)| task)
+        .collect()
 }
 
 /// `stream`, recording the thread of each poll as `what`.
@@ -224,13 +235,13 @@ fn check(
     let log = log.lock().unwrap();
     let elsewhere: Vec<_> = log
         .iter()
-        .filter(|(_, thread)| thread != io_thread)
+        .filter(|(_, thread, _)| thread != io_thread)
         .collect();
     assert!(
         elsewhere.is_empty(),
         "{context}: ran off the I/O runtime ({io_thread}): {elsewhere:?}"
     );
-    let seen: BTreeSet<&str> = log.iter().map(|(what, _)| *what).collect();
+    let seen: BTreeSet<&str> = log.iter().map(|(what, _, _)| *what).collect();
     let missing: Vec<_> = EXPECTED
         .iter()
         .filter(|what| !seen.contains(*what))
@@ -292,5 +303,67 @@ fn a_given_runtime_runs_the_calls() {
             "custom".into(),
         ))
         .wait();
+    });
+}
+
+#[test]
+fn a_call_from_a_task_of_the_io_runtime_runs_in_that_task() {
+    use object_store::ObjectStoreExt;
+    watchdog("in the I/O runtime's own task", WATCHDOG, || {
+        let log = Log::default();
+        let store = Arc::new(IoStore::new(Recording {
+            inner: InMemory::new(),
+            log: Arc::clone(&log),
+        }));
+        let path = Path::from("here");
+
+        // A task of the shared IoRuntime: each method runs in it, with no task of its own.
+        let caller = bridge::spawn_io({
+            let (store, path) = (Arc::clone(&store), path.clone());
+            async move {
+                store
+                    .put(&path, PutPayload::from_static(b"1"))
+                    .await
+                    .unwrap();
+                store.head(&path).await.unwrap();
+                tokio::task::id()
+            }
+        })
+        .wait();
+        assert_eq!(tasks_of(&log, "put_opts"), [Some(caller)]);
+        assert_eq!(tasks_of(&log, "get_opts"), [Some(caller)]);
+
+        // A task of another runtime: each method is a task of the I/O runtime, not the
+        // caller's.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let caller = rt
+            .block_on(async {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    store
+                        .put(&path, PutPayload::from_static(b"2"))
+                        .await
+                        .unwrap();
+                    tokio::task::id()
+                })
+                .await
+            })
+            .unwrap();
+        let puts = tasks_of(&log, "put_opts");
+        assert_eq!(puts.len(), 2);
+        assert!(
+            puts[1].is_some_and(|task| task != caller),
+            "ran in {:?}, the caller is {caller:?}",
+            puts[1]
+        );
+        assert!(
+            log.lock()
+                .unwrap()
+                .iter()
+                .all(|(_, thread, _)| thread == "bridge-io")
+        );
     });
 }
