@@ -47,7 +47,9 @@ pub fn io_entered<F: Future>(fut: F) -> impl Future<Output = F::Output> {
 /// poll (`rayon::join`, `par_iter`) works as in any rayon job.
 ///
 /// Polls never overlap; a wake during a poll brings exactly one more poll after it; nothing
-/// polls the future after it completed. A panic in a poll comes back to whoever takes the
+/// polls the future after it completed. After a long poll the pool thread yields its CPU to
+/// the OS, so that an I/O thread woken meanwhile on that CPU runs first
+/// ([`Metrics::yielded`](crate::cpu::Metrics::yielded)). A panic in a poll comes back to whoever takes the
 /// result (`.await` and [`wait`](Task::wait) resume it, [`join`](Task::join) gives it as a
 /// [`TaskError`](crate::TaskError)). **Dropping the `Task` cancels the future** at its next
 /// poll point, and drops it on the pool, even if nothing would wake it again;
@@ -234,7 +236,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         S: Stream + Send + 'static,
         S::Item: Send + 'static,
     {
-        let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+        let (pump, unstarted) = bridge_core::stream::__start_cpu(stream, bound);
         // Dropping the task (with the crossing) cancels the pump on the pool.
         unstarted.with_producer(self.spawn_future_task(pump))
     }

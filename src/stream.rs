@@ -60,6 +60,11 @@ use std::future::Future;
 /// crossing drops the stream on the pool; the stream's panic resumes in the consumer after
 /// its items, and rayon never sees it.
 ///
+/// An item that took long to make (past a threshold of about a hundred `sched_yield` costs,
+/// 10 µs to 1 ms) ends with the pool thread yielding its CPU to the OS, so that an I/O thread
+/// woken meanwhile on that CPU runs before the next item (counted in
+/// [`cpu::Metrics::yielded`](crate::cpu::Metrics::yielded)).
+///
 /// # Panics
 ///
 /// Never here; the stream's panics go to the consumer.
@@ -82,7 +87,7 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+    let (pump, unstarted) = bridge_core::stream::__start_cpu(stream, bound);
     // One poll per wake-up as a rayon job, with the shared `IoRuntime`'s handle entered
     // during each poll (feature `tokio`); dropping the task cancels the pump.
     unstarted.with_producer(crate::cpu::spawn_future(pump))

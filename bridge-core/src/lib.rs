@@ -27,6 +27,9 @@
 #[path = "counters.rs"]
 pub mod __counters;
 #[doc(hidden)]
+#[path = "courtesy.rs"]
+pub mod __courtesy;
+#[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]

@@ -49,9 +49,41 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
+    start(stream, bound, false)
+}
+
+/// [`__start`] for a pump that runs on the CPU side: it yields its thread's CPU after each
+/// item whose poll ran long (see `__courtesy`).
+#[doc(hidden)]
+pub fn __start_cpu<S>(
+    stream: S,
+    bound: usize,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    __Unstarted<S::Item>,
+)
+where
+    S: Stream + Send + 'static,
+    S::Item: Send + 'static,
+{
+    start(stream, bound, true)
+}
+
+fn start<S>(
+    stream: S,
+    bound: usize,
+    courteous: bool,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    __Unstarted<S::Item>,
+)
+where
+    S: Stream + Send + 'static,
+    S::Item: Send + 'static,
+{
     let buffer = Arc::new(Buffer::new(bound));
     (
-        pump::pump(stream, Arc::clone(&buffer)),
+        pump::pump(stream, Arc::clone(&buffer), courteous),
         __Unstarted { buffer },
     )
 }

@@ -98,6 +98,13 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// cancelled when its `Task` was dropped before the first poll. With the feature `tracing`,
 /// the span current here is current during every poll.
 ///
+/// **Yielding after long polls.** A pool thread that has run polls past a threshold (about a
+/// hundred times what a `sched_yield` costs on this machine, 10 µs to 1 ms) since it last
+/// checked yields its CPU to the OS at the poll's end, so that a thread woken meanwhile on
+/// that CPU (an I/O worker whose socket is ready) runs before the next poll;
+/// [`Metrics::yielded`](crate::Metrics::yielded) counts it. With nobody waiting the yield
+/// returns at once.
+///
 /// # Examples
 ///
 /// ```
@@ -304,8 +311,17 @@ where
         self.poll_once();
     }
 
-    /// Polls the future once; the caller moved the state to `RUNNING`.
+    /// Polls the future once; the caller moved the state to `RUNNING`. After a long poll
+    /// (see `__courtesy`) the thread hands its CPU to whoever was woken on it meanwhile (an I/O worker, a
+    /// timer's thread) before it goes on, with nothing of the task locked.
     fn poll_once(self: &Arc<Self>) {
+        bridge_core::__courtesy::before_poll();
+        self.poll_and_settle();
+        bridge_core::__courtesy::after_poll();
+    }
+
+    /// [`poll_once`](Self::poll_once)'s poll, and what its outcome changes.
+    fn poll_and_settle(self: &Arc<Self>) {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         let running = slot
             .as_mut()

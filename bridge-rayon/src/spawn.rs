@@ -182,7 +182,9 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// [`spawn_future_task`](Self::spawn_future_task) of its pump), and returns a
     /// [`Crossing`] that yields its items, in order, on any executor: at most `bound` made
     /// ahead of the consumer, the stream dropped on the pool when the crossing is, its panic
-    /// resumed in the consumer after its items. The facade's `bridge::stream::spawn_cpu`
+    /// resumed in the consumer after its items. An item that took long to make ends with the
+    /// pool thread yielding its CPU to the OS, as a long poll of a future task does (see
+    /// [`spawn_future`](crate::spawn_future)). The facade's `bridge::stream::spawn_cpu`
     /// does the same on rayon's global pool.
     ///
     /// # Examples
@@ -249,7 +251,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         S: Stream + Send + 'static,
         S::Item: Send + 'static,
     {
-        let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+        let (pump, unstarted) = bridge_core::stream::__start_cpu(stream, bound);
         // Dropping the task (with the crossing) cancels the pump on the pool.
         unstarted.with_producer(self.spawn_future_task(pump))
     }

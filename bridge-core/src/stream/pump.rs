@@ -16,7 +16,15 @@ const ITEMS_PER_POLL: usize = 64;
 
 /// The future that drives `stream` into `buffer`. It owns the stream and drops it when it
 /// returns (the stream ended or panicked, or the consumer is gone) or is dropped.
-pub(crate) fn pump<S>(stream: S, buffer: Arc<Buffer<S::Item>>) -> impl Future<Output = ()> + Send
+///
+/// A `courteous` pump (the CPU side's) yields its thread's CPU after each item whose poll ran
+/// long (`__courtesy::after_poll`): one item of a CPU-heavy stream (a batch decoded) may
+/// take milliseconds, and the threads woken meanwhile on its CPU then run before the next.
+pub(crate) fn pump<S>(
+    stream: S,
+    buffer: Arc<Buffer<S::Item>>,
+    courteous: bool,
+) -> impl Future<Output = ()> + Send
 where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
@@ -28,7 +36,7 @@ where
     async move {
         let lost = lost;
         let mut stream = pin!(stream);
-        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, cx)).await;
+        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, courteous, cx)).await;
     }
 }
 
@@ -44,6 +52,7 @@ impl<T> Drop for Lost<T> {
 fn poll_pump<S: Stream>(
     mut stream: Pin<&mut S>,
     buffer: &Buffer<S::Item>,
+    courteous: bool,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     for _ in 0..ITEMS_PER_POLL {
@@ -53,7 +62,11 @@ fn poll_pump<S: Stream>(
             Reserve::Gone => return Poll::Ready(()),
         }
         // The stream is not used again after a panic: the pump returns and drops it.
-        match panic::catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)));
+        if courteous {
+            crate::__courtesy::after_poll();
+        }
+        match polled {
             Ok(Poll::Ready(Some(item))) => {
                 if let Err(item) = buffer.push(item) {
                     // The consumer left while the item was made: dropped here, where it was.
