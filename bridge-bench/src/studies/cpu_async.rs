@@ -1074,9 +1074,12 @@ fn varied() -> String {
          on a bounded tokio channel ({BOUND}); the probe a task of the I/O runtime. \
          `{BASELINE}`: each pipeline a stream driven on rayon's global pool by \
          `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
-         `bridge::cpu::spawn_future` task; every read through `bridge::object_store::IoStore` \
-         over the same HTTP store (each request and body on the shared IoRuntime); the probe \
-         a `bridge::spawn_io` task on the IoRuntime, through the same IoStore."
+         `bridge::cpu::spawn_future` task (a pool thread yields its CPU to the OS after each \
+         item or poll that ran long, as every CPU-side stream and future of the bridge \
+         does); every read through `bridge::object_store::IoStore` over the same HTTP store \
+         (each request and body on the shared IoRuntime); the probe a `bridge::spawn_io` task \
+         on the IoRuntime, through the same IoStore (whose calls from a task of the IoRuntime \
+         run in that task)."
     )
 }
 
