@@ -63,7 +63,9 @@ use std::future::Future;
 /// An item that took long to make (past a threshold of about a hundred `sched_yield` costs,
 /// 10 µs to 1 ms) ends with the pool thread yielding its CPU to the OS, so that an I/O thread
 /// woken meanwhile on that CPU runs before the next item (counted in
-/// [`cpu::Metrics::yielded`](crate::cpu::Metrics::yielded)).
+/// [`cpu::Metrics::yielded`](crate::cpu::Metrics::yielded)). The pool thread also has the
+/// longest time slice Linux grants (as a [`cpu::spawn_future`](crate::cpu::spawn_future)'s
+/// poll does), so that a thread that wakes while an item is made runs before its end.
 ///
 /// # Panics
 ///

@@ -18,8 +18,18 @@
 //! measurement taken on a saturated machine from making it useless: at least
 //! [`MIN_THRESHOLD`] (short polls never pay), at most [`MAX_THRESHOLD`] (below a time slice).
 //!
-//! Under `--cfg bridge_loom` nothing yields and no clock is read: the models explore the
-//! task's states, not the OS scheduler.
+//! A yield can only come between polls, and one poll of CPU work may last milliseconds (a
+//! batch decoded). So a thread that runs the CPU side's polls also asks the OS, at its first
+//! such poll, for the longest time slice it grants ([`__os::MAX_SLICE`](crate::__os::MAX_SLICE),
+//! Linux 6.12 and later; older kernels ignore it). The slice does not change the thread's
+//! share of the CPU (its nice value does that); it changes who goes first among threads that
+//! want a CPU: a thread at the default slice that wakes has an earlier deadline than the pool
+//! thread, so the scheduler preempts the pool thread for it instead of letting it wait for the
+//! pool thread's poll to end. The thread keeps the slice after the poll (rayon's threads are
+//! the CPU side for the life of the pool).
+//!
+//! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for: the
+//! models explore the task's states, not the OS scheduler.
 
 use crate::__counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
@@ -114,14 +124,25 @@ pub fn after_poll() -> bool {
 }
 
 /// Called at the start of a poll of CPU-side work: on a thread that has never checked, the
-/// poll is measured from here (a thread's first poll would otherwise never yield). A
-/// thread-local read otherwise.
+/// poll is measured from here (a thread's first poll would otherwise never yield), and the
+/// thread asks for a long time slice ([`first_poll`]). A thread-local read otherwise.
 #[cfg(not(bridge_loom))]
 #[inline]
 pub fn before_poll() {
     if CHECKED_AT.get().is_none() {
-        CHECKED_AT.set(Some(Instant::now()));
+        first_poll();
     }
+}
+
+/// A thread's first poll of CPU-side work: the start of its first measured poll, and its
+/// request for the longest time slice (see the module docs). The request's outcome is not
+/// needed: off Linux, on a kernel without custom slices or for a real-time thread the thread
+/// keeps what it has.
+#[cfg(not(bridge_loom))]
+#[cold]
+fn first_poll() {
+    let _ = crate::__os::set_thread_slice(crate::__os::MAX_SLICE);
+    CHECKED_AT.set(Some(Instant::now()));
 }
 
 /// Under loom: nothing to measure.
@@ -154,6 +175,23 @@ mod tests {
         assert_eq!(bounded(Duration::from_millis(50)), MAX_THRESHOLD);
         let t = threshold();
         assert!((MIN_THRESHOLD..=MAX_THRESHOLD).contains(&t), "{t:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_asks_for_the_longest_slice_at_its_first_poll() {
+        use crate::__os::{MAX_SLICE, thread_slice};
+        let caller = thread_slice().unwrap();
+        let (before, after) = std::thread::spawn(|| {
+            let before = thread_slice().unwrap();
+            before_poll();
+            (before, thread_slice().unwrap())
+        })
+        .join()
+        .unwrap();
+        // A kernel before 6.12 reports no slice and keeps the default.
+        assert_eq!(after, before.map(|_| MAX_SLICE));
+        assert_eq!(thread_slice().unwrap(), caller, "only the polling thread's");
     }
 
     #[test]

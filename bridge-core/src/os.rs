@@ -1,10 +1,16 @@
 //! What the OS offers that std does not, for the bridge crates: one thread's scheduling
-//! priority.
+//! priority, and its time slice.
 //!
 //! Internal to the bridge crates (hidden from the docs, no stability promise); the public
-//! form is `bridge_rayon::lower_thread_priority`.
+//! form of the priority is `bridge_rayon::lower_thread_priority`, and the CPU side asks for a
+//! long slice on its own (`__courtesy`).
 
 use std::io;
+use std::time::Duration;
+
+/// The longest time slice Linux grants a thread that asks for one (`sched_setattr`'s
+/// `sched_runtime` for the fair class, bounded by the kernel to 0.1-100 ms).
+pub const MAX_SLICE: Duration = Duration::from_millis(100);
 
 /// Sets the calling thread's nice value (-20 to 19; higher runs later when CPUs are short).
 ///
@@ -91,6 +97,154 @@ pub fn thread_nice() -> io::Result<i32> {
     }
 }
 
+/// `struct sched_attr` of sched_setattr(2), its first version (48 bytes): policy, flags, nice,
+/// and the `sched_runtime` that the fair class reads as the thread's time slice.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// The fair class's policies, whose `sched_runtime` is a time slice: `SCHED_OTHER` (0) and
+/// `SCHED_BATCH` (3).
+#[cfg(target_os = "linux")]
+const FAIR_POLICIES: [u32; 2] = [0, 3];
+
+/// `SCHED_FLAG_RESET_ON_FORK`, the one flag a thread's attributes carry that setting them again
+/// must keep.
+#[cfg(target_os = "linux")]
+const RESET_ON_FORK: u64 = 1;
+
+/// The calling thread's scheduling attributes (`sched_getattr`).
+#[cfg(target_os = "linux")]
+fn sched_attr() -> io::Result<SchedAttr> {
+    let mut attr = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
+    // SAFETY: `attr` is a live, writable `struct sched_attr` of `size` bytes (the first
+    // version of the struct, which every kernel with the call accepts), and the kernel writes
+    // at most `size` bytes into it; pid 0 is the calling thread, flags must be 0.
+    let got = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            std::ptr::addr_of_mut!(attr),
+            size,
+            0,
+        )
+    };
+    if got == 0 {
+        Ok(attr)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's time slice, as the kernel reports it: `Ok(None)` for a thread outside
+/// the fair class or a kernel that reports none (before Linux 6.12, where `sched_runtime` is 0
+/// for the fair class).
+///
+/// # Errors
+///
+/// [`io::ErrorKind::Unsupported`] off Linux; the OS's error if `sched_getattr` fails.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(target_os = "linux")]
+/// if let Some(slice) = bridge_core::__os::thread_slice().unwrap() {
+///     assert!(slice <= bridge_core::__os::MAX_SLICE);
+/// }
+/// ```
+pub fn thread_slice() -> io::Result<Option<Duration>> {
+    #[cfg(target_os = "linux")]
+    {
+        let attr = sched_attr()?;
+        Ok((FAIR_POLICIES.contains(&attr.policy) && attr.runtime > 0)
+            .then(|| Duration::from_nanos(attr.runtime)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a thread's time slice can only be read on Linux",
+        ))
+    }
+}
+
+/// Asks the kernel for a time slice of `slice` for the calling thread (Linux 6.12 and later;
+/// the kernel bounds it to 0.1 ms-[`MAX_SLICE`], and `Duration::ZERO` gives back the default),
+/// keeping its policy and nice value. A slice changes when the thread runs among threads
+/// that want a CPU, not its share of the CPU: a thread whose slice is longer than another's
+/// has a later deadline, so the other runs first when both are waiting, and preempts it when
+/// it wakes. Older kernels accept the call and ignore the slice.
+///
+/// # Errors
+///
+/// - [`io::ErrorKind::Unsupported`] off Linux, or for a thread outside the fair class
+///   (`SCHED_OTHER`, `SCHED_BATCH`): a real-time thread's attributes are left alone;
+/// - the OS's error if `sched_getattr` or `sched_setattr` fails.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::__os::{set_thread_slice, thread_slice, MAX_SLICE};
+///
+/// std::thread::spawn(|| {
+///     let before = thread_slice();
+///     if set_thread_slice(MAX_SLICE).is_ok() {
+///         // A kernel before 6.12 reports no slice; a later one the slice asked for.
+///         let after = thread_slice().unwrap();
+///         assert!(after.is_none() || after == Some(MAX_SLICE), "{before:?} -> {after:?}");
+///     }
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub fn set_thread_slice(slice: Duration) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let now = sched_attr()?;
+        if !FAIR_POLICIES.contains(&now.policy) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "only a thread of the fair class (SCHED_OTHER, SCHED_BATCH) has a time slice",
+            ));
+        }
+        let attr = SchedAttr {
+            size: std::mem::size_of::<SchedAttr>() as u32,
+            policy: now.policy,
+            flags: now.flags & RESET_ON_FORK,
+            nice: now.nice,
+            runtime: u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX),
+            ..SchedAttr::default()
+        };
+        // SAFETY: `attr` is a live, initialized `struct sched_attr` whose `size` field gives
+        // its length; the kernel only reads it. pid 0 is the calling thread, flags must be 0.
+        let set = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, std::ptr::addr_of!(attr), 0) };
+        if set == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = slice;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a thread's time slice can only be set on Linux",
+        ))
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -122,6 +276,46 @@ mod tests {
                 assert_eq!(raised.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
             }
             assert_eq!(thread_nice().unwrap(), if privileged { 0 } else { 19 });
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_sets_its_own_slice_and_keeps_its_nice_value() {
+        let caller = thread_slice().unwrap();
+        let (before, after, nice) = std::thread::spawn(|| {
+            set_thread_nice(5).unwrap();
+            let before = thread_slice().unwrap();
+            set_thread_slice(MAX_SLICE).unwrap();
+            let after = thread_slice().unwrap();
+            set_thread_slice(Duration::ZERO).unwrap();
+            assert_eq!(thread_slice().unwrap(), before, "the default back");
+            (before, after, thread_nice().unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice, 5, "setting the slice kept the nice value");
+        // Before 6.12 the kernel reports no slice and ignores the request.
+        if before.is_some() {
+            assert_eq!(after, Some(MAX_SLICE));
+        } else {
+            assert_eq!(after, None);
+        }
+        assert_eq!(
+            thread_slice().unwrap(),
+            caller,
+            "the caller's slice did not change"
+        );
+    }
+
+    #[test]
+    fn the_kernel_bounds_the_slice() {
+        std::thread::spawn(|| {
+            let reported = thread_slice().unwrap().is_some();
+            set_thread_slice(MAX_SLICE * 2).unwrap();
+            let expected = reported.then_some(MAX_SLICE);
+            assert_eq!(thread_slice().unwrap(), expected);
         })
         .join()
         .unwrap();

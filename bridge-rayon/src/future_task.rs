@@ -105,6 +105,13 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// [`Metrics::yielded`](crate::Metrics::yielded) counts it. With nobody waiting the yield
 /// returns at once.
 ///
+/// **A long time slice.** A yield can only come between polls. So at its first poll a pool
+/// thread asks the OS for the longest time slice it grants (100 ms; `sched_setattr`, Linux 6.12
+/// and later, a no-op elsewhere) and keeps it. A slice does not change the thread's share of the
+/// CPU, nor its nice value; it orders the threads that want a CPU: a thread at the default
+/// slice that wakes during a poll (an I/O worker, a timer's) preempts the pool thread instead
+/// of waiting for the poll's end.
+///
 /// # Examples
 ///
 /// ```

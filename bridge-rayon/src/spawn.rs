@@ -183,7 +183,8 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// [`Crossing`] that yields its items, in order, on any executor: at most `bound` made
     /// ahead of the consumer, the stream dropped on the pool when the crossing is, its panic
     /// resumed in the consumer after its items. An item that took long to make ends with the
-    /// pool thread yielding its CPU to the OS, as a long poll of a future task does (see
+    /// pool thread yielding its CPU to the OS, and the thread asks for a long time slice, as a
+    /// future task's poll does (see
     /// [`spawn_future`](crate::spawn_future)). The facade's `bridge::stream::spawn_cpu`
     /// does the same on rayon's global pool.
     ///
