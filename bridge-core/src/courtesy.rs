@@ -125,7 +125,7 @@ pub fn after_poll() -> bool {
 
 /// Called at the start of a poll of CPU-side work: on a thread that has never checked, the
 /// poll is measured from here (a thread's first poll would otherwise never yield), and the
-/// thread asks for a long time slice ([`first_poll`]). A thread-local read otherwise.
+/// thread asks for a long time slice (see the module docs). A thread-local read otherwise.
 #[cfg(not(bridge_loom))]
 #[inline]
 pub fn before_poll() {
