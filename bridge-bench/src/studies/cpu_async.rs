@@ -1075,8 +1075,8 @@ fn varied() -> String {
          `{BASELINE}`: each pipeline a stream driven on rayon's global pool by \
          `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
          `bridge::cpu::spawn_future` task (a pool thread yields its CPU to the OS after each \
-         item or poll that ran long, as every CPU-side stream and future of the bridge \
-         does); every read through `bridge::object_store::IoStore` over the same HTTP store \
+         item or poll that ran long, and runs them with the longest time slice Linux grants, \
+         as for every CPU-side stream and future of the bridge); every read through `bridge::object_store::IoStore` over the same HTTP store \
          (each request and body on the shared IoRuntime); the probe a `bridge::spawn_io` task \
          on the IoRuntime, through the same IoStore (whose calls from a task of the IoRuntime \
          run in that task)."
@@ -1179,6 +1179,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         load_average().as_deref().unwrap_or("not read"),
     );
     let note = regression_note(regression.as_ref(), &rig, batch);
+    let slices = slices_note();
     let table = summary(&cells);
     drop(rig);
     Ok(vec![
@@ -1201,6 +1202,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             notes: vec![
                 format!("About {probes_per_window} probes per window."),
                 note,
+                slices,
                 threads,
             ],
             rows: p99,
@@ -1321,18 +1323,43 @@ fn varied_low() -> String {
     )
 }
 
+/// The time slices the OS gives: a thread of rayon's global pool after the bridge's polls ran
+/// there, and a plain thread's (the default).
+fn slices_note() -> String {
+    let shown = |slice: io::Result<Option<Duration>>| match slice {
+        Ok(Some(slice)) => format!("{:.1} ms", slice.as_secs_f64() * 1e3),
+        Ok(None) => "none reported (a kernel before Linux 6.12)".to_owned(),
+        Err(e) => format!("not read ({e})"),
+    };
+    let pool = bridge::cpu::spawn_future(async { bridge_core::__os::thread_slice() }).wait();
+    let plain = thread::spawn(bridge_core::__os::thread_slice)
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the reading thread panicked")));
+    format!(
+        "Time slices (`sched_getattr`): a thread of rayon's global pool, after the bridge's \
+         polls ran there, {}; a plain thread, as every thread of the other variants, {}. The \
+         slice changes who runs first among threads that want a CPU, not their shares: a \
+         thread at the default slice that wakes preempts one with a longer slice.",
+        shown(pool),
+        shown(plain),
+    )
+}
+
 /// Why a lower priority for the CPU side is the experiment, and what it isolates.
 fn low_note() -> String {
     format!(
-        "What this isolates: at the default priority every thread is equal to the OS \
-         scheduler, so when the CPU side keeps every CPU busy, an I/O thread woken by its \
-         socket or its timer waits for a running CPU thread's time slice to end, at each \
-         step of the probe's request (the probe's task, the HTTP client's connection task, \
-         the loopback server's). At nice {LOW_NICE} a CPU thread weighs about a tenth of a \
-         nice-0 one (Linux's weights: 1024 against 110), so a woken I/O thread takes a CPU \
-         at once. The runtimes, the pool, the store and the code are the same as at the \
-         default priority: what moves between the two scenarios is the OS's choice of who \
-         runs, in both the bridge and the two-runtime pattern."
+        "What this isolates: at the default priority the OS shares the CPUs equally, and \
+         when the CPU side keeps every CPU busy, an I/O thread woken by its socket or its \
+         timer runs at once only if the scheduler preempts a running CPU thread for it, at \
+         each step of the probe's request (the probe's task, the HTTP client's connection \
+         task, the loopback server's). It does so for the bridge's pool threads, whose time \
+         slice is longer than the I/O thread's, and not for the CPU runtime's threads of the \
+         two-runtime pattern, whose slice is the same: there the I/O thread waits for the \
+         running thread's slice to end. At nice {LOW_NICE} a CPU thread weighs about a tenth \
+         of a nice-0 one (Linux's weights: 1024 against 110), so a woken I/O thread takes a \
+         CPU at once in both patterns. The runtimes, the pool, the store and the code are the \
+         same as at the default priority: what moves between the two scenarios is the OS's \
+         choice of who runs, in both the bridge and the two-runtime pattern."
     )
 }
 
