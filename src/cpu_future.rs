@@ -238,7 +238,8 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         S: Stream + Send + 'static,
         S::Item: Send + 'static,
     {
-        let (pump, unstarted) = bridge_core::stream::__start_cpu(stream, bound);
+        let (pump, unstarted) =
+            bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Cpu);
         // Dropping the task (with the crossing) cancels the pump on the pool.
         unstarted.with_producer(self.spawn_future_task(pump))
     }

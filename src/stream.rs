@@ -89,7 +89,8 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, unstarted) = bridge_core::stream::__start_cpu(stream, bound);
+    let (pump, unstarted) =
+        bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Cpu);
     // One poll per wake-up as a rayon job, with the shared `IoRuntime`'s handle entered
     // during each poll (feature `tokio`); dropping the task cancels the pump.
     unstarted.with_producer(crate::cpu::spawn_future(pump))
@@ -103,6 +104,7 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+    let (pump, unstarted) =
+        bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Io);
     (pump, unstarted.with_producer(()))
 }

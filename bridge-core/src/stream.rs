@@ -33,46 +33,27 @@ use std::future::Future;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
 
+/// The side a crossing's pump runs on, which decides whether it yields after long items.
+/// Not part of the API.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum __Side {
+    /// The I/O side: the pump never yields (a long poll there is the caller's to split).
+    Io,
+    /// The CPU side: the pump yields its thread's CPU after each item whose poll ran long
+    /// (see `__courtesy`).
+    Cpu,
+}
+
 /// Builds a crossing over `stream` without starting its producer: the pump (the future that
-/// polls `stream` into the buffer) and the consumer's half, which becomes a [`Crossing`]
-/// once the pump has been given to a side. For the family's `spawn_io` and `spawn_cpu`, and
-/// the fuzz body's hook, which polls the pump itself. Not part of the API.
+/// polls `stream` into the buffer, for `side`) and the consumer's half, which becomes a
+/// [`Crossing`] once the pump has been given to that side. For the family's `spawn_io` and
+/// `spawn_cpu`, and the fuzz body's hook, which polls the pump itself. Not part of the API.
 #[doc(hidden)]
 pub fn __start<S>(
     stream: S,
     bound: usize,
-) -> (
-    impl Future<Output = ()> + Send + 'static,
-    __Unstarted<S::Item>,
-)
-where
-    S: Stream + Send + 'static,
-    S::Item: Send + 'static,
-{
-    start(stream, bound, false)
-}
-
-/// [`__start`] for a pump that runs on the CPU side: it yields its thread's CPU after each
-/// item whose poll ran long (see `__courtesy`).
-#[doc(hidden)]
-pub fn __start_cpu<S>(
-    stream: S,
-    bound: usize,
-) -> (
-    impl Future<Output = ()> + Send + 'static,
-    __Unstarted<S::Item>,
-)
-where
-    S: Stream + Send + 'static,
-    S::Item: Send + 'static,
-{
-    start(stream, bound, true)
-}
-
-fn start<S>(
-    stream: S,
-    bound: usize,
-    courteous: bool,
+    side: __Side,
 ) -> (
     impl Future<Output = ()> + Send + 'static,
     __Unstarted<S::Item>,
@@ -83,7 +64,7 @@ where
 {
     let buffer = Arc::new(Buffer::new(bound));
     (
-        pump::pump(stream, Arc::clone(&buffer), courteous),
+        pump::pump(stream, Arc::clone(&buffer), side == __Side::Cpu),
         __Unstarted { buffer },
     )
 }

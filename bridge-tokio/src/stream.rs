@@ -96,7 +96,8 @@ impl IoRuntime {
         S: Stream + Send + 'static,
         S::Item: Send + 'static,
     {
-        let (pump, unstarted) = bridge_core::stream::__start(stream, bound);
+        let (pump, unstarted) =
+            bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Io);
         unstarted.with_producer(self.spawn(pump))
     }
 }
