@@ -26,7 +26,9 @@
 //! want a CPU: a thread at the default slice that wakes has an earlier deadline than the pool
 //! thread, so the scheduler preempts the pool thread for it instead of letting it wait for the
 //! pool thread's poll to end. The thread keeps the slice after the poll (rayon's threads are
-//! the CPU side for the life of the pool).
+//! the CPU side for the life of the pool); the threads it starts begin with the default (a
+//! runtime built lazily in a poll is no CPU side). A thread at a raised priority (a negative
+//! nice value) is left as it is.
 //!
 //! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for: the
 //! models explore the task's states, not the OS scheduler.

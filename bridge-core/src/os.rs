@@ -118,8 +118,8 @@ struct SchedAttr {
 #[cfg(target_os = "linux")]
 const FAIR_POLICIES: [u32; 2] = [0, 3];
 
-/// `SCHED_FLAG_RESET_ON_FORK`, the one flag a thread's attributes carry that setting them again
-/// must keep.
+/// `SCHED_FLAG_RESET_ON_FORK`: the threads this one starts begin with the default slice (and
+/// a real-time policy or a negative nice value is not passed on either).
 #[cfg(target_os = "linux")]
 const RESET_ON_FORK: u64 = 1;
 
@@ -186,10 +186,16 @@ pub fn thread_slice() -> io::Result<Option<Duration>> {
 /// has a later deadline, so the other runs first when both are waiting, and preempts it when
 /// it wakes. Older kernels accept the call and ignore the slice.
 ///
+/// A thread's slice would pass to the threads it starts (a runtime built lazily in a poll, a
+/// blocking pool's threads), so the call also sets reset-on-fork: they start with the
+/// default. Reset-on-fork also resets a negative nice value in those threads, so a thread at
+/// a raised priority is refused instead.
+///
 /// # Errors
 ///
-/// - [`io::ErrorKind::Unsupported`] off Linux, or for a thread outside the fair class
-///   (`SCHED_OTHER`, `SCHED_BATCH`): a real-time thread's attributes are left alone;
+/// - [`io::ErrorKind::Unsupported`] off Linux, for a thread outside the fair class
+///   (`SCHED_OTHER`, `SCHED_BATCH`: a real-time thread's attributes are left alone), or for
+///   one at a negative nice value;
 /// - the OS's error if `sched_getattr` or `sched_setattr` fails.
 ///
 /// # Examples
@@ -218,10 +224,17 @@ pub fn set_thread_slice(slice: Duration) -> io::Result<()> {
                 "only a thread of the fair class (SCHED_OTHER, SCHED_BATCH) has a time slice",
             ));
         }
+        if now.nice < 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a thread at a raised priority keeps its slice: reset-on-fork would not pass \
+                 its priority to the threads it starts",
+            ));
+        }
         let attr = SchedAttr {
             size: std::mem::size_of::<SchedAttr>() as u32,
             policy: now.policy,
-            flags: now.flags & RESET_ON_FORK,
+            flags: RESET_ON_FORK,
             nice: now.nice,
             runtime: u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX),
             ..SchedAttr::default()
@@ -307,6 +320,41 @@ mod tests {
             caller,
             "the caller's slice did not change"
         );
+    }
+
+    #[test]
+    fn the_threads_a_thread_starts_keep_its_nice_value_and_begin_with_the_default_slice() {
+        let default = thread_slice().unwrap();
+        let (own, child) = std::thread::spawn(|| {
+            set_thread_nice(4).unwrap();
+            set_thread_slice(MAX_SLICE).unwrap();
+            let child = std::thread::spawn(|| (thread_slice().unwrap(), thread_nice().unwrap()))
+                .join()
+                .unwrap();
+            (thread_slice().unwrap(), child)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(own, default.map(|_| MAX_SLICE));
+        assert_eq!(child, (default, 4));
+    }
+
+    #[test]
+    fn a_thread_at_a_raised_priority_keeps_its_slice() {
+        std::thread::spawn(|| {
+            // Raising needs the privilege (a test run as root has it); without it the
+            // thread cannot be put at a raised priority to check on.
+            if let Err(e) = set_thread_nice(-1) {
+                assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+                return;
+            }
+            let before = thread_slice().unwrap();
+            let refused = set_thread_slice(MAX_SLICE).unwrap_err();
+            assert_eq!(refused.kind(), io::ErrorKind::Unsupported);
+            assert_eq!(thread_slice().unwrap(), before);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A pool thread that runs the CPU side's polls asks the OS for the longest time slice
 //! (Linux 6.12 and later), keeps its nice value, and keeps the slice after the poll; a pool
-//! thread that ran only closures keeps the default, and so does the caller.
+//! thread that ran only closures keeps the default, and so do the caller and the threads a
+//! poll starts.
 #![cfg(all(not(bridge_loom), target_os = "linux"))]
 
 mod common;
@@ -44,12 +45,19 @@ fn a_future_tasks_thread_asks_for_the_longest_slice_and_a_closures_thread_does_n
         assert_eq!(pool.install(|| bridge_rayon::spawn(|| 1).wait()), 1);
         assert_eq!(pool.install(|| thread_slice().unwrap()), default);
 
-        // In a future task's poll, the longest slice, at the same nice value.
-        let (slice, nice) = pool
-            .spawn_future_task(async { (thread_slice().unwrap(), thread_nice().unwrap()) })
+        // In a future task's poll, the longest slice, at the same nice value; a thread started
+        // there (a runtime built lazily in a poll, a blocking pool's thread) has the default.
+        let (slice, nice, started) = pool
+            .spawn_future_task(async {
+                let started = std::thread::spawn(|| thread_slice().unwrap())
+                    .join()
+                    .unwrap();
+                (thread_slice().unwrap(), thread_nice().unwrap(), started)
+            })
             .wait();
         assert_eq!(slice, long);
         assert_eq!(nice, 3);
+        assert_eq!(started, default);
         // Kept after the poll, for the closures that thread runs next.
         assert_eq!(pool.install(|| thread_slice().unwrap()), long);
         assert_eq!(
