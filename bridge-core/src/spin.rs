@@ -12,13 +12,13 @@
 //! 1. **Never with one CPU.** `available_parallelism()` counts the CPUs this process may run
 //!    on (its affinity mask and cgroup quota): with one, the other side shares the CPU and
 //!    cannot run while this thread spins.
-//! 2. **Never on a saturated machine.** On Linux the number of runnable threads
-//!    (`/proc/loadavg`, read at most every [`SAMPLE`]) above the CPU count plus one means
-//!    some thread is waiting for a CPU; a spin would take that CPU from it, and the other side
-//!    of the hand-off is as likely as anyone to be the thread that waits. (Plus one: the
-//!    reading counts the waiter and its partner, both runnable when a spin can win, so on two
-//!    CPUs a third runnable thread for a moment, a runtime worker that wakes, is no reason to
-//!    stop.)
+//! 2. **Never on a saturated machine.** On Linux more runnable threads than CPUs
+//!    (`/proc/loadavg`, read at most every [`SAMPLE`]) means some thread is waiting for a
+//!    CPU; a spin would take that CPU from it, and the other side of the hand-off is as likely
+//!    as anyone to be the thread that waits. The count includes the waiter that samples and,
+//!    right after a hand-over, the partner just woken for it: with one CPU to spare for the
+//!    two, it is over the CPUs whenever both run, and a spin there takes the CPU its partner
+//!    needs (see [`saturated`]).
 //! 3. **Only where spins have been catching.** Each site keeps a score of its recent outcomes:
 //!    a spin that caught its event raises it by [`HIT`], one that expired lowers it by
 //!    [`MISS`]; at zero the site stops spinning and only every [`PROBE`]th wait tries a spin
