@@ -175,7 +175,7 @@ pub fn cpus() -> usize {
 pub fn saturated() -> bool {
     /// The [`now_ns`] of the next sample, and the last answer in the low bit.
     static STATE: AtomicU64 = AtomicU64::new(0);
-    let now = now_ns();
+    let now = coarse_now_ns();
     // ORDERING: Relaxed: the answer is a hint; the one thread whose exchange wins samples.
     let state = STATE.load(Relaxed);
     if now < state & !1 {
@@ -212,12 +212,50 @@ fn runnable() -> Option<usize> {
     field.split('/').next()?.parse().ok()
 }
 
+/// A monotonic clock in nanoseconds that is cheap to read and only as fine as the OS's tick
+/// (Linux: `CLOCK_MONOTONIC_COARSE`, a few milliseconds): enough to space the load samples
+/// [`SAMPLE`] apart, which every wait asks about. Elsewhere, [`now_ns`].
+fn coarse_now_ns() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a live, writable `timespec` that the call fills; the clock id is
+        // one Linux has had since 2.6.32, and a failure is a nonzero return, checked below.
+        let read = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) };
+        if read == 0 {
+            let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+            let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
+            return secs.saturating_mul(1_000_000_000).saturating_add(nanos);
+        }
+    }
+    now_ns()
+}
+
 /// Nanoseconds since this process first asked (never 0, so 0 can mean "no stamp"): the
 /// stamps that [`record_wake`] takes the difference of.
 pub fn now_ns() -> u64 {
+    ns_at(Instant::now())
+}
+
+/// [`now_ns`] of an instant already read (one clock read for a deadline and a stamp).
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::__spin::{now_ns, ns_at};
+/// use std::time::Instant;
+///
+/// let before = now_ns();
+/// let at = ns_at(Instant::now());
+/// assert!(at >= before & !1 && at <= now_ns());
+/// ```
+pub fn ns_at(at: Instant) -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) | 1
+    let epoch = *EPOCH.get_or_init(|| at);
+    u64::try_from(at.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX) | 1
 }
 
 /// What a wake-up costs on this machine, as recently measured: the time from one thread's

@@ -124,7 +124,7 @@ pub(crate) mod thread {
             // machine with a CPU to spare (bridge-core's spin policy), and for as long as a
             // wake-up costs here (its estimate, at most `NEXT_JOB_CAP`); a skipped spin is a
             // spin that saw nothing.
-            use bridge_core::__spin::{Site, budget, now_ns};
+            use bridge_core::__spin::{Site, budget, ns_at};
             static NEXT_JOB: Site = Site::new();
             if NEXT_JOB.should_spin() {
                 let spin_until = Instant::now() + budget(NEXT_JOB_CAP);
@@ -141,7 +141,7 @@ pub(crate) mod thread {
             if now >= deadline {
                 return true;
             }
-            let parked_at = now_ns();
+            let parked_at = ns_at(now);
             std::thread::park_timeout(deadline - now);
             if ready() {
                 delivered.record_wake_after(parked_at);
