@@ -12,6 +12,21 @@ use std::time::Duration;
 /// `sched_runtime` for the fair class, bounded by the kernel to 0.1-100 ms).
 pub const MAX_SLICE: Duration = Duration::from_millis(100);
 
+/// The error of a call this module makes only where the OS offers it.
+fn unsupported(why: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, why)
+}
+
+/// `Ok` for a call that returned 0, the OS's error (errno) otherwise.
+#[cfg(target_os = "linux")]
+fn zero_or_errno(returned: libc::c_long) -> io::Result<()> {
+    if returned == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Sets the calling thread's nice value (-20 to 19; higher runs later when CPUs are short).
 ///
 /// On Linux a nice value belongs to a thread, not to the process, and `setpriority` with
@@ -43,17 +58,12 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
         // SAFETY: `setpriority` takes no pointers and has no preconditions: a bad argument
         // is an error return (with errno set), which is all this call can cause.
         let set = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-        if set == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        zero_or_errno(libc::c_long::from(set))
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = nice;
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
+        Err(unsupported(
             "a thread's own priority can only be set on Linux",
         ))
     }
@@ -90,8 +100,7 @@ pub fn thread_nice() -> io::Result<i32> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
+        Err(unsupported(
             "a thread's own priority can only be read on Linux",
         ))
     }
@@ -140,11 +149,7 @@ fn sched_attr() -> io::Result<SchedAttr> {
             0,
         )
     };
-    if got == 0 {
-        Ok(attr)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    zero_or_errno(got).map(|()| attr)
 }
 
 /// The calling thread's time slice, as the kernel reports it: `Ok(None)` for a thread outside
@@ -172,8 +177,7 @@ pub fn thread_slice() -> io::Result<Option<Duration>> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
+        Err(unsupported(
             "a thread's time slice can only be read on Linux",
         ))
     }
@@ -219,14 +223,12 @@ pub fn set_thread_slice(slice: Duration) -> io::Result<()> {
     {
         let now = sched_attr()?;
         if !FAIR_POLICIES.contains(&now.policy) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
+            return Err(unsupported(
                 "only a thread of the fair class (SCHED_OTHER, SCHED_BATCH) has a time slice",
             ));
         }
         if now.nice < 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
+            return Err(unsupported(
                 "a thread at a raised priority keeps its slice: reset-on-fork would not pass \
                  its priority to the threads it starts",
             ));
@@ -242,17 +244,12 @@ pub fn set_thread_slice(slice: Duration) -> io::Result<()> {
         // SAFETY: `attr` is a live, initialized `struct sched_attr` whose `size` field gives
         // its length; the kernel only reads it. pid 0 is the calling thread, flags must be 0.
         let set = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, std::ptr::addr_of!(attr), 0) };
-        if set == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        zero_or_errno(set)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = slice;
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
+        Err(unsupported(
             "a thread's time slice can only be set on Linux",
         ))
     }

@@ -1076,7 +1076,8 @@ fn varied() -> String {
          `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
          `bridge::cpu::spawn_future` task (a pool thread yields its CPU to the OS after each \
          item or poll that ran long, and runs them with the longest time slice Linux grants, \
-         as for every CPU-side stream and future of the bridge); every read through `bridge::object_store::IoStore` over the same HTTP store \
+         as for every CPU-side stream and future of the bridge); every read through \
+         `bridge::object_store::IoStore` over the same HTTP store \
          (each request and body on the shared IoRuntime); the probe a `bridge::spawn_io` task \
          on the IoRuntime, through the same IoStore (whose calls from a task of the IoRuntime \
          run in that task)."
