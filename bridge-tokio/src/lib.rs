@@ -98,7 +98,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(not(bridge_loom))]
+mod drivers;
 mod error;
+mod gate;
 mod handoff;
 mod handoff_pool;
 mod in_place;
@@ -115,7 +118,25 @@ mod stall;
 pub mod stream;
 mod trace;
 
+/// Loom builds have no drivers: their calls with no runtime take the `Shared` route.
+#[cfg(bridge_loom)]
+mod drivers {
+    pub(crate) fn run<F: std::future::Future>(
+        future: F,
+        _deadline: Option<std::time::Instant>,
+    ) -> Result<Result<F::Output, crate::BridgeError>, F> {
+        Err(future)
+    }
+
+    pub(crate) fn outside_on(_handle: &tokio::runtime::Handle) -> bool {
+        false
+    }
+}
+
 pub use error::{BridgeError, Panic, Timeout};
+#[cfg(bridge_loom)]
+#[doc(hidden)]
+pub use gate::{Flag as __LoomFlag, Gate as __LoomGate};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;

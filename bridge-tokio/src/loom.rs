@@ -4,9 +4,15 @@
 pub(crate) use std::sync::atomic::Ordering;
 
 #[cfg(bridge_loom)]
-pub(crate) use loom::sync::{Arc, atomic::AtomicBool};
+pub(crate) use loom::sync::{
+    Arc,
+    atomic::{AtomicBool, AtomicUsize},
+};
 #[cfg(not(bridge_loom))]
-pub(crate) use std::sync::{Arc, atomic::AtomicBool};
+pub(crate) use std::sync::{
+    Arc,
+    atomic::{AtomicBool, AtomicUsize},
+};
 
 /// Declares a thread-local `Cell<bool>`, `false` on every new thread: std's, or loom's under
 /// loom (where the model's threads share one OS thread).

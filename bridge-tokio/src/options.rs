@@ -13,22 +13,30 @@ use std::time::{Duration, Instant};
 ///
 /// | strategy | a ready future costs | loopback TCP round trips | tasks the future spawns |
 /// | --- | --- | --- | --- |
-/// | [`Shared`](Self::Shared) (default) | one poll with the I/O runtime's handle entered | each I/O event a wake-up across threads | run on the I/O runtime's workers, between calls too |
+/// | [`Drive`](Self::Drive) (default) | one poll with a driver's handle entered | this thread waits in the reactor itself, as with a runtime of its own | run on the driver: by later calls and, between calls, by its backstop thread |
+/// | [`Shared`](Self::Shared) | one poll with the I/O runtime's handle entered | each I/O event a wake-up across threads | run on the I/O runtime's workers, between calls too |
 /// | [`RuntimePerThread`](Self::RuntimePerThread) | one poll inside this thread's runtime's `block_on` | the quickest: this thread polls its own driver | run only while a later call on this thread drives the runtime: stranded in between |
 /// | [`RuntimePerCall`](Self::RuntimePerCall) | a runtime built and dropped, its I/O and timer drivers with it | as `Shared` or slower: the driver is built for each call | killed when the call ends |
 ///
-/// With `Shared` every I/O event is a wake-up across threads, since the I/O runtime's workers
-/// own the driver: on loopback round trips a runtime kept per thread is quicker, and by more
-/// on a machine where such wake-ups are slow. The
+/// `Drive` shares a few current-thread runtimes, one per CPU (the drivers), between every
+/// call with no runtime in the process: a call polls its future on its own thread and, while
+/// it waits, drives its driver's reactor, timers and tasks for every call on that driver. A
+/// driver nobody drives for a short while (a grace derived from what a wake-up costs on the
+/// machine, at most 5 ms) is driven by its backstop thread, so the tasks the calls spawned
+/// keep running between calls. With `Shared` every I/O event is a wake-up across threads,
+/// since the I/O runtime's workers own the reactor. The
 /// [`run`](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md) and
 /// [`no-runtime`](https://github.com/bridge-rs/bridge/blob/main/docs/studies/no-runtime.md)
 /// studies have the numbers of one machine; rerun them on yours.
 ///
-/// Only `Shared` is safe for clients that keep background tasks (connection pools of HTTP
-/// and object-store clients): with the other two, a pooled connection whose driver task
-/// lives on a runtime nobody drives hangs (per thread) or fails (per call) on reuse. Pick
-/// another strategy only for futures that spawn nothing, where the saving, measured on your
-/// machine, matters.
+/// `Drive` and `Shared` are safe for clients that keep background tasks (connection pools of
+/// HTTP and object-store clients), made in one call and used in others, from any thread:
+/// with the other two, a pooled connection whose driver task lives on a runtime nobody
+/// drives hangs (per thread) or fails (per call) on reuse. Pick `Shared` where the spawned
+/// tasks need the I/O runtime's workers (CPU-heavy tasks that would delay the other calls on
+/// a driver), and the last two only for futures that spawn nothing, where the saving,
+/// measured on your machine, matters. With [`RunBlocking::io`], a call with no runtime uses
+/// that I/O runtime as `Shared` does, whichever strategy is set.
 ///
 /// # Examples
 ///
@@ -44,9 +52,12 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum InlineStrategy {
+    /// Poll the future on this thread and, while it waits, drive one of the drivers (shared
+    /// current-thread runtimes, one per CPU) with this thread.
+    #[default]
+    Drive,
     /// Poll the future on this thread with the I/O runtime's handle; the runtime's workers
     /// drive I/O, timers and spawned tasks.
-    #[default]
     Shared,
     /// Drive the future with a current-thread runtime kept for this thread.
     RuntimePerThread,
@@ -78,7 +89,7 @@ pub struct RunBlocking<'a> {
 }
 
 impl<'a> RunBlocking<'a> {
-    /// The defaults: [`InlineStrategy::Shared`], [`IoRuntime::global`], no time limit.
+    /// The defaults: [`InlineStrategy::Drive`], [`IoRuntime::global`], no time limit.
     ///
     /// # Examples
     ///
@@ -210,7 +221,9 @@ impl<'a> RunBlocking<'a> {
                 crate::metrics::call(Route::Inline);
                 per_thread(future)
             }
-            (ambient, _, deadline) => crate::run::dispatch_with(self.io, ambient, future, deadline),
+            (ambient, _, deadline) => {
+                crate::run::dispatch_with(self.io, self.inline, ambient, future, deadline)
+            }
         }
     }
 }

@@ -115,6 +115,10 @@ pub(crate) fn ambient() -> Ambient {
         Err(_) => return Ambient::None,
     };
     if !matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread) {
+        // A call nested in a future that a driver's call polls: no runtime of its own.
+        if crate::drivers::outside_on(&handle) {
+            return Ambient::None;
+        }
         return Ambient::CurrentThread;
     }
     if tokio::runtime::worker_index().is_some() {

@@ -2,7 +2,7 @@
 
 use crate::in_place::{self, Here};
 use crate::route::{Ambient, ambient};
-use crate::{BridgeError, IoRuntime, handoff};
+use crate::{BridgeError, InlineStrategy, IoRuntime, handoff};
 use std::borrow::Cow;
 use std::future::Future;
 use std::panic;
@@ -214,8 +214,9 @@ pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError
             crate::metrics::call(crate::Route::BlockInPlace);
             in_place::poll_here(Here::Any, &handle, future, None)
         }
-        ambient => match Plan::of(ambient, IoRuntime::global) {
+        ambient => match Plan::of(ambient, None, InlineStrategy::default()) {
             Plan::Here(handle, here) => in_place::poll_here(here, &handle, future, None),
+            Plan::Drive => drive(future, None),
             Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
         },
     }
@@ -226,7 +227,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    dispatch_with(None, ambient(), future, deadline)
+    dispatch_with(None, InlineStrategy::default(), ambient(), future, deadline)
 }
 
 /// Where a call runs its future; the handle is the ambient runtime's or an I/O runtime's
@@ -237,6 +238,9 @@ pub(crate) enum Plan<'a> {
     Here(Cow<'a, Handle>, Here),
     /// Run on another thread with this handle, while this thread blocks.
     Handoff(Cow<'a, Handle>),
+    /// Polled on this thread, which drives one of the drivers between polls (see
+    /// `drivers.rs`).
+    Drive,
 }
 
 impl<'a> Plan<'a> {
@@ -248,12 +252,18 @@ impl<'a> Plan<'a> {
     /// counted in the metrics, by its route. (Counted here rather than where the context is
     /// read: a wrapper that counted and returned the context made the caller copy it just
     /// after `ambient` stored it, a store-forwarding stall on every ready call.)
-    pub(crate) fn of(ambient: Ambient, io: impl FnOnce() -> &'a IoRuntime) -> Self {
+    ///
+    /// A call with no runtime drives a driver by [`InlineStrategy::Drive`] unless `io`
+    /// names an I/O runtime of its own; otherwise it polls here with that runtime's handle.
+    pub(crate) fn of(ambient: Ambient, io: Option<&'a IoRuntime>, inline: InlineStrategy) -> Self {
         crate::metrics::call(ambient.route());
         if matches!(ambient, Ambient::Dying) {
             crate::trace::moved_off_dying_runtime();
         }
+        let drive = inline == InlineStrategy::Drive && io.is_none();
+        let io = || io.unwrap_or_else(|| IoRuntime::global());
         match ambient {
+            Ambient::None if drive => Plan::Drive,
             Ambient::None => Plan::Here(Cow::Borrowed(io().handle()), Here::Free),
             Ambient::Dying => Plan::Here(Cow::Borrowed(io().handle()), Here::Any),
             Ambient::Worker(handle) => Plan::Here(Cow::Owned(handle), Here::Worker),
@@ -297,8 +307,17 @@ impl<'a> Plan<'a> {
             // routes above poll it on this thread, inside this call, where that span is
             // current already.
             Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
+            Plan::Drive => drive(future, deadline),
         }
     }
+}
+
+/// Runs `future` on a driver; where none could be started, polls it here with the I/O
+/// runtime's handle (the `Shared` route).
+fn drive<F: Future>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError> {
+    crate::drivers::run(future, deadline).unwrap_or_else(|future| {
+        in_place::poll_here(Here::Free, IoRuntime::global().handle(), future, deadline)
+    })
 }
 
 /// Runs `future` by the route of `ambient`, the caller's context (read once per call);
@@ -306,6 +325,7 @@ impl<'a> Plan<'a> {
 /// the calls that have no multi-thread runtime of their own.
 pub(crate) fn dispatch_with<F>(
     io: Option<&IoRuntime>,
+    inline: InlineStrategy,
     ambient: Ambient,
     future: F,
     deadline: Option<Instant>,
@@ -314,7 +334,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    Plan::of(ambient, || io.unwrap_or_else(|| IoRuntime::global())).run(future, deadline)
+    Plan::of(ambient, io, inline).run(future, deadline)
 }
 
 #[track_caller]

@@ -118,28 +118,27 @@ fn ctx() -> impl Strategy<Value = Ctx> {
 
 /// The route a call makes in the innermost context of `stack` (entered in order).
 fn expected(stack: &[Ctx]) -> Route {
-    stack
-        .iter()
-        .rev()
-        .find_map(|ctx| match ctx {
-            Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
-            Ctx::MultiTask => Some(Route::BlockInPlace),
-            // A multi-thread runtime's other threads hand the future to a thread of its own.
-            Ctx::MultiBody
-            | Ctx::MultiBlocking
-            | Ctx::TokioLocalOnMulti
-            | Ctx::TokioLocalTaskOnMulti => Some(Route::Handoff),
-            Ctx::CurrentBody
-            | Ctx::CurrentTask
-            | Ctx::CurrentBlocking
-            | Ctx::TokioLocalOnCurrent => Some(Route::Handoff),
-            // Inside a future that run_blocking drives, a multi-thread runtime's handle is
-            // entered, whichever route the outer call took.
-            Ctx::Nested => Some(Route::BlockInPlace),
-            // Changes nothing about the tokio context.
-            Ctx::BlockOn => None,
-        })
-        .unwrap_or(Route::Inline)
+    stack.iter().fold(Route::Inline, |outer, ctx| match ctx {
+        Ctx::Thread | Ctx::Rayon => Route::Inline,
+        Ctx::MultiTask => Route::BlockInPlace,
+        // A multi-thread runtime's other threads hand the future to a thread of its own.
+        Ctx::MultiBody
+        | Ctx::MultiBlocking
+        | Ctx::TokioLocalOnMulti
+        | Ctx::TokioLocalTaskOnMulti => Route::Handoff,
+        Ctx::CurrentBody | Ctx::CurrentTask | Ctx::CurrentBlocking | Ctx::TokioLocalOnCurrent => {
+            Route::Handoff
+        }
+        // Inside a future that a call with no runtime polls (on a driver), there is still
+        // none; inside one that another route runs, a multi-thread runtime's handle is
+        // entered (the I/O runtime's on a handoff worker, the ambient one in place).
+        Ctx::Nested => match outer {
+            Route::Inline => Route::Inline,
+            _ => Route::BlockInPlace,
+        },
+        // Changes nothing about the tokio context.
+        Ctx::BlockOn => outer,
+    })
 }
 
 type Leaf = Box<dyn FnOnce() + Send>;
@@ -265,14 +264,13 @@ thread_local! {
 
 fn check(stack: Vec<Ctx>, shape: Shape, panics: bool, tag: u64) -> Result<(), String> {
     let want = expected(&stack);
+    // A call in a `join!` inside a `run_blocking` of the innermost context: nested in it.
+    let nested = expected(&[&stack[..], &[Ctx::Nested]].concat());
     let (tx, rx) = std::sync::mpsc::channel();
     let leaf: Leaf = Box::new(move || match shape {
         Shape::Plain | Shape::Siblings => tx.send(calls(Some(want), panics, tag)).unwrap(),
         Shape::InJoin => run_blocking(joined(
-            Box::new(move || {
-                tx.send(calls(Some(Route::BlockInPlace), panics, tag))
-                    .unwrap()
-            }),
+            Box::new(move || tx.send(calls(Some(nested), panics, tag)).unwrap()),
             true,
             Tick::Timer,
         )),
