@@ -152,25 +152,25 @@ impl Ctx {
 
 /// The route a call takes at the top of `stack`.
 fn expected(stack: &[Ctx]) -> Route {
-    stack
-        .iter()
-        .rev()
-        .find_map(|ctx| match ctx {
-            Ctx::Thread | Ctx::Rayon => Some(Route::Inline),
-            Ctx::MultiTask => Some(Route::BlockInPlace),
-            // A multi-thread runtime's other threads hand the future to a thread of its own.
-            Ctx::MultiBody | Ctx::MultiBlocking | Ctx::TokioLocalOnMulti => Some(Route::Handoff),
-            Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal => Some(Route::Handoff),
-            // A spawn_blocking thread of a current-thread runtime is inside that runtime's
-            // context, where block_in_place is not allowed.
-            Ctx::CurrentBlocking => Some(Route::Handoff),
-            // The future of a run_blocking call runs with a multi-thread runtime's handle
-            // entered, whichever route the call took.
-            Ctx::Nested => Some(Route::BlockInPlace),
-            // Changes nothing about the tokio context.
-            Ctx::BlockOn => None,
-        })
-        .unwrap_or(Route::Inline)
+    stack.iter().fold(Route::Inline, |outer, ctx| match ctx {
+        Ctx::Thread | Ctx::Rayon => Route::Inline,
+        Ctx::MultiTask => Route::BlockInPlace,
+        // A multi-thread runtime's other threads hand the future to a thread of its own.
+        Ctx::MultiBody | Ctx::MultiBlocking | Ctx::TokioLocalOnMulti => Route::Handoff,
+        Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal => Route::Handoff,
+        // A spawn_blocking thread of a current-thread runtime is inside that runtime's
+        // context, where block_in_place is not allowed.
+        Ctx::CurrentBlocking => Route::Handoff,
+        // The future of a call with no runtime is polled with none of its own (a driver's
+        // handle entered); that of any other call with a multi-thread runtime's handle
+        // entered.
+        Ctx::Nested => match outer {
+            Route::Inline => Route::Inline,
+            _ => Route::BlockInPlace,
+        },
+        // Changes nothing about the tokio context.
+        Ctx::BlockOn => outer,
+    })
 }
 
 /// Whether `run_blocking_local` is refused at the top of `stack`: on a current-thread

@@ -1,9 +1,10 @@
 //! The no-runtime study: synchronous callers with no runtime (a plain thread, the workers of
 //! a rayon pool) run futures to completion through each way of driving them (a current-thread
 //! runtime per call or per thread, a shared multi-thread runtime with one worker entered with
-//! `Handle::block_on` or given the future as a task, and `bridge::run_blocking`), on ready
-//! futures, yielding futures and loopback TCP requests fanned out 1, 4 and 16 wide. It checks
-//! the published penalty of the shared one-worker runtime (+6% to +17%, growing with fan-out).
+//! `Handle::block_on` or given the future as a task, and `bridge::run_blocking`: its default,
+//! the drivers, and `InlineStrategy::Shared`), on ready futures, yielding futures and loopback
+//! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
+//! one-worker runtime (+6% to +17%, growing with fan-out).
 
 use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
@@ -49,6 +50,7 @@ const PER_THREAD: &str = "rt per thread";
 const SHARED: &str = "shared1 handle.block_on";
 const SHARED_SPAWN: &str = "shared1 spawn+wait";
 const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
+const BRIDGE_SHARED: &str = "bridge Shared";
 
 /// A way for a caller with no runtime to drive a future to completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,16 +68,20 @@ enum Strategy {
     SharedSpawn,
     /// `RunBlocking` with `InlineStrategy::RuntimePerThread`.
     BridgePerThread,
+    /// `RunBlocking` with `InlineStrategy::Shared`: polled here, the I/O runtime's workers
+    /// drive the I/O (the default before the drivers).
+    BridgeShared,
 }
 
 impl Strategy {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 7] = [
         Self::Bridge,
         Self::PerCall,
         Self::PerThread,
         Self::Shared,
         Self::SharedSpawn,
         Self::BridgePerThread,
+        Self::BridgeShared,
     ];
 
     fn name(self) -> &'static str {
@@ -86,6 +92,7 @@ impl Strategy {
             Self::Shared => SHARED,
             Self::SharedSpawn => SHARED_SPAWN,
             Self::BridgePerThread => BRIDGE_PER_THREAD,
+            Self::BridgeShared => BRIDGE_SHARED,
         }
     }
 
@@ -111,6 +118,11 @@ impl Strategy {
             Self::BridgePerThread => Some(
                 RunBlocking::new()
                     .inline(InlineStrategy::RuntimePerThread)
+                    .run(future),
+            ),
+            Self::BridgeShared => Some(
+                RunBlocking::new()
+                    .inline(InlineStrategy::Shared)
                     .run(future),
             ),
         }
@@ -547,13 +559,16 @@ fn workload_text(workload: Workload) -> String {
 }
 
 const VARIED: &str = "how the caller, with no runtime entered, drives the call's future: \
-     bridge::run_blocking (default: polled here with the handle of bridge's shared IoRuntime, \
-     whose workers drive its I/O); a current-thread runtime built per call (rt per call) or \
+     bridge::run_blocking (default, InlineStrategy::Drive: polled here, the caller driving one \
+     of bridge's shared current-thread runtimes, one per CPU, while it waits); a \
+     current-thread runtime built per call (rt per call) or \
      kept per thread in a thread_local! (rt per thread); the shared multi-thread runtime with \
      1 worker entered with Handle::block_on (shared1 handle.block_on, the published \
      configuration and the reference of the ratios below) or given the future with \
      Handle::spawn while the caller blocks on a bridge oneshot with recv_blocking (shared1 \
-     spawn+wait); bridge's RunBlocking with InlineStrategy::RuntimePerThread.";
+     spawn+wait); bridge's RunBlocking with InlineStrategy::RuntimePerThread, and with \
+     InlineStrategy::Shared (bridge Shared: polled here with the handle of bridge's shared \
+     IoRuntime, whose workers drive its I/O; the default before the drivers).";
 
 /// A scenario's report and, on TCP, the polls per call of each strategy.
 struct Done {
@@ -599,7 +614,8 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
              on its own multi-thread runtime with 1 worker (one task per connection, \
              TCP_NODELAY on both ends). The shared runtime has 1 worker and enable_all; \
              bridge's IoRuntime::global has {} workers; both were warmed up first (1,000 tasks \
-             ran on their workers); every current-thread runtime has enable_all. {} CPUs.",
+             ran on their workers); every current-thread runtime has enable_all, bridge's \
+             drivers too. {} CPUs.",
             caller_text(spec.caller),
             workload_text(workload),
             bridge::IoRuntime::global().handle().metrics().num_workers(),
@@ -951,7 +967,7 @@ mod tests {
                     load_goals: Vec::new(),
                     ..Default::default()
                 },
-                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0]),
+                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
             }
         };
         let all = [
