@@ -258,15 +258,72 @@ pub fn ns_at(at: Instant) -> u64 {
     u64::try_from(at.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX) | 1
 }
 
-/// What a wake-up costs on this machine, as recently measured: the time from one thread's
-/// unpark of another (or its send to a parked receiver) until the woken thread runs, in
-/// nanoseconds; 0 until the first sample.
+/// A moving figure of measured wake-ups (none until the first sample): the
+/// machine's ([`record_wake`], [`wake_estimate`]), or one kind of wake-up's of a caller's.
 ///
 /// It follows the low end of the samples: a lower sample moves it half-way down, a higher
 /// one an eighth of the way up. A wake-up that came late because its CPU was busy (the
 /// waker itself spinning there, another thread's time slice) is not what parking costs
 /// where a spin could have won, and one such sample must not double every budget.
-static WAKE_NS: AtomicU64 = AtomicU64::new(0);
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::__spin::{Estimate, now_ns};
+///
+/// static HAND_BACKS: Estimate = Estimate::new();
+/// let woken_at = now_ns();
+/// // ... another thread runs again, having been woken at `woken_at` ...
+/// HAND_BACKS.record(woken_at);
+/// assert!(cfg!(bridge_loom) || HAND_BACKS.get().is_some());
+/// ```
+#[derive(Debug)]
+pub struct Estimate(AtomicU64);
+
+impl Estimate {
+    /// No sample yet.
+    pub const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// Feeds one measured wake-up into the figure: `woken_at` is the waker's [`now_ns`]
+    /// stamp taken just before it woke the thread that calls this, which has just run again.
+    /// A stamp of 0 (none) is ignored, a sample above [`WAKE_SAMPLE_MAX`] too, and
+    /// everything under loom.
+    pub fn record(&self, woken_at: u64) {
+        if cfg!(bridge_loom) || woken_at == 0 {
+            return;
+        }
+        let sample = now_ns().saturating_sub(woken_at);
+        if sample > duration_nanos(WAKE_SAMPLE_MAX) {
+            return;
+        }
+        // ORDERING: Relaxed: a statistic; concurrent samples may overwrite each other, which
+        // only drops one of them.
+        let old = self.0.load(Relaxed);
+        // ORDERING: Relaxed, as above.
+        self.0.store(next_estimate(old, sample), Relaxed);
+    }
+
+    /// The figure, once a sample was taken.
+    pub fn get(&self) -> Option<Duration> {
+        // ORDERING: Relaxed: a statistic.
+        match self.0.load(Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+}
+
+impl Default for Estimate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What a wake-up costs on this machine, as recently measured: the time from one thread's
+/// unpark of another (or its send to a parked receiver) until the woken thread runs.
+static WAKE: Estimate = Estimate::new();
 
 /// Samples above this are dropped: the woken thread was descheduled for a time slice or
 /// more, which says nothing about a wake-up.
@@ -287,18 +344,7 @@ pub const WAKE_SAMPLE_MAX: Duration = Duration::from_millis(1);
 /// assert!(cfg!(bridge_loom) || wake_estimate().is_some());
 /// ```
 pub fn record_wake(unparked_at: u64) {
-    if cfg!(bridge_loom) || unparked_at == 0 {
-        return;
-    }
-    let sample = now_ns().saturating_sub(unparked_at);
-    if sample > duration_nanos(WAKE_SAMPLE_MAX) {
-        return;
-    }
-    // ORDERING: Relaxed: a statistic; concurrent samples may overwrite each other, which only
-    // drops one of them.
-    let old = WAKE_NS.load(Relaxed);
-    // ORDERING: Relaxed, as above.
-    WAKE_NS.store(next_estimate(old, sample), Relaxed);
+    WAKE.record(unparked_at);
 }
 
 /// The estimate after `sample` (both in nanoseconds; `old` 0 for none yet): half-way down to
@@ -322,11 +368,7 @@ fn next_estimate(old: u64, sample: u64) -> u64 {
 /// }
 /// ```
 pub fn wake_estimate() -> Option<Duration> {
-    // ORDERING: Relaxed: a statistic.
-    match WAKE_NS.load(Relaxed) {
-        0 => None,
-        ns => Some(Duration::from_nanos(ns)),
-    }
+    WAKE.get()
 }
 
 /// How long a spin that may save a park should last: as long as a wake-up costs here (the

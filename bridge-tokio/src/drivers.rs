@@ -55,16 +55,20 @@ struct Driver {
 
 /// How long the backstop waits with no call inside and none arriving before it takes the
 /// core back: `HAND_BACK_SHARE` times what a hand-back costs, two wake-ups (the backstop's,
-/// then the caller's), by the measured wake-up estimate (bridge-core's `__spin`, which the
-/// backstop's own wake-ups feed), at most [`GRACE_MAX`] (also before any was measured).
+/// then the caller's), by the backstops' measured wake-ups (`gate::BACKSTOP_WAKE_UPS`; before
+/// the first hand-back, the handoff's wake-up estimate), at most [`GRACE_MAX`] (also before
+/// any wake-up was measured).
 ///
 /// Calls in a loop whose gaps are shorter never wake the backstop. Those with longer gaps
 /// pay a hand-back each, which is then at most 1/64 of the gap; and while calls keep
 /// coming, the backstop looks once a grace, a wake-up each, at most 1/128 of a CPU.
 pub(crate) fn grace() -> Duration {
-    bridge_core::__spin::wake_estimate().map_or(GRACE_MAX, |wake| {
-        wake.saturating_mul(2 * HAND_BACK_SHARE).min(GRACE_MAX)
-    })
+    crate::gate::BACKSTOP_WAKE_UPS
+        .get()
+        .or_else(bridge_core::__spin::wake_estimate)
+        .map_or(GRACE_MAX, |wake| {
+            wake.saturating_mul(2 * HAND_BACK_SHARE).min(GRACE_MAX)
+        })
 }
 
 /// The drivers, one per CPU, started at the first call; `None` if not one could be built

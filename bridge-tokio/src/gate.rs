@@ -67,9 +67,16 @@ struct State {
     backstop: Option<Waker>,
     /// When the arrival that woke the holding backstop called its waker
     /// (`bridge_core::__spin::now_ns`; 0: none): the backstop's wake-up is a sample of
-    /// what a wake-up costs here.
+    /// [`BACKSTOP_WAKE_UPS`].
     woken_at: u64,
 }
+
+/// What a backstop's wake-up costs, from an arrival's call of its waker until its future
+/// runs: measured at every hand-back, the drivers' grace is derived from it. Kept apart from
+/// the handoff's estimate (bridge-core's `__spin`): a wake-up out of `epoll_wait` is not the
+/// one the handoff's spins race against.
+pub(crate) static BACKSTOP_WAKE_UPS: bridge_core::__spin::Estimate =
+    bridge_core::__spin::Estimate::new();
 
 impl Gate {
     /// No call inside, none arrived, the backstop not holding the core.
@@ -139,7 +146,7 @@ impl Gate {
             });
             match woken_at {
                 Some(woken_at) => {
-                    bridge_core::__spin::record_wake(woken_at);
+                    BACKSTOP_WAKE_UPS.record(woken_at);
                     Poll::Ready(())
                 }
                 None => Poll::Pending,

@@ -71,7 +71,9 @@ pub struct Metrics {
     /// Calls made in a task of a live multi-thread runtime ([`Route::BlockInPlace`]), whose
     /// worker leaves the scheduler with `block_in_place` unless the future is ready at its
     /// first poll, and calls nested in a future that the bridge polls on a thread no runtime
-    /// has entered (a handoff worker, an inline call), which block as they are.
+    /// has entered with a multi-thread runtime's handle (a handoff worker, a call given an
+    /// I/O runtime of its own with [`RunBlocking::io`](crate::RunBlocking::io)), which block
+    /// as they are.
     pub block_in_place: u64,
     /// Calls made on a current-thread runtime, its `LocalSet`s and `spawn_blocking` threads,
     /// on a multi-thread runtime's threads other than its workers (its `block_on` body, a
@@ -81,8 +83,9 @@ pub struct Metrics {
     /// on a multi-thread runtime's other threads is polled in place and counted as
     /// [`block_in_place`](Self::block_in_place)).
     pub handoff: u64,
-    /// Calls made with no runtime, or on a multi-thread runtime that is shutting down
-    /// ([`Route::Inline`]): the future was polled on the calling thread. The runtimes that
+    /// Calls made with no runtime (calls nested in such a call's future too), or on a
+    /// multi-thread runtime that is shutting down ([`Route::Inline`]): the future was polled
+    /// on the calling thread. The runtimes that
     /// [`RunBlocking`](crate::RunBlocking)'s [`InlineStrategy`](crate::InlineStrategy) builds
     /// count here too.
     pub inline: u64,
@@ -123,6 +126,22 @@ pub struct Metrics {
     /// }
     /// ```
     pub wake_up: Option<std::time::Duration>,
+    /// How long a driver's backstop waits, with no call driving the driver and none arriving,
+    /// before it drives the driver itself ([`InlineStrategy::Drive`](crate::InlineStrategy)):
+    /// 128 times what the backstops' wake-ups cost when a call takes a driver back from one
+    /// (measured as [`wake_up`](Self::wake_up) is; before the first, `wake_up` itself): a
+    /// hand-back costs two wake-ups, and the grace is 64 hand-backs. At most 5 ms, which it
+    /// is until a wake-up was measured. A task that
+    /// a call with no runtime spawned waits at most two graces for its next poll once calls
+    /// stop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let grace = bridge::rt::metrics().driver_grace;
+    /// assert!(grace <= std::time::Duration::from_millis(5));
+    /// ```
+    pub driver_grace: std::time::Duration,
 }
 
 impl Metrics {
@@ -198,5 +217,6 @@ pub fn metrics() -> Metrics {
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
         wake_up: bridge_core::__spin::wake_estimate(),
+        driver_grace: crate::drivers::grace(),
     }
 }

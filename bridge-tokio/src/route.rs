@@ -25,7 +25,8 @@ pub enum Route {
     /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
     /// its other tasks move to another thread. Also a call nested in a future that the bridge
     /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
-    /// handoff worker, an inline call's thread): polled right there.
+    /// handoff worker, a call with no runtime given an I/O runtime of its own with
+    /// [`RunBlocking::io`](crate::RunBlocking::io)): polled right there.
     BlockInPlace,
     /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
     /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
@@ -44,9 +45,13 @@ pub enum Route {
     /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
     /// nothing guarantees (it may be blocked waiting for this very thread).
     Handoff,
-    /// No runtime (a plain thread, a rayon worker), or a multi-thread runtime that is shutting
-    /// down (a value dropped by its shutdown): the future is polled on this thread, its I/O and
-    /// timers driven by the shared [`IoRuntime`](crate::IoRuntime).
+    /// No runtime (a plain thread, a rayon worker, a call nested in a future that such a
+    /// call polls): the future is polled on this thread, which drives one of the drivers
+    /// (current-thread runtimes shared by every such call, one per CPU) while it waits, so
+    /// that its I/O events wake this very thread ([`InlineStrategy`](crate::InlineStrategy)
+    /// has the others). Also a multi-thread runtime that is shutting down (a value dropped by
+    /// its shutdown): polled on this thread, its I/O and timers driven by the shared
+    /// [`IoRuntime`](crate::IoRuntime).
     Inline,
 }
 

@@ -176,7 +176,8 @@ where
 }
 
 /// Runs a `!Send` future to completion on this thread, where that is possible: with no
-/// runtime (polled here, I/O driven by [`IoRuntime::global`]) and on a multi-thread runtime
+/// runtime (polled here, this thread driving one of the drivers while it waits, see
+/// [`InlineStrategy::Drive`]) and on a multi-thread runtime
 /// (inside `block_in_place` on a worker, with the ambient handle). The future may borrow from
 /// the caller's stack.
 ///

@@ -228,3 +228,34 @@ fn many_threads_share_the_drivers_at_volume() {
         }
     });
 }
+
+/// A task spawned in a call with no runtime runs on a driver, a current-thread runtime: a
+/// sync call made in it blocks that driver while it waits, so a future that needs the
+/// driver (a socket made on it) cannot finish there. The wait is bounded by the call's time
+/// limit, and the timeout names the cause.
+#[test]
+fn a_sync_call_in_a_drivers_task_that_needs_the_driver_is_named() {
+    watchdog(60, || {
+        let timeout = run_blocking(async {
+            let mut stream = TcpStream::connect(echo_addr()).await.unwrap();
+            stream.write_all(&[7; 8]).await.unwrap();
+            tokio::spawn(async move {
+                let read = async move {
+                    let mut back = [0u8; 8];
+                    stream.read_exact(&mut back).await.map(|_| back)
+                };
+                match try_run_blocking_timeout(read, Duration::from_millis(300)) {
+                    Err(BridgeError::TimedOut(timeout)) => timeout,
+                    other => panic!("the driver was not blocked: {other:?}"),
+                }
+            })
+            .await
+            .unwrap()
+        });
+        assert!(timeout.is_stalled_current_thread());
+        assert!(
+            timeout.to_string().contains("bridge's drivers"),
+            "{timeout}"
+        );
+    });
+}
