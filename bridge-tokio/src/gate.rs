@@ -185,6 +185,12 @@ impl Gate {
     }
 }
 
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The wake flag of a driving call: the call's future's waker sets it, and the call drives
 /// the runtime until it is set ([`wait`](Self::wait)), then polls its future again.
 #[derive(Debug)]
@@ -233,6 +239,12 @@ impl Flag {
                 }
             })
         })
+    }
+}
+
+impl Default for Flag {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
