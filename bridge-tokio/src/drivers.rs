@@ -71,41 +71,34 @@ pub(crate) fn grace() -> Duration {
         })
 }
 
-/// The drivers, one per CPU, started at the first call; `None` if not one could be built
-/// (no thread, no runtime: the calls then take the I/O runtime's route, `Shared`).
-fn drivers() -> Option<&'static [Driver]> {
-    static DRIVERS: OnceLock<Box<[Driver]>> = OnceLock::new();
+/// The drivers, one per CPU, started at the first call; `None` if not one could be started
+/// (no runtime, no thread: the calls then take the I/O runtime's route, `Shared`).
+fn drivers() -> Option<&'static [&'static Driver]> {
+    static DRIVERS: OnceLock<Box<[&'static Driver]>> = OnceLock::new();
     let drivers = DRIVERS.get_or_init(|| {
         // Calls nested in a driver's tasks and calls at thread exit hand off to the I/O
         // runtime: build it now, never first in a thread-local destructor.
         let _ = crate::IoRuntime::global();
         let n = std::thread::available_parallelism().map_or(1, usize::from);
-        (0..n).filter_map(|_| build().ok()).collect()
+        (0..n).filter_map(|_| start().ok()).collect()
     });
-    if drivers.is_empty() {
-        None
-    } else {
-        // The backstops start once the slice is in its final place.
-        static STARTED: OnceLock<()> = OnceLock::new();
-        STARTED.get_or_init(|| {
-            for driver in drivers.iter() {
-                let _ = std::thread::Builder::new()
-                    .name("bridge-io-driver".into())
-                    .spawn(move || driver.backstop());
-            }
-        });
-        Some(drivers)
-    }
+    (!drivers.is_empty()).then_some(&**drivers)
 }
 
-fn build() -> std::io::Result<Driver> {
+/// Builds a driver and starts its backstop. A driver whose backstop could not start is
+/// left unused (and stays allocated: the OS refused a thread, which is rare and final).
+fn start() -> std::io::Result<&'static Driver> {
     let runtime = Builder::new_current_thread().enable_all().build()?;
     let id = runtime.handle().id();
-    Ok(Driver {
+    let driver: &'static Driver = Box::leak(Box::new(Driver {
         runtime,
         id,
         gate: Gate::new(),
-    })
+    }));
+    std::thread::Builder::new()
+        .name("bridge-io-driver".into())
+        .spawn(move || driver.backstop())?;
+    Ok(driver)
 }
 
 thread_local! {
@@ -161,7 +154,7 @@ pub(crate) fn run<F: Future>(
 
 /// The driver this thread used last if no call is inside it, else one with no call inside
 /// (which becomes this thread's), else this thread's.
-fn pick(drivers: &'static [Driver]) -> &'static Driver {
+fn pick(drivers: &'static [&'static Driver]) -> &'static Driver {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let mut k = PREFERRED.try_with(Cell::get).unwrap_or(usize::MAX);
     if k >= drivers.len() {
@@ -174,7 +167,7 @@ fn pick(drivers: &'static [Driver]) -> &'static Driver {
         }
     }
     let _ = PREFERRED.try_with(|preferred| preferred.set(k));
-    &drivers[k]
+    drivers[k]
 }
 
 /// Lends this thread's wake flag to one call, and takes it back when dropped.
