@@ -37,13 +37,13 @@ use tokio::runtime::{Builder, Handle, Id, Runtime};
 /// and the core is held by another thread.
 const PARKER_GONE: &str = "Failed to `Enter::block_on`";
 
-/// The share of the time between two calls that the backstop's hand-back may cost, and of
-/// a CPU that its looks may (1/64): see [`grace`].
+/// The share of the time between two calls that the backstop's hand-back may cost (1/64;
+/// its looks then cost at most half that share of a CPU): see [`grace`].
 const HAND_BACK_SHARE: u32 = 64;
 
 /// The longest grace: what a task spawned by a call waits at most, twice over, for its next
 /// poll once calls stop, whatever a wake-up costs.
-pub(crate) const GRACE_MAX: Duration = Duration::from_millis(5);
+const GRACE_MAX: Duration = Duration::from_millis(5);
 
 /// One driver: a current-thread runtime and its hand-over state.
 #[derive(Debug)]

@@ -165,12 +165,12 @@ fn passed_threshold(threshold: Duration) {
         #[cfg(feature = "tracing")]
         tracing::warn!(
             waited = ?threshold,
-            "run_blocking: a call made on a current-thread runtime (yours, or one of the \
-             bridge's drivers, which run the tasks spawned in calls made with no runtime) is \
-             still waiting for its future, and that runtime runs none of its tasks while its \
-             thread waits in (or for) the call: a future that needs one of them (a server \
-             spawned there, a socket created there) never finishes. Await the future there \
-             instead of calling run_blocking, run those tasks on another runtime \
+            "run_blocking: a call made on a current-thread runtime is still waiting for its \
+             future (the runtime is yours, or one of the bridge's drivers, which run the tasks \
+             spawned in calls made with no runtime), and that runtime runs none of its tasks \
+             while its thread waits in (or for) the call: a future that needs one of them (a \
+             server spawned there, a socket created there) never finishes. Await the future \
+             there instead of calling run_blocking, run those tasks on another runtime \
              (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or \
              bound the wait with try_run_blocking_timeout"
         );
