@@ -240,9 +240,11 @@ fn a_sync_call_in_a_drivers_task_that_needs_the_driver_is_named() {
     watchdog(60, || {
         let timeout = run_blocking(async {
             let mut stream = TcpStream::connect(echo_addr()).await.unwrap();
-            stream.write_all(&[7; 8]).await.unwrap();
             tokio::spawn(async move {
+                // The echo's readiness can only come from the driver's reactor, after the
+                // write: nothing it processed before can make the read ready.
                 let read = async move {
+                    stream.write_all(&[7; 8]).await?;
                     let mut back = [0u8; 8];
                     stream.read_exact(&mut back).await.map(|_| back)
                 };
