@@ -261,17 +261,7 @@ impl Driver {
                     // and a call that waits for the core another thread holds cannot wait
                     // on it: the rest is polled on a wake flag of bridge-core's, the runtime
                     // driven by whoever holds its core (the backstop at worst).
-                    let rest = panic::catch_unwind(AssertUnwindSafe(|| match deadline {
-                        None => Some(bridge_core::block_on(future.as_mut())),
-                        Some(deadline) => {
-                            bridge_core::__block_on_deadline(future.as_mut(), deadline)
-                        }
-                    }));
-                    return match rest {
-                        Ok(Some(output)) => Ok(output),
-                        Ok(None) => Err(BridgeError::TimedOut(crate::Timeout::elapsed())),
-                        Err(payload) => Err(classify(payload)),
-                    };
+                    return crate::in_place::drive(self.runtime.handle(), future, deadline);
                 }
                 Err(payload) => return Err(classify(payload)),
             }

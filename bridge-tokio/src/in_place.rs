@@ -95,7 +95,7 @@ pub(crate) fn poll_here<F: Future>(
 }
 
 /// The poll loop: `future` polled with `handle` entered and a wake flag of its own.
-fn drive<F: Future>(
+pub(crate) fn drive<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,

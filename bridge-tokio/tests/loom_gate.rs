@@ -36,60 +36,47 @@ fn call(gate: &__LoomGate, core: &Mutex<()>) {
     gate.leave();
 }
 
-/// One call races the backstop's turn; then a last call arrives, which the backstop must
-/// see whatever it did before.
+/// `calls` calls race the backstop's turn, each on a thread of its own; then a last call
+/// arrives, which the backstop must see whatever it did before.
+fn calls_against_the_backstop(calls: usize) {
+    let gate = Arc::new(__LoomGate::new());
+    let core = Arc::new(Mutex::new(()));
+    let backstop = {
+        let (gate, core) = (gate.clone(), core.clone());
+        thread::spawn(move || backstop_turn(&gate, &core))
+    };
+    let callers: Vec<_> = (0..calls)
+        .map(|_| {
+            let (gate, core) = (gate.clone(), core.clone());
+            thread::spawn(move || call(&gate, &core))
+        })
+        .collect();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    // The last call: the backstop holds the core or is about to.
+    gate.arrive();
+    backstop.join().unwrap();
+    drop(core.lock().unwrap());
+    gate.leave();
+    assert_eq!(gate.inside(), 0);
+}
+
+/// One call races the backstop's turn.
 ///
 /// Covers: an arrival while the backstop holds the core (`arrive.wake_backstop`,
 /// `hold.give_up`) or before it takes it (`arrive.backstop_away`), and the backstop's keep
 /// (`hold.keep`). Catches: a lost arrival (the call never gets the core: a deadlock).
 #[test]
 fn a_holding_backstop_gives_the_core_to_a_call() {
-    loom::model(|| {
-        let gate = Arc::new(__LoomGate::new());
-        let core = Arc::new(Mutex::new(()));
-        let backstop = {
-            let (gate, core) = (gate.clone(), core.clone());
-            thread::spawn(move || backstop_turn(&gate, &core))
-        };
-        let caller = {
-            let (gate, core) = (gate.clone(), core.clone());
-            thread::spawn(move || call(&gate, &core))
-        };
-        caller.join().unwrap();
-        // The last call: the backstop holds the core or is about to.
-        gate.arrive();
-        backstop.join().unwrap();
-        drop(core.lock().unwrap());
-        gate.leave();
-        assert_eq!(gate.inside(), 0);
-    });
+    loom::model(|| calls_against_the_backstop(1));
 }
 
 /// Two calls at once against the backstop's turn. Catches: an arrival lost between the two
 /// calls' counts (one call's leave hiding the other's arrival from the backstop).
 #[test]
 fn two_calls_and_the_backstop() {
-    loom::model(|| {
-        let gate = Arc::new(__LoomGate::new());
-        let core = Arc::new(Mutex::new(()));
-        let backstop = {
-            let (gate, core) = (gate.clone(), core.clone());
-            thread::spawn(move || backstop_turn(&gate, &core))
-        };
-        let callers: Vec<_> = (0..2)
-            .map(|_| {
-                let (gate, core) = (gate.clone(), core.clone());
-                thread::spawn(move || call(&gate, &core))
-            })
-            .collect();
-        for caller in callers {
-            caller.join().unwrap();
-        }
-        gate.arrive();
-        backstop.join().unwrap();
-        gate.leave();
-        assert_eq!(gate.inside(), 0);
-    });
+    loom::model(|| calls_against_the_backstop(2));
 }
 
 /// The backstop's wait for quiet does not end while a call is inside. Covers `quiet.no`
