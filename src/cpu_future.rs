@@ -32,7 +32,7 @@ use std::sync::Arc;
 pub fn io_entered<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     let mut fut = Box::pin(fut);
     std::future::poll_fn(move |cx| {
-        let _io = crate::IoRuntime::global().handle().enter();
+        let _io = bridge_tokio::__enter_cpu_poll(crate::IoRuntime::global().handle());
         fut.as_mut().poll(cx)
     })
 }

@@ -706,3 +706,24 @@ fn spawn_stream_polls_on_the_given_pool_with_the_io_runtime_entered() {
         assert!(!name.starts_with("own-pool-"), "{name}");
     });
 }
+
+/// A panic in a CPU-side stream comes back to the consumer and counts in the CPU metrics
+/// (`panicked`), as a panic of a future task does.
+#[test]
+fn a_cpu_side_stream_panic_counts_in_the_cpu_metrics() {
+    let before = bridge::cpu::metrics().panicked;
+    let items = stream::iter([1u8]).chain(stream::poll_fn(|_| -> Poll<Option<u8>> {
+        panic!("corrupt block")
+    }));
+    let crossing = bridge::stream::spawn_cpu(items, 1);
+    let taken = panic::catch_unwind(AssertUnwindSafe(|| {
+        bridge::iter_blocking(crossing).collect::<Vec<_>>()
+    }));
+    let payload = taken.expect_err("the stream's panic comes back to the consumer");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"corrupt block"));
+    // The pump's task counts the panic when its poll ends, which may come just after the
+    // consumer took the payload.
+    eventually("the CPU metrics count the stream's panic", || {
+        bridge::cpu::metrics().panicked > before
+    });
+}

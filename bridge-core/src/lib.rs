@@ -41,6 +41,9 @@ pub mod __scoped;
 #[doc(hidden)]
 #[path = "spin.rs"]
 pub mod __spin;
+#[doc(hidden)]
+#[path = "stall.rs"]
+pub mod __stall;
 mod block_on;
 mod coverage_arms;
 mod loom;

@@ -24,13 +24,12 @@ mod buffer;
 mod crossing;
 mod pump;
 
-pub use crossing::{CatchUnwind, Crossing};
+pub use crossing::{__Producer, CatchUnwind, Crossing};
 
 use buffer::Buffer;
 use futures_core::Stream;
 use std::fmt;
 use std::future::Future;
-use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
 
 /// The side a crossing's pump runs on, which decides whether it yields after long items.
@@ -81,7 +80,7 @@ impl<T> __Unstarted<T> {
     /// polls it) until the consumer is dropped: dropping it cancels that task.
     pub fn with_producer<P>(self, producer: P) -> Crossing<T>
     where
-        P: Send + Sync + UnwindSafe + RefUnwindSafe + 'static,
+        P: __Producer + 'static,
     {
         Crossing::new(self.buffer, Box::new(producer))
     }

@@ -7,11 +7,9 @@ use bridge_core::__coverage::Decl;
 /// Every arm of the claim (`job_claim.rs`), of a limit (`limit.rs`) and of a future task
 /// (`future_task.rs`).
 pub const ARMS: &[Decl] = &[
-    // A waiter (`wait`, `join`, a poll).
-    // loom threads share one OS thread, so under loom every waiter is the spawning worker:
-    // only the std tests (`wait::a_waiter_other_than_the_spawning_worker_blocks_instead_of_
-    // running_the_job`) reach this one.
-    Decl::std("claim.waiter.not_home"),
+    // A waiter (`wait`, `join`, a poll): off rayon it blocks (under loom, the waiter of a
+    // `__loom_task`), on a worker it claims the job or finds the pool's.
+    Decl::loom("claim.waiter.not_worker"),
     Decl::loom("claim.waiter.claims"),
     Decl::loom("claim.waiter.finds_pool"),
     // The pool's copy.
@@ -44,21 +42,21 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("future.wake.notifies_running"),
     Decl::loom("future.wake.already_notified"),
     Decl::loom("future.wake.after_done"),
-    // A poll job, or a poll the home waiter claimed.
+    // A poll job, or a poll a waiter claimed.
     Decl::loom("future.run.stale"),
     Decl::loom("future.run.pending"),
     Decl::loom("future.run.repoll"),
     Decl::loom("future.run.ready"),
     Decl::loom("future.run.panicked"),
     Decl::loom("future.run.cancelled"),
-    // The spawning worker waiting for its future task (`wait`, `join`).
-    // loom threads share one OS thread, so under loom every waiter is the spawning worker:
-    // only the std tests (`future_task::a_waiter_off_the_pool_never_polls_inline`) reach
-    // this one.
-    Decl::std("future.wait.not_home"),
-    Decl::loom("future.wait.claims"),
-    Decl::loom("future.wait.blocks"),
-    Decl::loom("future.wait.done"),
+    // A waiter of the future task on a rayon worker (a poll of the task, `wait`, `join`):
+    // it runs the queued poll, or finds none (queued), and a queued poll wakes it.
+    // Under loom every waiter may help: only the std tests
+    // (`future_task::a_waiter_off_the_pool_never_polls_inline`) reach this one.
+    Decl::std("future.help.not_worker"),
+    Decl::loom("future.help.claims"),
+    Decl::loom("future.help.nothing_queued"),
+    Decl::loom("future.help.wakes_waiter"),
 ];
 
 /// Marks an arm of this crate: `arm!("claim.waiter.claims")`.

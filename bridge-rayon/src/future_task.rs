@@ -20,8 +20,13 @@
 //!   poll beside a running one, a wake during a poll is never lost, and wakes after the
 //!   end do nothing.
 //! - Only the side that moves `SCHEDULED` to `RUNNING` polls (the pool job, or the
-//!   [`Task`]'s waiter on the worker that spawned it: see `wait_if_mine`); a job that
-//!   finds another state does nothing. The future's slot is a lock that only the owner of
+//!   [`Task`]'s waiter on a rayon worker: see `help`); a job that finds another state does
+//!   nothing. Every move to `SCHEDULED` queues a job, so a poll a waiter took leaves a stale
+//!   job behind, never a missing one.
+//! - A waiter on a rayon worker leaves its waker in the cell (`helper`); a move to
+//!   `SCHEDULED` wakes it after queueing the job, so that the waiter comes back and runs the
+//!   poll itself if no pool thread took it: a pool whose every worker waits for its own
+//!   future tasks still polls them. The future's slot is a lock that only the owner of
 //!   `RUNNING` takes, so it is never contended.
 //! - Cancellation lives in the oneshot, as for a closure: a dropped `Task` closes its
 //!   receiver, and the drop then wakes the future (`Claim::cancelled`), so that a future
@@ -37,9 +42,10 @@
 use crate::Task;
 use crate::coverage_arms::arm;
 use crate::job::{self, Outcome};
-use crate::job_claim::Claim;
+use crate::job_claim::{Claim, may_help};
+use crate::loom::AtomicU8;
+use crate::loom::Mutex as HelperLock;
 use crate::loom::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use crate::loom::{AtomicU8, Condvar, Mutex as GateLock};
 use crate::metrics;
 use bridge_core::oneshot::{self, SendError, Sender};
 use std::cell::Cell;
@@ -48,7 +54,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, ThreadId};
+use std::thread;
 use std::time::Instant;
 
 /// The values of a future task's state.
@@ -85,13 +91,12 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// with its feature `tokio`, `bridge::cpu::spawn_future` enters the shared `IoRuntime`
 /// during each poll, so that tokio's timers, sockets and channels work inside.
 ///
-/// **Waiting on a worker.** On the worker of the global pool that spawned the task,
-/// [`wait`](Task::wait) and [`join`](Task::join) run the future's queued polls inline,
-/// and block between them until the next wake-up: a job that spawns a future and waits for
-/// it finishes even on a pool of one thread while the future waits for a timer. They run
-/// nothing else. A poll of the `Task` (`.await`, `bridge::block_on`) and the timed waits
-/// never run a poll inline: on a pool's only thread, blocking there on a task whose polls
-/// are queued on that pool waits forever (as for a closure spawned from outside the pool).
+/// **Waiting on a worker.** A waiter on a rayon worker (a poll of the `Task`, `.await` in
+/// `bridge::run_blocking` or `bridge::block_on`, [`wait`](Task::wait), [`join`](Task::join))
+/// runs the future's queued poll itself when no pool thread has taken it, and comes back for
+/// each later one: every worker of a pool may wait for its own future tasks at once (a
+/// `par_iter` over sync calls, a pool of one thread) and they still finish. It runs nothing
+/// else. The timed waits never run a poll: their limit holds on every thread.
 ///
 /// Metrics count a future task as started at its first poll, finished when it completes
 /// (or is dropped by a cancel after its first poll), panicked when a poll panics, and
@@ -126,10 +131,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let home = rayon_core::current_thread_index()
-        .filter(|_| on_global_pool())
-        .map(|_| thread::current().id());
-    launch(fut, Pool::Global, home)
+    launch(fut, Pool::Global)
 }
 
 /// [`spawn_future`] on `pool`: the body of [`ThreadPoolExt::spawn_future_task`](crate::ThreadPoolExt::spawn_future_task).
@@ -138,23 +140,22 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let home = pool.current_thread_index().map(|_| thread::current().id());
-    launch(fut, Pool::Custom(Arc::clone(pool)), home)
+    launch(fut, Pool::Custom(Arc::clone(pool)))
 }
 
 /// Makes the task and queues its first poll.
-fn launch<F>(fut: F, pool: Pool, home: Option<ThreadId>) -> Task<F::Output>
+fn launch<F>(fut: F, pool: Pool) -> Task<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let (task, shared) = make(fut, pool, home);
+    let (task, shared) = make(fut, pool);
     shared.pool.submit(poll_job(shared.clone()));
     task
 }
 
 /// The task and its shared cell, `SCHEDULED`: the caller queues the first poll.
-fn make<F>(fut: F, pool: Pool, home: Option<ThreadId>) -> (Task<F::Output>, Arc<Shared<F>>)
+fn make<F>(fut: F, pool: Pool) -> (Task<F::Output>, Arc<Shared<F>>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -175,14 +176,10 @@ where
         state: AtomicU8::new(SCHEDULED),
         me: me.clone(),
         pool,
-        home,
-        gate: home.map(|_| Gate {
-            waiting: GateLock::new(false),
-            changed: Condvar::new(),
-        }),
+        helper: HelperLock::new(None),
         slot: Mutex::new(Some(running)),
     });
-    let task = Task::from_parts(rx, Some(shared.clone() as Arc<dyn Claim>));
+    let task = Task::from_parts(rx, shared.clone() as Arc<dyn Claim>);
     (task, shared)
 }
 
@@ -208,14 +205,6 @@ struct Running<F: Future> {
     span: Option<tracing::Span>,
 }
 
-/// Where the spawning worker, waiting for its own future task, blocks between polls.
-struct Gate {
-    /// Whether the waiter is blocked (or about to be) on `changed`.
-    waiting: GateLock<bool>,
-    /// Signalled when the state moves to `SCHEDULED` or `DONE`.
-    changed: Condvar,
-}
-
 /// The cell a future task's wakers, poll jobs and `Task` share.
 struct Shared<F: Future> {
     /// [`states`]: who may touch the future.
@@ -224,11 +213,9 @@ struct Shared<F: Future> {
     me: Weak<Self>,
     /// Where the polls run.
     pool: Pool,
-    /// The worker that spawned the task into its own pool, if one did: the only thread on
-    /// which `wait` and `join` run the polls inline.
-    home: Option<ThreadId>,
-    /// `Some` with `home`.
-    gate: Option<Gate>,
+    /// The waker of the task's waiter on a rayon worker, if it waits: woken (and taken) when
+    /// a poll is queued, so that the waiter runs it if no pool thread does.
+    helper: HelperLock<Option<Waker>>,
     /// The future until it is done. A safe cell, not a lock that anyone waits on: only the
     /// owner of `RUNNING` takes it.
     slot: Mutex<Option<Running<F>>>,
@@ -290,12 +277,19 @@ where
         }
     }
 
-    /// Queues a poll job, and tells a blocked home waiter that one is queued.
+    /// Queues a poll job, and wakes the waiter on a rayon worker, if one waits, to run it
+    /// if no pool thread does.
     fn submit_poll(&self) {
         if let Some(me) = self.me.upgrade() {
             self.pool.submit(poll_job(me));
         }
-        self.signal();
+        // Woken under the slot's lock: once the waiter has stopped waiting
+        // (`stop_helping`), no wake of its is still under way.
+        let mut helper = self.helper.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(waker) = helper.take() {
+            arm!("future.help.wakes_waiter");
+            waker.wake();
+        }
     }
 
     /// The pool job: polls once if the poll is still queued.
@@ -308,7 +302,7 @@ where
             .compare_exchange(SCHEDULED, RUNNING, Acquire, Relaxed)
             .is_err()
         {
-            // The home waiter ran this poll inline; a later wake queued its own job.
+            // A waiter ran this poll; a later wake queued its own job.
             arm!("future.run.stale");
             return;
         }
@@ -409,24 +403,14 @@ where
         self.finish();
     }
 
-    /// The future is gone: no poll ever again.
+    /// The future is gone: no poll ever again. The outcome went through the oneshot,
+    /// which wakes the waiter itself.
     fn finish(&self) {
         // A swap, not a store, as in `poll_once`: a wake racing this finds RUNNING or
         // NOTIFIED before it, or DONE after it.
-        // ORDERING: Release: a home waiter that sees DONE (Acquire) then receives the
-        // outcome, which the oneshot synchronizes on its own; nothing else is published.
+        // ORDERING: Release: nothing is published through it (the outcome travels through
+        // the oneshot); a uniform rule for the state's writes.
         self.state.swap(DONE, Release);
-        self.signal();
-    }
-
-    /// Wakes the home waiter if it blocks on the gate.
-    fn signal(&self) {
-        if let Some(gate) = &self.gate {
-            let waiting = gate.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-            if *waiting {
-                gate.changed.notify_one();
-            }
-        }
     }
 }
 
@@ -449,54 +433,54 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// A poll of the task (`.await`, `block_on`) never runs the future's polls: it would
-    /// nest them in whatever the poller is (another future's poll, often).
-    fn run_if_mine(&self) {}
-
-    /// On the spawning worker, runs the queued polls here until the future is done, and
-    /// blocks between them.
-    fn wait_if_mine(&self) {
-        let (Some(home), Some(gate)) = (self.home, &self.gate) else {
-            return;
+    /// On a rayon worker: leaves `waker` to be woken at the next queued poll, then runs the
+    /// poll queued now, if any, here.
+    fn help(&self, waker: &Waker) -> bool {
+        if !may_help() {
+            arm!("future.help.not_worker");
+            return false;
+        }
+        let Some(me) = self.me.upgrade() else {
+            return false;
         };
-        if home != thread::current().id() {
-            arm!("future.wait.not_home");
-            return;
-        }
-        let Some(me) = self.me.upgrade() else { return };
-        loop {
-            // ORDERING: Acquire, as the pool job's claim (see `run`).
-            match self
-                .state
-                .compare_exchange(SCHEDULED, RUNNING, Acquire, Acquire)
-            {
-                Ok(_) => {
-                    arm!("future.wait.claims");
-                    me.poll_once();
-                    continue;
-                }
-                Err(DONE) => {
-                    arm!("future.wait.done");
-                    return;
-                }
-                Err(_) => {}
+        // The waker first, the look at the state second: a poll queued after the look wakes
+        // the waker (`submit_poll` takes it after its move to SCHEDULED), and one queued
+        // before it is found here. Either way the waiter runs it or is woken for it.
+        {
+            let mut helper = self.helper.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*helper {
+                Some(kept) if kept.will_wake(waker) => {}
+                _ => *helper = Some(waker.clone()),
             }
-            let mut waiting = gate.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-            // Under the gate's lock: a move to SCHEDULED or DONE after this load signals
-            // after this thread waits (its `signal` takes the lock), so none is missed.
-            // ORDERING: Acquire, as above.
-            let state = self.state.load(Acquire);
-            if state == SCHEDULED || state == DONE {
-                continue;
-            }
-            arm!("future.wait.blocks");
-            *waiting = true;
-            let mut waiting = gate
-                .changed
-                .wait(waiting)
-                .unwrap_or_else(PoisonError::into_inner);
-            *waiting = false;
         }
+        // ORDERING: Acquire, as the pool job's claim (see `run`). Relaxed on failure: the
+        // waiter then only waits (for the outcome through the oneshot, or for its waker).
+        match self
+            .state
+            .compare_exchange(SCHEDULED, RUNNING, Acquire, Relaxed)
+        {
+            Ok(_) => {
+                arm!("future.help.claims");
+                me.poll_once();
+                true
+            }
+            Err(_) => {
+                arm!("future.help.nothing_queued");
+                false
+            }
+        }
+    }
+
+    fn queued(&self) -> bool {
+        // ORDERING: Relaxed: a look for a warning, which orders nothing.
+        self.state.load(Relaxed) == SCHEDULED
+    }
+
+    fn stop_helping(&self) {
+        self.helper
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// The task was dropped (its receiver closed): a poll job drops the future.
@@ -555,8 +539,8 @@ fn submit_global(job: impl FnOnce() + Send + 'static) {
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// Hands `job` to the relay thread, started at the first need, which spawns it from outside
-/// rayon: onto the global pool. The relay first marks the global pool's workers (a
-/// broadcast), so that their own wakes skip it from then on.
+/// rayon: onto the global pool. A worker that runs a poll job of the global pool is marked
+/// as one of its own (see `run`), so that its wakes skip the relay from then on.
 fn relay(job: Job) {
     static RELAY: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
     let relay = RELAY.get_or_init(|| {
@@ -564,7 +548,6 @@ fn relay(job: Job) {
         let started = thread::Builder::new()
             .name("bridge-rayon-relay".into())
             .spawn(move || {
-                rayon_core::spawn_broadcast(|_| mark_global_worker());
                 for job in rx {
                     rayon_core::spawn(job);
                 }
@@ -584,8 +567,8 @@ fn relay(job: Job) {
 }
 
 /// Test hook for the loom models: a future task whose polls are queued on a [`__LoomPool`]
-/// that model threads drain. Its waiters (`wait`, `join`) on any loom thread run the queued
-/// polls inline, as the spawning worker does on a real pool. Not part of the API.
+/// that model threads drain. Its waiters on any loom thread run the queued polls, as a
+/// waiter on a rayon worker does. Not part of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub fn __loom_future_task<F>(fut: F) -> (Task<F::Output>, __LoomPool)
@@ -594,7 +577,7 @@ where
     F::Output: Send + 'static,
 {
     let pool = __LoomPool::default();
-    let (task, shared) = make(fut, Pool::Loom(pool.clone()), Some(thread::current().id()));
+    let (task, shared) = make(fut, Pool::Loom(pool.clone()));
     pool.push(Box::new(poll_job(shared)));
     (task, pool)
 }

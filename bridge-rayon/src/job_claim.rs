@@ -8,7 +8,7 @@
 //!            pool runs its copy, or drops it unrun
 //! QUEUED ──────────────────────────────────────────▶ POOL
 //!    │
-//!    │       the task's waiter, on the worker that spawned it, with no time limit
+//!    │       the task's waiter, on a rayon worker, with no time limit
 //!    └─────────────────────────────────────────────▶ WAITER
 //! ```
 //!
@@ -27,7 +27,7 @@ use crate::loom::AtomicU8;
 use crate::loom::Ordering::Relaxed;
 use bridge_core::oneshot::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::{self, ThreadId};
+use std::task::Waker;
 use std::time::Instant;
 
 /// The values of a job's claim state.
@@ -37,7 +37,8 @@ pub(crate) mod states {
     /// The pool took the job: its thread runs it, or the pool dropped its copy unrun and
     /// with it the closure and the sender (the task then reports `Lost`).
     pub(crate) const POOL: u8 = 1;
-    /// The task's waiter took the job and runs it inline, on its own thread.
+    /// The task's waiter took the job and runs it inline, on its own thread (a rayon
+    /// worker).
     pub(crate) const WAITER: u8 = 2;
 }
 
@@ -51,9 +52,10 @@ type Parts<F, T> = (F, Sender<Outcome<T>>, Option<Instant>);
 pub(crate) struct Job<F, T> {
     /// [`states`]: who took the job.
     state: AtomicU8,
-    /// The rayon worker that spawned the task into its own pool, if a worker did: the only
-    /// thread on which a waiter may claim the job.
-    home: Option<ThreadId>,
+    /// Whether a waiter may claim the job: the loom models' tasks that stand for one
+    /// waited for off the pool say no.
+    #[cfg(bridge_loom)]
+    helpable: bool,
     /// The job's parts until the claim's winner takes them. A safe cell, not a lock: only
     /// the one winner of the claim ever locks it, so it is never contended, and no user code
     /// runs while it is held (it cannot be poisoned).
@@ -65,11 +67,12 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    /// A queued job; `home` is the worker that spawned it into its own pool, if any.
-    pub(crate) fn new(parts: Parts<F, T>, home: Option<ThreadId>) -> Arc<Self> {
+    /// A queued job.
+    pub(crate) fn new(parts: Parts<F, T>, #[cfg(bridge_loom)] helpable: bool) -> Arc<Self> {
         Arc::new(Self {
             state: AtomicU8::new(QUEUED),
-            home,
+            #[cfg(bridge_loom)]
+            helpable,
             parts: Mutex::new(Some(parts)),
         })
     }
@@ -93,17 +96,23 @@ where
     }
 }
 
-/// The waiter's side of a job, without its closure type.
+/// The waiter's side of a task's work, without its type: a closure's job, or a future
+/// task's queued polls (see `future_task.rs`).
 pub(crate) trait Claim: Send + Sync {
-    /// Runs the job here, to the end, if this thread may claim it and nobody has taken it
-    /// yet; otherwise does nothing (the caller then blocks on the task's channel).
-    fn run_if_mine(&self);
+    /// Runs here the task's work that is queued and that no pool thread has taken yet, if
+    /// this thread may (a rayon worker, see [`may_help`]): the closure, to the end, or the
+    /// future's one queued poll. `waker` is the waiter's: woken when more of the task's work
+    /// is queued (a future task's next poll), so that the waiter comes back to run it.
+    /// Runs nothing else, and nothing on any other thread. Whether it ran anything.
+    fn help(&self, waker: &Waker) -> bool;
 
-    /// The same for a blocking wait with no time limit (`wait`, `join`); a future task's
-    /// waiter runs its queued polls here (see `future_task.rs`), a poll does not.
-    fn wait_if_mine(&self) {
-        self.run_if_mine();
-    }
+    /// Whether the task's work is queued and nobody runs it: the job not started, or the
+    /// future's poll queued and not taken.
+    fn queued(&self) -> bool;
+
+    /// The waiter took the outcome, or dropped the task: its waker is not woken again (a
+    /// future task's slot is cleared, and a wake under way has ended when this returns).
+    fn stop_helping(&self) {}
 
     /// The task was dropped (its receiver is closed): a future task queues the poll that
     /// drops its future. A closure's job needs nothing: it checks the channel before it
@@ -111,23 +120,27 @@ pub(crate) trait Claim: Send + Sync {
     fn cancelled(&self) {}
 }
 
+/// Whether a waiter on this thread runs the queued work it waits for: on a rayon worker,
+/// whose waiting could starve the pool the work is queued on (every worker of a pool
+/// waiting at once, a pool of one thread), and nowhere else (a thread outside rayon would
+/// run CPU work where `spawn` did not promise it; the pool's threads take it there).
+///
+/// In the loom models every waiter helps: the model's threads stand for one pool's workers.
+pub(crate) fn may_help() -> bool {
+    cfg!(bridge_loom) || rayon_core::current_thread_index().is_some()
+}
+
 impl<F, T> Claim for Job<F, T>
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn run_if_mine(&self) {
-        // Only the worker that spawned the task claims: its job went on that worker's own
-        // deque, so running it there is what the pool would do next anyway. Anywhere else
-        // (another worker, another pool, a thread outside rayon) the closure would run where
-        // `spawn` did not promise it, so the waiter blocks instead.
-        match self.home {
-            Some(home) if home == thread::current().id() => {}
-            // Not the spawning worker: block on the channel.
-            _ => {
-                arm!("claim.waiter.not_home");
-                return;
-            }
+    fn help(&self, _: &Waker) -> bool {
+        #[cfg(bridge_loom)]
+        let may_help = || self.helpable;
+        if !may_help() {
+            arm!("claim.waiter.not_worker");
+            return false;
         }
         match self.claim(WAITER) {
             // Not started: it runs here and sends its outcome to the channel this waiter is
@@ -135,15 +148,24 @@ where
             Ok((f, tx, spawned_at)) => {
                 arm!("claim.waiter.claims");
                 job::run(f, tx, spawned_at);
+                true
             }
             // A worker has it (running, or finished): wait for it.
-            Err(POOL) => arm!("claim.waiter.finds_pool"),
+            Err(POOL) => {
+                arm!("claim.waiter.finds_pool");
+                false
+            }
             // This handle claimed it before. Not reached today: a claim delivers its outcome
-            // before `run_if_mine` returns, the poll (or wait) that claimed takes it at once,
-            // and a terminated task never calls again. Nothing to do if it ever is: the
-            // outcome is in the channel, or was taken.
-            Err(_) => {}
+            // before `help` returns, the poll (or wait) that claimed takes it at once, and a
+            // terminated task never calls again. Nothing to do if it ever is: the outcome is
+            // in the channel, or was taken.
+            Err(_) => false,
         }
+    }
+
+    fn queued(&self) -> bool {
+        // ORDERING: Relaxed: a look for a warning, which orders nothing.
+        self.state.load(Relaxed) == QUEUED
     }
 }
 
@@ -202,37 +224,6 @@ where
             Err(POOL) => arm!("claim.pool.copy_ran"),
             // The waiter claimed the job; `run` did nothing.
             Err(_) => arm!("claim.pool.copy_after_waiter"),
-        }
-    }
-}
-
-/// A job that no waiter may claim (nobody spawned it from a worker of its own pool): the
-/// pool's copy holds the closure and the sender itself, with no shared claim state to
-/// allocate or to race on. Dropped unrun, it drops them quietly, as [`PoolJob`] does.
-pub(crate) struct Unclaimable<F, T>(Option<Parts<F, T>>);
-
-impl<F, T> Unclaimable<F, T>
-where
-    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    pub(crate) fn new(parts: Parts<F, T>) -> Self {
-        Self(Some(parts))
-    }
-
-    /// Runs the job on this pool thread. Never unwinds.
-    pub(crate) fn run(mut self) {
-        if let Some((f, tx, spawned_at)) = self.0.take() {
-            job::run(f, tx, spawned_at);
-        }
-    }
-}
-
-impl<F, T> Drop for Unclaimable<F, T> {
-    fn drop(&mut self) {
-        if let Some(parts) = self.0.take() {
-            crate::metrics::cancelled();
-            job::drop_quietly(parts);
         }
     }
 }

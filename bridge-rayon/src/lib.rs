@@ -92,6 +92,7 @@ mod loom;
 mod metrics;
 mod priority;
 mod spawn;
+mod stall;
 mod task;
 #[cfg(feature = "tracing")]
 mod trace;

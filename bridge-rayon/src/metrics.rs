@@ -16,8 +16,9 @@ const STARTED: usize = 1;
 const FINISHED: usize = 2;
 const PANICKED: usize = 3;
 const CANCELLED: usize = 4;
+const STALLED: usize = 5;
 /// The first of the queue-wait histogram's buckets.
-const WAIT: usize = 5;
+const WAIT: usize = 6;
 /// Buckets of the queue-wait histogram: below 1 µs, then one per power of two of
 /// microseconds up to 2^20 µs (about 1.05 s), then one for everything longer.
 const BUCKETS: usize = 22;
@@ -69,6 +70,11 @@ pub(crate) fn started(spawned_at: Option<Instant>) {
     if let Some(at) = spawned_at {
         count(WAIT + bucket(at.elapsed()));
     }
+}
+
+/// Counts a wait that passed the stall threshold with its task still queued.
+pub(crate) fn stalled_wait() {
+    count(STALLED);
 }
 
 /// Counts the closure's return, or its panic.
@@ -151,6 +157,12 @@ pub struct Metrics {
     /// this machine (10 µs to 1 ms): the yields take at most about 1% of the CPU work.
     /// Closures (`spawn`, `spawn_task` ...) never yield.
     pub yielded: u64,
+    /// Waits from outside rayon (`wait`, `join` on a thread that is not a rayon worker) that
+    /// reached the stall threshold (`bridge::rt::stall_warning`, 5 s by default) with their
+    /// task still queued: every thread of its pool was busy or blocked. Each also logs one
+    /// warning (feature `tracing`). A waiter on a rayon worker runs the work it waits for,
+    /// so it never counts here.
+    pub stalled_waits: u64,
 }
 
 impl Metrics {
@@ -231,6 +243,7 @@ impl Metrics {
             cancelled: self.cancelled.saturating_sub(earlier.cancelled),
             queue_wait: self.queue_wait.since(&earlier.queue_wait),
             yielded: self.yielded.saturating_sub(earlier.yielded),
+            stalled_waits: self.stalled_waits.saturating_sub(earlier.stalled_waits),
         }
     }
 }
@@ -388,6 +401,7 @@ pub fn metrics() -> Metrics {
             counts: std::array::from_fn(|k| counts[WAIT + k]),
         },
         yielded: bridge_core::__courtesy::yields(),
+        stalled_waits: counts[STALLED],
     }
 }
 

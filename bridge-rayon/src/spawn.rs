@@ -7,19 +7,6 @@ use bridge_core::stream::Crossing;
 use futures_core::Stream;
 use std::future::Future;
 use std::sync::Arc;
-use std::thread::{self, ThreadId};
-
-/// The worker a global `spawn` from this thread lands on, if this is a rayon worker:
-/// `rayon::spawn` from a worker queues the job on that worker's own pool.
-fn home_in_current_pool() -> Option<ThreadId> {
-    rayon_core::current_thread_index().map(|_| thread::current().id())
-}
-
-/// This thread, if it is a worker of `pool`: a task spawned here onto `pool` may be claimed
-/// by a waiter on this thread.
-fn home_in(pool: &rayon_core::ThreadPool) -> Option<ThreadId> {
-    pool.current_thread_index().map(|_| thread::current().id())
-}
 
 /// Runs `f` on rayon's global pool and returns the [`Task`] that yields its result.
 ///
@@ -28,9 +15,9 @@ fn home_in(pool: &rayon_core::ThreadPool) -> Option<ThreadId> {
 /// global pool's queue. A panic in `f` is caught on the pool thread and comes back through
 /// the task; rayon's panic handler never sees it.
 ///
-/// `f` runs on a thread of that pool: a pool thread, or (if the task was spawned from a
-/// worker and that same worker waits for it before any thread started it) the spawning
-/// worker itself, inline in the wait; see [`Task`]'s section on waiting on a rayon worker.
+/// `f` runs on a pool thread, or on a rayon worker that waits for the task before any
+/// pool thread started it, inline in the wait; see [`Task`]'s section on waiting on a
+/// rayon worker.
 /// With the feature `tracing`, the span current here is current while `f` runs, wherever it
 /// runs (see the crate docs' [Tracing](crate#tracing) section).
 ///
@@ -47,14 +34,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
     rayon_core::spawn(job);
     task
 }
 
 /// Like [`spawn`], but the job takes rayon's FIFO path: jobs spawned from one worker start
-/// in the order they were spawned (a job its spawning worker claims in a wait starts then,
-/// ahead of its turn).
+/// in the order they were spawned (a job a waiting worker takes starts then, ahead of its
+/// turn).
 ///
 /// # Examples
 ///
@@ -67,7 +54,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in_current_pool());
+    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
     rayon_core::spawn_fifo(job);
     task
 }
@@ -88,7 +75,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(f, home_in_current_pool());
+    let (task, job) = Task::new(f);
     rayon_core::spawn(job);
     task
 }
@@ -157,8 +144,8 @@ pub trait ThreadPoolExt: sealed::Sealed {
         T: Send + 'static;
 
     /// Runs the future `fut` on this pool, one poll per wake-up as a job of the pool; see
-    /// [`spawn_future`](crate::spawn_future). On a worker of this pool that spawned the
-    /// task, [`wait`](Task::wait) and [`join`](Task::join) run its queued polls inline.
+    /// [`spawn_future`](crate::spawn_future). A waiter on a rayon worker runs its queued
+    /// polls itself when no pool thread takes them.
     ///
     /// The pool is shared (`Arc`): the future's wakers, which may fire on any thread long
     /// after this call, queue its polls on it, so they keep it alive.
@@ -213,7 +200,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in(self));
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
         self.spawn(job);
         task
     }
@@ -223,7 +210,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f(), home_in(self));
+        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
         self.spawn_fifo(job);
         task
     }
@@ -233,7 +220,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(f, home_in(self));
+        let (task, job) = Task::new(f);
         self.spawn(job);
         task
     }
@@ -269,13 +256,12 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    Task::new(f, None)
+    Task::with_job(f, false)
 }
 
 /// Test hook for the loom models: like [`__loom_task`], but a waiter on any loom thread of
-/// the model claims the job if it has not started, as the spawning worker does on a real
-/// pool. (loom runs every model thread on the one OS thread that calls this, so that thread
-/// stands for the spawning worker.) Not part of the API.
+/// the model claims the job if it has not started, as a waiter on a rayon worker does.
+/// Not part of the API.
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub fn __loom_claimable_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
@@ -283,5 +269,5 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    Task::new(f, Some(thread::current().id()))
+    Task::with_job(f, true)
 }

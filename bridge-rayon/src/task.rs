@@ -2,7 +2,7 @@
 
 use crate::TaskError;
 use crate::job::{self, CancelFlag, Outcome};
-use crate::job_claim::{Claim, Job, PoolJob, Unclaimable};
+use crate::job_claim::{Claim, Job, PoolJob, may_help};
 use bridge_core::oneshot::{self, Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use futures_core::future::FusedFuture;
 use std::fmt;
@@ -11,7 +11,6 @@ use std::panic::{RefUnwindSafe, UnwindSafe, resume_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// A closure running (or queued) on a rayon pool, and the way to its result.
@@ -42,40 +41,33 @@ use std::time::{Duration, Instant};
 ///
 /// # Waiting on a rayon worker
 ///
-/// A waiter only ever runs the work it waits for, never unrelated jobs of the pool: it
-/// builds no wait cycle that a plain blocking wait would not, and it never runs another job
-/// on top of its own stack while it holds its locks.
+/// Whoever waits on a rayon worker runs what it waits for, and only that. A waiter there
+/// (a poll of the task, `.await` in `bridge::run_blocking` or `bridge::block_on`,
+/// [`wait`](Self::wait), [`join`](Self::join)) runs the task's job itself if no pool thread
+/// has started it yet (the pool's copy then finds it taken and does nothing); for a future
+/// task it runs the queued poll, and comes back for each later one. Every worker of a pool
+/// may wait for tasks queued on that pool at once (a `par_iter` over synchronous calls, a
+/// pool of one thread) and they still finish, nested to any depth. A waiter never runs
+/// unrelated jobs of the pool, so it builds no wait cycle that a plain blocking wait would
+/// not, and it never runs another job on top of its own stack while it holds its locks.
 ///
-/// - **Its own job, inline.** On the rayon worker that spawned the task (into that worker's
-///   own pool, as [`spawn`](crate::spawn) from a worker does), [`wait`](Self::wait),
-///   [`join`](Self::join) and a poll (`.await`, `bridge::block_on`) run the closure right
-///   there if no pool thread has started it yet. The pool's copy of the job then finds it
-///   claimed and does nothing. So a job that spawns a task and waits for it finishes even
-///   when every thread of the pool does the same (a pool of one thread included), and the
-///   closure still runs on a thread of the pool it was spawned on.
-/// - **Otherwise it blocks.** If a pool thread already runs the job, or the waiter is any
-///   other thread (another worker of the pool, a worker of another pool, a thread outside
-///   rayon), the waiter blocks until the result arrives. Off the pool, running the closure
-///   inline would break `spawn`'s promise that it runs on the pool (and put CPU work on,
-///   say, an async executor's thread); on a worker of another pool it would see that
-///   pool's thread-locals and send its own nested rayon work there. Another worker of the
-///   task's own pool would be a safe place, but rayon does not tell which pool a worker
-///   belongs to: the spawning worker is the one thread known to be in the task's pool
-///   (the job went onto its own deque).
+/// - **Where the work runs.** On the waiting worker, when it takes the job; on a pool
+///   thread otherwise. A waiter that is a worker of another pool may take it too (rayon
+///   does not tell which pool a worker belongs to); nested rayon work of the closure then
+///   goes to the waiter's pool.
+/// - **Off rayon it blocks.** A thread outside rayon (a tokio worker, a plain thread)
+///   never runs the job: `spawn` promised a thread of the pool, and CPU work does not
+///   belong on an async executor's thread.
 /// - **Time limits hold.** [`wait_timeout`](Self::wait_timeout) and
-///   [`wait_deadline`](Self::wait_deadline) never run anything inline (a running closure
-///   cannot be interrupted at the limit): they block until the result or the limit,
-///   whichever comes first, on every thread. [`try_get`](Self::try_get) never runs
-///   anything.
+///   [`wait_deadline`](Self::wait_deadline) never run anything (a running closure cannot be
+///   interrupted at the limit): they block until the result or the limit, whichever comes
+///   first, on every thread. [`try_get`](Self::try_get) never runs anything.
 ///
 /// What can still deadlock is what would deadlock with plain blocking waits: a cycle the
-/// program builds. A job waiting for a task whose job already runs on another worker that
-/// waits, directly or not, for the first; a worker waiting for a task spawned from outside
-/// its pool (or from another of its workers) while every thread that could run the job
-/// waits too (on a pool of one thread: a task spawned from the main thread and waited for
-/// by the pool's only worker before it started); workers of two pools waiting for each
-/// other's tasks until both pools are exhausted; a loop of `wait_timeout` on the only
-/// worker, for a task that worker spawned and never waits for without a limit.
+/// program builds, such as a job waiting for a task whose job already runs on another
+/// worker that waits, directly or not, for the first; or a thread outside rayon waiting for
+/// a task while every worker of its pool is blocked in something else. A wait on a rayon
+/// pool that sees no progress for long says so (see the crate docs' section on stalls).
 ///
 /// # Examples
 ///
@@ -93,10 +85,9 @@ pub struct Task<T> {
     /// live task means the outcome was taken (the task is terminated, in `FusedFuture`'s
     /// terms).
     rx: Option<Receiver<Outcome<T>>>,
-    /// The job, shared with the pool's copy: the waiter's claim goes through it. `None` when
-    /// no waiter may claim it (no worker spawned it into its own pool), which spares the
-    /// common hop from async code the shared claim state.
-    job: Option<Arc<dyn Claim>>,
+    /// The work, shared with the pool's copy: a waiter on a rayon worker runs it through
+    /// this ([`Claim::help`]).
+    job: Arc<dyn Claim>,
 }
 
 // A `Task` is unwind-safe whatever `T` is, as tokio's `JoinHandle` is: nothing a panic can
@@ -109,10 +100,24 @@ impl<T> UnwindSafe for Task<T> {}
 impl<T> RefUnwindSafe for Task<T> {}
 
 impl<T: Send + 'static> Task<T> {
-    /// Makes a task and the job that fulfils it; the caller hands the job to a pool. `home`
-    /// is the rayon worker that spawns it into its own pool, if one does: the only thread
-    /// that may claim the job and run it inline.
-    pub(crate) fn new<F>(f: F, home: Option<ThreadId>) -> (Self, impl FnOnce() + Send + 'static)
+    /// Makes a task and the job that fulfils it; the caller hands the job to a pool.
+    pub(crate) fn new<F>(f: F) -> (Self, impl FnOnce() + Send + 'static)
+    where
+        F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    {
+        Self::with_job(
+            f,
+            #[cfg(bridge_loom)]
+            true,
+        )
+    }
+
+    /// [`new`](Self::new); under loom, `helpable: false` stands for a task waited for off
+    /// the pool (its waiters never claim the job).
+    pub(crate) fn with_job<F>(
+        f: F,
+        #[cfg(bridge_loom)] helpable: bool,
+    ) -> (Self, impl FnOnce() + Send + 'static)
     where
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     {
@@ -121,45 +126,30 @@ impl<T: Send + 'static> Task<T> {
         let f = crate::trace::in_current_span(f);
         let (tx, rx) = oneshot::channel();
         let parts = (f, tx, crate::metrics::spawned());
-        let (job, pool_job) = match home {
-            Some(_) => {
-                let job = Job::new(parts, home);
-                let pool_job = PoolJob::new(Arc::clone(&job));
-                (Some(job as Arc<dyn Claim>), PoolSide::Claimable(pool_job))
-            }
-            None => (None, PoolSide::Unclaimable(Unclaimable::new(parts))),
-        };
+        let job = Job::new(
+            parts,
+            #[cfg(bridge_loom)]
+            helpable,
+        );
+        let pool_job = PoolJob::new(Arc::clone(&job));
         let task = Self { rx: Some(rx), job };
-        (task, move || match pool_job {
-            PoolSide::Claimable(pool_job) => pool_job.run(),
-            PoolSide::Unclaimable(pool_job) => pool_job.run(),
-        })
+        (task, move || pool_job.run())
     }
 }
 
 impl<T> Task<T> {
     /// A task over `rx`, with the shared state its waiter and its drop reach (a future
     /// task's: see `future_task.rs`).
-    pub(crate) fn from_parts(rx: Receiver<Outcome<T>>, job: Option<Arc<dyn Claim>>) -> Self {
+    pub(crate) fn from_parts(rx: Receiver<Outcome<T>>, job: Arc<dyn Claim>) -> Self {
         Self { rx: Some(rx), job }
     }
-}
-
-/// The pool's copy of a task's job, claimable by its waiter or not.
-enum PoolSide<F, T>
-where
-    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    Claimable(PoolJob<F, T>),
-    Unclaimable(Unclaimable<F, T>),
 }
 
 impl<T> Task<T> {
     /// Blocks this thread until the closure finishes, and returns its value.
     ///
-    /// On the rayon worker that spawned the task, a job that has not started runs here,
-    /// inline; nothing else of the pool does (see [Waiting on a rayon
+    /// On a rayon worker, the task's work that no pool thread has taken runs here, inline;
+    /// nothing else of the pool does (see [Waiting on a rayon
     /// worker](Self#waiting-on-a-rayon-worker)).
     ///
     /// # Panics
@@ -192,11 +182,13 @@ impl<T> Task<T> {
     /// assert_eq!(err.to_string(), "the task panicked: corrupt block");
     /// ```
     pub fn join(mut self) -> Result<T, TaskError> {
-        if let Some(job) = &self.job {
-            job.wait_if_mine();
+        if may_help() {
+            // A waiter on a rayon worker polls: each poll runs the work queued for the task
+            // (see `Claim::help`), and the task's waker brings it back for the next.
+            return bridge_core::block_on(std::future::poll_fn(|cx| self.poll_outcome(cx)));
         }
         match self.rx.take() {
-            Some(rx) => outcome(rx.recv_blocking()),
+            Some(rx) => outcome(crate::stall::recv(rx, &*self.job)),
             // A poll, `try_get` or a timed wait already took the outcome.
             None => Err(closed()),
         }
@@ -347,16 +339,14 @@ impl<T> Task<T> {
         }
     }
 
-    /// Polls for the outcome; on the worker that spawned the task, runs the job inline
-    /// first if it has not started. The poll that returns the outcome drops the receiver:
-    /// the task is then terminated, and a later poll reports the value gone.
+    /// Polls for the outcome; on a rayon worker, first runs the task's work that no pool
+    /// thread has taken (see [`Claim::help`]). The poll that returns the outcome drops the
+    /// receiver: the task is then terminated, and a later poll reports the value gone.
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
         let Some(rx) = self.rx.as_mut() else {
             return Poll::Ready(Err(closed()));
         };
-        if let Some(job) = &self.job {
-            job.run_if_mine();
-        }
+        self.job.help(cx.waker());
         let received = ready!(Pin::new(rx).poll(cx));
         Poll::Ready(self.took(received))
     }
@@ -380,7 +370,18 @@ impl<T> Task<T> {
     fn took(&mut self, received: Result<Outcome<T>, RecvError>) -> Result<T, TaskError> {
         // The outcome is out of the channel, so this drop runs no destructor of the user's.
         self.rx = None;
+        self.job.stop_helping();
         outcome(received)
+    }
+}
+
+/// A task that pumps a stream into a crossing (`spawn_stream`, `bridge::stream::spawn_cpu`):
+/// its consumer, finding nothing buffered, runs the pump's queued poll where a waiter of
+/// the task would (see [Waiting on a rayon worker](Task#waiting-on-a-rayon-worker)).
+#[cfg(not(bridge_loom))]
+impl<T: Send> bridge_core::stream::__Producer for Task<T> {
+    fn help(&self, waker: &std::task::Waker) -> bool {
+        self.rx.is_some() && self.job.help(waker)
     }
 }
 
@@ -391,9 +392,8 @@ impl<T> Drop for Task<T> {
     fn drop(&mut self) {
         if let Some(rx) = self.rx.take() {
             job::drop_quietly(rx);
-            if let Some(job) = &self.job {
-                job.cancelled();
-            }
+            self.job.stop_helping();
+            self.job.cancelled();
         }
     }
 }

@@ -1,7 +1,8 @@
 //! loom models of a future task's state machine (`future_task.rs`): schedule, poll, wake,
 //! cancel, with loom threads standing in for the pool (`__LoomPool`, a queue of poll jobs)
-//! and for the thread that wakes the future. The task's waiter (`join`) counts as the
-//! spawning worker, so it runs queued polls inline and blocks on its gate between them.
+//! and for the thread that wakes the future. The task's waiter (`join`, or a poll of the
+//! task) counts as a waiter on a rayon worker, so it runs queued polls itself and is woken
+//! (through the waker it leaves in the cell) when the next one is queued.
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=2 \
@@ -13,12 +14,44 @@
 #![cfg(bridge_loom)]
 
 use bridge_rayon::{__LoomPool, __loom_future_task};
-use loom::thread::{self, JoinHandle};
+use loom::thread;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+
+/// A loom thread whose end the model waits for by looking at a flag before it joins it.
+///
+/// A waiter's wake flag may still be unparked after the waiter has left (the oneshot's send
+/// publishes the value, then wakes the receiver's waker: a receiver that polls in between
+/// takes the value and goes on). On a real thread the stray unpark only makes a later
+/// `park` return early, which every park loop tolerates; loom instead treats it as the end
+/// of whatever the thread blocks in, a join included, and fails the model. A thread that
+/// has set its flag has made all its wakes, so the join after it cannot be cut short.
+struct Tracked {
+    handle: thread::JoinHandle<()>,
+    done: Arc<loom::sync::atomic::AtomicBool>,
+}
+
+impl Tracked {
+    fn spawn(f: impl FnOnce() + 'static) -> Self {
+        let done = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = thread::spawn(move || {
+            f();
+            flag.store(true, SeqCst);
+        });
+        Self { handle, done }
+    }
+
+    fn join(self) {
+        while !self.done.load(SeqCst) {
+            thread::yield_now();
+        }
+        self.handle.join().unwrap();
+    }
+}
 
 /// Counts its drops.
 struct Counted(Arc<AtomicUsize>);
@@ -37,7 +70,7 @@ struct WokenFromAThread {
     finishes: bool,
     in_poll: Arc<AtomicBool>,
     polls: Arc<AtomicUsize>,
-    waker_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    waker_thread: Arc<Mutex<Option<Tracked>>>,
     kept_waker: Arc<Mutex<Option<Waker>>>,
     _drops: Counted,
 }
@@ -51,7 +84,7 @@ impl Future for WokenFromAThread {
         let polled = if n == 1 {
             *self.kept_waker.lock().unwrap() = Some(cx.waker().clone());
             let (waker, wakes) = (cx.waker().clone(), self.wakes);
-            let handle = thread::spawn(move || {
+            let handle = Tracked::spawn(move || {
                 for _ in 1..wakes {
                     waker.wake_by_ref();
                 }
@@ -74,7 +107,7 @@ impl Future for WokenFromAThread {
 struct Probes {
     polls: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
-    waker_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    waker_thread: Arc<Mutex<Option<Tracked>>>,
     /// A clone of the first poll's waker, which keeps the shared cell (and a future that
     /// nothing dropped) alive until the model lets it go.
     kept_waker: Arc<Mutex<Option<Waker>>>,
@@ -97,13 +130,13 @@ impl Probes {
     fn settle(&self, pool: &__LoomPool) {
         let handle = self.waker_thread.lock().unwrap().take();
         if let Some(handle) = handle {
-            handle.join().unwrap();
+            handle.join();
         }
         pool.run_all();
     }
 }
 
-/// A pool thread runs the first queued job while the waiter (`join`, the spawning worker)
+/// A pool thread runs the first queued job while the waiter (`join` on a rayon worker)
 /// claims what is queued and blocks between polls, and the first poll's thread wakes the
 /// future twice: during that poll, after it, during the second poll, or after the end. The
 /// future is polled exactly twice, never twice at once, and the waiter gets its output.
@@ -118,11 +151,37 @@ fn wake_vs_poll_vs_waiter() {
         let probes = Probes::default();
         let (task, pool) = __loom_future_task(probes.future(2, true));
         let runner = pool.clone();
-        let pool_thread = thread::spawn(move || {
+        let pool_thread = Tracked::spawn(move || {
             runner.run_one();
         });
         assert_eq!(task.join().expect("the output"), 2);
-        pool_thread.join().unwrap();
+        pool_thread.join();
+        probes.settle(&pool);
+        assert_eq!(probes.polls.load(SeqCst), 2, "polled once per wake-up");
+        assert_eq!(probes.drops.load(SeqCst), 1, "the future dropped once");
+    });
+}
+
+/// The waiter polls the task (as `bridge::run_blocking`'s loop, `.await` and a stream
+/// crossing's consumer do, whose producer is such a task) instead of `join`: each poll runs
+/// the queued poll of the future if the pool thread has not taken it, and leaves its waker
+/// to be woken when the next is queued. The pool thread races it for every queued poll.
+///
+/// Catches: a waiter that misses the queued poll (its waker left after the move to
+/// SCHEDULED was signalled, with nobody left to run it: deadlock); a poll claimed by both
+/// sides (the overlap assertion, or three polls).
+#[test]
+fn poll_waiter_vs_pool_thread() {
+    loom::model(|| {
+        let probes = Probes::default();
+        let (task, pool) = __loom_future_task(probes.future(1, true));
+        let runner = pool.clone();
+        let pool_thread = Tracked::spawn(move || {
+            runner.run_one();
+            runner.run_one();
+        });
+        assert_eq!(bridge_core::block_on(task), 2);
+        pool_thread.join();
         probes.settle(&pool);
         assert_eq!(probes.polls.load(SeqCst), 2, "polled once per wake-up");
         assert_eq!(probes.drops.load(SeqCst), 1, "the future dropped once");
@@ -149,12 +208,12 @@ fn cancel_vs_wake_vs_poll() {
         let (task, pool) = __loom_future_task(probes.future(1, false));
         let runner = pool.clone();
         // Two jobs at most: the first poll, and the one its wake queues (if in time).
-        let pool_thread = thread::spawn(move || {
+        let pool_thread = Tracked::spawn(move || {
             runner.run_one();
             runner.run_one();
         });
         drop(task);
-        pool_thread.join().unwrap();
+        pool_thread.join();
         pool.run_all();
         probes.settle(&pool);
         // A waker is still alive: only a poll job can have dropped the future.
@@ -183,12 +242,12 @@ fn panic_vs_waiter() {
             std::panic::panic_any(7u32)
         });
         let runner = pool.clone();
-        let pool_thread = thread::spawn(move || {
+        let pool_thread = Tracked::spawn(move || {
             runner.run_one();
         });
         let err = task.join().unwrap_err();
         assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&7));
-        pool_thread.join().unwrap();
+        pool_thread.join();
         pool.run_all();
         assert_eq!(drops.load(SeqCst), 1);
     });

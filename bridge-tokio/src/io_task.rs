@@ -474,6 +474,11 @@ fn into_result<T>(received: Result<Outcome<T>, RecvError>) -> Result<T, BridgeEr
     }
 }
 
+/// A task that pumps a stream into a crossing (`stream::spawn_io`): its work runs on the I/O
+/// runtime only, so its consumer has nothing to help with.
+#[cfg(not(bridge_loom))]
+impl<T: Send> bridge_core::stream::__Producer for IoTask<T> {}
+
 impl<T> Drop for IoTask<T> {
     /// Aborts the task if its future has not finished (the runtime drops the future); an
     /// output that already arrived is dropped here, inside `catch_unwind`.

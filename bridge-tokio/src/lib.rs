@@ -147,6 +147,8 @@ pub use handoff_pool::{__loom_fail_spawns, Pool as __LoomPool};
 pub use handoff_pool::{
     handoff_keep_alive, max_handoff_threads, set_handoff_keep_alive, set_max_handoff_threads,
 };
+#[doc(hidden)]
+pub use in_place::__enter_cpu_poll;
 pub use io_runtime::IoRuntime;
 pub use io_task::{IoCatchUnwind, IoTask, spawn_io};
 pub use metrics::Metrics;

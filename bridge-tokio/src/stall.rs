@@ -18,22 +18,8 @@ use crate::Timeout;
 use bridge_core::__scoped::Pending;
 use bridge_core::oneshot::RecvTimeoutError;
 #[cfg(not(bridge_loom))]
-use std::sync::atomic::{AtomicU64, Ordering};
-#[cfg(not(bridge_loom))]
 use std::time::Duration;
 use std::time::Instant;
-
-/// The default threshold of [`stall_warning`], in nanoseconds: 5 s.
-#[cfg(not(bridge_loom))]
-const DEFAULT_NANOS: u64 = 5_000_000_000;
-
-/// The stored threshold that stands for [`Duration::MAX`]: no warning.
-#[cfg(not(bridge_loom))]
-const OFF: u64 = u64::MAX;
-
-/// The threshold in nanoseconds ([`OFF`]: none).
-#[cfg(not(bridge_loom))]
-static THRESHOLD: AtomicU64 = AtomicU64::new(DEFAULT_NANOS);
 
 /// Sets how long a `run_blocking` call made on a current-thread runtime may wait for its
 /// handed-off future before the bridge says why it may never finish; returns the previous
@@ -73,12 +59,7 @@ static THRESHOLD: AtomicU64 = AtomicU64::new(DEFAULT_NANOS);
 /// ```
 #[cfg(not(bridge_loom))]
 pub fn set_stall_warning(threshold: Duration) -> Duration {
-    // 2^64 ns is 584 years: anything longer is never reached.
-    let nanos = u64::try_from(threshold.as_nanos()).unwrap_or(OFF);
-    // ORDERING: Relaxed: a setting, read on its own by later calls; nothing else is published
-    // with it (a call that reads the old value warns by the old threshold, as one that
-    // started waiting before the change does).
-    from_nanos(THRESHOLD.swap(nanos, Ordering::Relaxed))
+    bridge_core::__stall::set(threshold)
 }
 
 /// How long a `run_blocking` call made on a current-thread runtime may wait for its
@@ -100,16 +81,7 @@ pub fn set_stall_warning(threshold: Duration) -> Duration {
 /// ```
 #[cfg(not(bridge_loom))]
 pub fn stall_warning() -> Duration {
-    // ORDERING: Relaxed: see the store in `set_stall_warning`.
-    from_nanos(THRESHOLD.load(Ordering::Relaxed))
-}
-
-#[cfg(not(bridge_loom))]
-fn from_nanos(nanos: u64) -> Duration {
-    match nanos {
-        OFF => Duration::MAX,
-        nanos => Duration::from_nanos(nanos),
-    }
+    bridge_core::__stall::get()
 }
 
 /// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold
@@ -143,14 +115,8 @@ pub(crate) fn recv_until<R>(
 #[cfg(not(bridge_loom))]
 #[inline]
 fn threshold_from_now() -> Option<(Duration, Instant)> {
-    // ORDERING: Relaxed: see the store in `set_stall_warning`.
-    match THRESHOLD.load(Ordering::Relaxed) {
-        OFF => None,
-        nanos => {
-            let threshold = Duration::from_nanos(nanos);
-            Some((threshold, Instant::now().checked_add(threshold)?))
-        }
-    }
+    let threshold = bridge_core::__stall::get();
+    Some((threshold, Instant::now().checked_add(threshold)?))
 }
 
 /// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.

@@ -9,7 +9,7 @@ use std::fmt;
 use std::panic::{self, RefUnwindSafe, UnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 /// The message of the panic (or the `Err` payload of [`CatchUnwind`]) when the producer was
 /// dropped before its stream ended.
@@ -48,21 +48,38 @@ pub struct Crossing<T> {
     buffer: Arc<Buffer<T>>,
     terminated: bool,
     // Dropped after the buffer's cancel (in `Drop`): it cancels the producer's task too.
-    _producer: Producer,
+    producer: Producer,
 }
 
 /// The producer's task (an `IoTask`, a rayon `Task`, or nothing when the caller polls the
 /// pump itself), kept by the consumer and dropped with it, which cancels the pump on its
 /// side (the buffer's cancel, which wakes the pump, stops it in any case). Boxed so that
 /// this crate needs to know neither side; its auto traits are the crossing's.
-pub(crate) type Producer = Box<dyn Send + Sync + UnwindSafe + RefUnwindSafe>;
+pub(crate) type Producer = Box<dyn __Producer>;
+
+/// The producer's task as its consumer sees it: kept, dropped, and asked for help. Used by
+/// bridge-rayon (its `Task` pumps a CPU-side stream) and bridge-tokio (its I/O task); not
+/// part of the API.
+#[doc(hidden)]
+pub trait __Producer: Send + Sync + UnwindSafe + RefUnwindSafe {
+    /// The consumer found nothing buffered: run the pump's queued work on this thread if
+    /// the producer's side allows it (a rayon task's waiter on a rayon worker), and wake
+    /// `waker` when more is queued. Whether anything ran. Nothing by default.
+    fn help(&self, waker: &Waker) -> bool {
+        let _ = waker;
+        false
+    }
+}
+
+/// The pump polled by the caller itself (the fuzz body).
+impl __Producer for () {}
 
 impl<T> Crossing<T> {
     pub(crate) fn new(buffer: Arc<Buffer<T>>, producer: Producer) -> Self {
         Self {
             buffer,
             terminated: false,
-            _producer: producer,
+            producer,
         }
     }
 
@@ -110,8 +127,16 @@ impl<T> Crossing<T> {
             return Poll::Ready(None);
         }
         let next = match self.buffer.poll_next(cx.waker()) {
-            Poll::Pending => return Poll::Pending,
             Poll::Ready(next) => next,
+            // Nothing buffered: a producer whose work may run here (a rayon worker waiting
+            // for its own pool) runs it, and the buffer is looked at again.
+            Poll::Pending if self.producer.help(cx.waker()) => {
+                match self.buffer.poll_next(cx.waker()) {
+                    Poll::Ready(next) => next,
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            Poll::Pending => return Poll::Pending,
         };
         Poll::Ready(match next {
             Next::Item(item) => Some(Ok(item)),

@@ -14,16 +14,20 @@ use std::task::{Context, Poll};
 /// keeps making room, would otherwise hold its thread for good.
 const ITEMS_PER_POLL: usize = 64;
 
+/// The payload of the panic a CPU-side pump ends with when its stream panicked (the
+/// stream's own payload goes to the consumer).
+const PANICKED: &str = "bridge::stream: the stream panicked (its payload went to the consumer)";
+
 /// The future that drives `stream` into `buffer`. It owns the stream and drops it when it
 /// returns (the stream ended or panicked, or the consumer is gone) or is dropped.
 ///
-/// A `courteous` pump (the CPU side's) yields its thread's CPU after each item whose poll ran
+/// The CPU side's pump (`cpu_side`) yields its thread's CPU after each item whose poll ran
 /// long (`__courtesy::after_poll`): one item of a CPU-heavy stream (a batch decoded) may
 /// take milliseconds, and the threads woken meanwhile on its CPU then run before the next.
 pub(crate) fn pump<S>(
     stream: S,
     buffer: Arc<Buffer<S::Item>>,
-    courteous: bool,
+    cpu_side: bool,
 ) -> impl Future<Output = ()> + Send
 where
     S: Stream + Send + 'static,
@@ -36,7 +40,7 @@ where
     async move {
         let lost = lost;
         let mut stream = pin!(stream);
-        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, courteous, cx)).await;
+        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, cpu_side, cx)).await;
     }
 }
 
@@ -52,7 +56,7 @@ impl<T> Drop for Lost<T> {
 fn poll_pump<S: Stream>(
     mut stream: Pin<&mut S>,
     buffer: &Buffer<S::Item>,
-    courteous: bool,
+    cpu_side: bool,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     for _ in 0..ITEMS_PER_POLL {
@@ -63,7 +67,7 @@ fn poll_pump<S: Stream>(
         }
         // The stream is not used again after a panic: the pump returns and drops it.
         let polled = panic::catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)));
-        if courteous {
+        if cpu_side {
             crate::__courtesy::after_poll();
         }
         match polled {
@@ -87,6 +91,12 @@ fn poll_pump<S: Stream>(
             }
             Err(payload) => {
                 buffer.close(End::Panicked(Some(payload)));
+                if cpu_side {
+                    // The CPU side's pump ends as a panicking poll, so that the rayon task
+                    // running it counts the panic in its metrics; the payload went to the
+                    // consumer, and a resumed panic reaches no panic hook.
+                    panic::resume_unwind(Box::new(PANICKED));
+                }
                 return Poll::Ready(());
             }
         }

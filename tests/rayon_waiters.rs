@@ -1,0 +1,144 @@
+//! Who waits for whom on rayon: every worker of a pool (1, 2 and 8 threads) blocks at once in
+//! a synchronous call that waits for CPU-side work queued on that same pool (a future task, a
+//! stream pumped on the pool, a closure), the shape of a `par_iter` over sync queries. Each
+//! waiter must run what it waits for; under a watchdog, every shape gives the right answer.
+#![cfg(all(not(bridge_loom), feature = "tokio", feature = "rayon"))]
+
+use bridge::cpu::ThreadPoolExt;
+use futures::StreamExt;
+use rayon::prelude::*;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+/// Runs `f` on its own thread and fails the test if it does not finish within a minute.
+fn watchdog<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(panic::catch_unwind(AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => panic!("{what}: hung (no result within 60 s)"),
+    }
+}
+
+fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Every worker of a pool of each size runs `call` at once (a broadcast), and then a
+/// `par_iter` of 4 calls per worker does; each result must be `expected`.
+fn every_worker_waits(
+    what: &'static str,
+    expected: u64,
+    call: impl Fn(&Arc<rayon::ThreadPool>) -> u64 + Send + Sync + Clone + 'static,
+) {
+    for threads in [1, 2, 8] {
+        let call = call.clone();
+        let results = watchdog(what, move || {
+            let pool = pool(threads);
+            let mut all = pool.broadcast(|_| call(&pool));
+            all.extend(pool.install(|| {
+                (0..4 * threads)
+                    .into_par_iter()
+                    .map(|_| call(&pool))
+                    .collect::<Vec<_>>()
+            }));
+            all
+        });
+        assert_eq!(results.len(), 5 * threads, "{what} on {threads} threads");
+        assert!(
+            results.iter().all(|&r| r == expected),
+            "{what} on {threads} threads: {results:?}"
+        );
+    }
+}
+
+/// The items of a CPU-side stream that every test sums.
+const ITEMS: u64 = 300;
+const SUM: u64 = ITEMS * (ITEMS - 1) / 2;
+
+#[test]
+fn run_blocking_of_a_future_task() {
+    every_worker_waits("run_blocking(spawn_future_task)", 42, |pool| {
+        bridge::run_blocking(pool.spawn_future_task(async {
+            tokio::task::yield_now().await;
+            42
+        }))
+    });
+}
+
+#[test]
+fn run_blocking_of_a_closure_task() {
+    every_worker_waits("run_blocking(spawn_task)", 7, |pool| {
+        let pool = Arc::clone(pool);
+        bridge::run_blocking(async move { pool.spawn_task(|| 7).await })
+    });
+}
+
+#[test]
+fn wait_and_join_of_a_future_task() {
+    every_worker_waits("spawn_future_task(..).wait()", 3, |pool| {
+        let waited = pool
+            .spawn_future_task(async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                1
+            })
+            .wait();
+        let joined = pool.spawn_future_task(async { 2 }).join().unwrap();
+        waited + joined
+    });
+}
+
+#[test]
+fn run_blocking_of_a_cpu_stream() {
+    every_worker_waits("run_blocking(spawn_stream)", SUM, |pool| {
+        let items = pool.spawn_stream(futures::stream::iter(0..ITEMS), 4);
+        bridge::run_blocking(items.fold(0, |sum, n| async move { sum + n }))
+    });
+}
+
+#[test]
+fn iter_blocking_of_a_cpu_stream() {
+    every_worker_waits("iter_blocking(spawn_stream)", SUM, |pool| {
+        bridge::iter_blocking(pool.spawn_stream(futures::stream::iter(0..ITEMS), 1)).sum()
+    });
+}
+
+#[test]
+fn io_side_feeding_a_cpu_stream() {
+    // The shape of a query over an object store: reads on the I/O side, each decoded on the
+    // pool, consumed by the synchronous call.
+    every_worker_waits("spawn_io -> spawn_stream", SUM * 2, |pool| {
+        let reads = bridge::stream::spawn_io(
+            futures::stream::iter(0..ITEMS).then(|n| async move {
+                tokio::task::yield_now().await;
+                n
+            }),
+            8,
+        );
+        let decoded = pool.spawn_stream(reads.map(|n| n * 2), 4);
+        bridge::run_blocking(decoded.fold(0, |sum, n| async move { sum + n }))
+    });
+}
+
+#[test]
+fn nested_waits() {
+    // A future task whose poll makes a synchronous call that waits for another future task
+    // and a closure of the same pool, waited for from every worker.
+    every_worker_waits("nested", 6, |pool| {
+        let inner_pool = Arc::clone(pool);
+        bridge::run_blocking(pool.spawn_future_task(async move {
+            let nested = bridge::run_blocking(inner_pool.spawn_future_task(async { 2 }));
+            let closure = inner_pool.spawn_task(|| 3).wait();
+            nested + closure + 1
+        }))
+    });
+}
