@@ -55,10 +55,11 @@ pub fn io_entered<F: Future>(fut: F) -> impl Future<Output = F::Output> {
 /// result (`.await` and [`wait`](Task::wait) resume it, [`join`](Task::join) gives it as a
 /// [`TaskError`](crate::TaskError)). **Dropping the `Task` cancels the future** at its next
 /// poll point, and drops it on the pool, even if nothing would wake it again;
-/// [`detach`](Task::detach) lets it run to the end. The metrics, the tracing span and the
-/// rules for waiting on a rayon worker are those of threadbridge-rayon's `spawn_future`
-/// (on the worker that spawned the task, [`wait`](Task::wait) and [`join`](Task::join) run
-/// its queued polls inline and block between them; a poll of the task never does).
+/// [`detach`](Task::detach) lets it run to the end. The metrics and the tracing span are
+/// those of threadbridge-rayon's `spawn_future`. A waiter on a rayon worker (`run_blocking`
+/// of the task, [`wait`](Task::wait), [`join`](Task::join)) runs the future's queued poll
+/// itself when no pool thread has taken it (see [`Task`]'s section on waiting on a rayon
+/// worker), and a synchronous call made inside a poll stays on the polling thread.
 ///
 /// # Examples
 ///

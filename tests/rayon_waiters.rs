@@ -142,3 +142,74 @@ fn nested_waits() {
         }))
     });
 }
+
+/// What one synchronous call waits for, nested `depth` levels deep: each level is CPU-side
+/// work of the pool (a closure, a future task, a stream pumped on the pool) whose body makes
+/// the next level's synchronous call.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    Closure,
+    Future,
+    Stream,
+}
+
+fn nested_call(pool: &Arc<rayon::ThreadPool>, work: &[Work]) -> u64 {
+    let Some((&first, rest)) = work.split_first() else {
+        return 1;
+    };
+    let inner_pool = Arc::clone(pool);
+    let rest = rest.to_vec();
+    match first {
+        Work::Closure => pool
+            .spawn_task(move || nested_call(&inner_pool, &rest) + 1)
+            .wait(),
+        Work::Future => bridge::run_blocking(pool.spawn_future_task(async move {
+            tokio::task::yield_now().await;
+            nested_call(&inner_pool, &rest) + 1
+        })),
+        Work::Stream => {
+            let items =
+                futures::stream::iter(0..3u64).map(move |_| nested_call(&inner_pool, &rest) + 1);
+            bridge::iter_blocking(pool.spawn_stream(items, 1)).sum::<u64>() / 3
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Random pool sizes, numbers of waiters at once (beyond the pool's threads: a
+    /// `par_iter` queues the rest) and nesting of the three kinds of work: every call
+    /// gives its depth plus one, under a watchdog.
+    #[test]
+    fn waiters_on_their_own_pool_finish(
+        threads in 1usize..=4,
+        waiters in 1usize..=12,
+        work in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just(Work::Closure),
+                proptest::strategy::Just(Work::Future),
+                proptest::strategy::Just(Work::Stream),
+            ],
+            0..=3,
+        ),
+    ) {
+        let expected = work.len() as u64 + 1;
+        let description = format!("{threads} threads, {waiters} waiters, {work:?}");
+        let results = watchdog("random waiters", move || {
+            let pool = pool(threads);
+            pool.install(|| {
+                (0..waiters)
+                    .into_par_iter()
+                    .map(|_| nested_call(&pool, &work))
+                    .collect::<Vec<_>>()
+            })
+        });
+        proptest::prop_assert!(
+            results.iter().all(|&r| r == expected),
+            "{}: {:?}",
+            description,
+            results
+        );
+    }
+}

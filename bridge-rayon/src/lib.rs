@@ -19,21 +19,23 @@
 //!
 //! # Inside rayon
 //!
-//! Spawning from a rayon worker puts the job on that worker's pool. A wait on a rayon worker
-//! runs only the work it waits for, never unrelated jobs of the pool: on the worker that
-//! spawned the task, [`Task::wait`], [`Task::join`] and a poll (`.await`,
-//! `bridge::block_on(task)`) run the task's own job inline if no thread has started it yet;
-//! anywhere else, or once a pool thread has it, they block. So a job that spawns a task and
-//! waits for it finishes even on a pool of one thread, and a waiting job never runs another
-//! job on top of its stack while it holds its locks. [`Task::wait_timeout`] and
-//! [`Task::wait_deadline`] never run anything inline: their limit holds on every thread.
+//! Spawning from a rayon worker puts the job on that worker's pool. Whoever waits on a rayon
+//! worker runs what it waits for, and only that: a wait there ([`Task::wait`],
+//! [`Task::join`], a poll of the task in `bridge::run_blocking` or `bridge::block_on`, a
+//! CPU-side stream read there) runs the task's closure, or its future's queued poll, itself
+//! when no pool thread has taken it. So every worker of a pool may wait at once for work
+//! queued on that pool (a `par_iter` over synchronous calls, a pool of one thread), nested to
+//! any depth, and it all finishes. A waiting job never runs an unrelated job on top of its
+//! stack while it holds its locks. [`Task::wait_timeout`] and [`Task::wait_deadline`] never
+//! run anything: their limit holds on every thread. A thread outside rayon never runs the
+//! work: it blocks.
 //!
 //! What can still deadlock is what plain blocking waits would deadlock on, a cycle the
-//! program builds: jobs on different workers that wait for each other's tasks; a pool's
-//! workers all waiting for tasks they did not spawn themselves (on a pool of one thread, a
-//! task spawned from outside the pool and waited for by the pool's only worker); workers of
-//! two pools waiting for each other's tasks until both are exhausted. See [`Task`] for the
-//! rules.
+//! program builds: jobs on different workers that wait for each other's tasks; a thread
+//! outside rayon that waits for a task while every worker of the pool is blocked in
+//! something the bridge cannot see (such a wait is counted in
+//! [`Metrics::stalled_waits`] and named by a warning at the stall threshold). See [`Task`]
+//! for the rules.
 //!
 //! The result travels through `bridge::oneshot`, whose send happens-before the
 //! receive: what the closure wrote is visible to whoever takes its result.
