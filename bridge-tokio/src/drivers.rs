@@ -1,27 +1,31 @@
 //! The no-runtime route's I/O drivers ([`InlineStrategy::Drive`](crate::InlineStrategy)):
 //! current-thread runtimes, one per CPU, that the calls with no runtime drive themselves
-//! while they wait, each with a backstop thread that drives it when no call does.
+//! while they wait, each with a backstop thread that drives it when no call has for a grace.
 //!
 //! A call picks a driver (the one its thread used last, unless a call is inside it and
-//! another driver is free), polls its future on its own thread with that driver's handle
-//! entered, and between two polls drives the driver's runtime (`Runtime::block_on` of its
-//! own wake flag) until its future's waker is called. With one call on a driver, that call
-//! sleeps in the reactor itself, as with a runtime of its own: a readiness event wakes the
-//! thread that waits for it, with no wake-up across threads. With several, tokio gives the
-//! core to one of them, which drives the reactor for all (the others are woken by it), and
-//! hands it on when it stops.
+//! another driver is free) and polls its future on its own thread with that driver's handle
+//! entered. Between two polls it waits for its future's waker, driving the runtime if it is
+//! its turn (see `gate.rs`): inside the runtime's `block_on` of its own wake flag, it sleeps
+//! in the reactor itself, so a readiness event wakes the thread that waits for it, with no
+//! wake-up across threads. With several calls on a driver, one drives for all (the others
+//! are woken by it, and one of them takes the turn when it stops); they wait on their own
+//! flags, on their own threads, so a time limit is each call's own.
 //!
-//! The future is polled outside the runtime's `block_on`: the core is free while it runs, so
-//! a poll that blocks stalls no other call, sync code in the future may start a runtime of
-//! its own, and a call nested in it takes this route too (the thread is marked while it
-//! polls, see [`outside_on`]).
+//! A future that woke itself during its poll (`yield_now`, a `select!` loop with an
+//! always-ready branch, a `JoinHandle` polled by hand) gets what tokio's own `block_on` gives
+//! it: before the next poll, the driver runs its ready tasks and turns its I/O and timer
+//! driver once, without blocking (`block_on` of a `yield_now`, which tokio defers until
+//! after that turn).
+//!
+//! The future is polled outside the runtime's `block_on`: a poll that blocks holds no core,
+//! sync code in the future may start a runtime of its own, and a call nested in it takes this
+//! route too (the thread is marked while it polls, see [`outside_on`]).
 //!
 //! Tasks a call spawns (a pooled client's connection drivers) stay on its driver's runtime,
-//! which the backstop drives when no call has for a grace ([`grace`]); a call that arrives
-//! takes the core back from it (see `gate.rs`).
+//! which the backstop drives when the turn has been free for [`GRACE`].
 
 use crate::BridgeError;
-use crate::gate::{Flag, Gate};
+use crate::gate::{Flag, Gate, Take};
 use crate::shutdown::classify;
 use std::cell::Cell;
 use std::future::Future;
@@ -33,17 +37,13 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::runtime::{Builder, Handle, Id, Runtime};
 
-/// tokio's panic when a thread's parker is gone (a thread-local destructor at thread exit)
-/// and the core is held by another thread.
-const PARKER_GONE: &str = "Failed to `Enter::block_on`";
-
-/// The share of the time between two calls that the backstop's hand-back may cost (1/64;
-/// its looks then cost at most half that share of a CPU): see [`grace`].
-const HAND_BACK_SHARE: u32 = 64;
-
-/// The longest grace: what a task spawned by a call waits at most, twice over, for its next
-/// poll once calls stop, whatever a wake-up costs.
-const GRACE_MAX: Duration = Duration::from_millis(5);
+/// How long a driver's turn stays free, with no call waiting for it, before the backstop
+/// takes it and drives the runtime: a task spawned by a call (a pooled client's connection)
+/// waits at most about this long for its next poll once calls stop. Calls that follow each
+/// other closer than this never wake the backstop; while calls keep coming, the backstop
+/// looks once a grace (200 wake-ups a second, a few microseconds each: well under 0.1% of a
+/// CPU). Fixed: the same on every machine.
+pub(crate) const GRACE: Duration = Duration::from_millis(5);
 
 /// One driver: a current-thread runtime and its hand-over state.
 #[derive(Debug)]
@@ -51,24 +51,6 @@ struct Driver {
     runtime: Runtime,
     id: Id,
     gate: Gate,
-}
-
-/// How long the backstop waits with no call inside and none arriving before it takes the
-/// core back: `HAND_BACK_SHARE` times what a hand-back costs, two wake-ups (the backstop's,
-/// then the caller's), by the backstops' measured wake-ups (`gate::BACKSTOP_WAKE_UPS`; before
-/// the first hand-back, the handoff's wake-up estimate), at most [`GRACE_MAX`] (also before
-/// any wake-up was measured).
-///
-/// Calls in a loop whose gaps are shorter never wake the backstop. Those with longer gaps
-/// pay a hand-back each, which is then at most 1/64 of the gap; and while calls keep
-/// coming, the backstop looks once a grace, a wake-up each, at most 1/128 of a CPU.
-pub(crate) fn grace() -> Duration {
-    crate::gate::BACKSTOP_WAKE_UPS
-        .get()
-        .or_else(bridge_core::__spin::wake_estimate)
-        .map_or(GRACE_MAX, |wake| {
-            wake.saturating_mul(2 * HAND_BACK_SHARE).min(GRACE_MAX)
-        })
 }
 
 /// The drivers, one per CPU, started at the first call; `None` if not one could be started
@@ -183,7 +165,7 @@ impl Lease {
         })))
     }
 
-    fn parts(&self) -> (&Flag, &Waker) {
+    fn parts(&self) -> (&Arc<Flag>, &Waker) {
         let (flag, waker) = self.0.as_ref().expect("lent until dropped");
         (flag, waker)
     }
@@ -197,18 +179,20 @@ impl Drop for Lease {
 }
 
 impl Driver {
-    /// The backstop: drives the runtime whenever no call has for a grace, until one
-    /// arrives. A task a call spawned then waits at most two graces for its next poll.
+    /// The backstop: drives the runtime whenever its turn has been free for a grace, until
+    /// a call waits for the turn.
     fn backstop(&self) {
         let mut seen = 0;
         loop {
-            self.gate.wait_quiet(&mut seen, grace);
+            self.gate.wait_turn(&mut seen, GRACE);
             self.runtime.block_on(self.gate.held());
+            self.gate.release();
         }
     }
 
     /// Runs `future` to completion (or until `deadline`, then [`BridgeError::TimedOut`])
-    /// on this thread, driving this driver's runtime between polls.
+    /// on this thread, driving this driver's runtime between polls when it is this call's
+    /// turn, and waiting on its own flag otherwise.
     fn run<F: Future>(
         &self,
         future: F,
@@ -216,11 +200,14 @@ impl Driver {
     ) -> Result<F::Output, BridgeError> {
         let lease = Lease::take();
         let (flag, waker) = lease.parts();
+        // Out of the line (and the turn handed on) however the call ends.
+        let _leave = Leave(&self.gate, flag);
         let mut cx = Context::from_waker(waker);
         // Entered for the whole call, so that the future is dropped (at its deadline, or
         // after a panic) where it was polled.
         let _context = self.runtime.handle().enter();
         let mut future = pin!(future);
+        let mut warned = false;
         loop {
             let polled = {
                 let _outside = Outside::set(Some(self.id));
@@ -234,37 +221,91 @@ impl Driver {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
             }
-            self.gate.arrive();
-            let driven = {
-                let _outside = Outside::set(None);
-                panic::catch_unwind(AssertUnwindSafe(|| match deadline {
-                    None => {
-                        self.runtime.block_on(flag.wait());
-                        true
+            match self.gate.take(flag) {
+                Take::Drive => {
+                    let driven = self.drive(flag, deadline);
+                    self.gate.release();
+                    match driven {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
+                        }
+                        Err(payload) => return Err(classify(payload)),
                     }
-                    Some(deadline) => self.runtime.block_on(async {
-                        tokio::time::timeout_at(deadline.into(), flag.wait())
-                            .await
-                            .is_ok()
-                    }),
-                }))
-            };
-            self.gate.leave();
-            match driven {
-                Ok(true) => {}
-                Ok(false) => return Err(BridgeError::TimedOut(crate::Timeout::elapsed())),
-                Err(payload)
-                    if crate::shutdown::message(&*payload)
-                        .is_some_and(|m| m.starts_with(PARKER_GONE)) =>
-                {
-                    // At thread exit tokio's parker may be gone while its context is not,
-                    // and a call that waits for the core another thread holds cannot wait
-                    // on it: the rest is polled on a wake flag of bridge-core's, the runtime
-                    // driven by whoever holds its core (the backstop at worst).
-                    return crate::in_place::drive(self.runtime.handle(), future, deadline);
                 }
-                Err(payload) => return Err(classify(payload)),
+                Take::Wait(turns) => {
+                    if !self.wait(flag, deadline, turns, &mut warned) {
+                        return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
+                    }
+                }
             }
         }
+    }
+
+    /// Drives the runtime, holding the turn, until `flag` is set (`Ok(true)`) or `deadline`
+    /// passes (`Ok(false)`); a panic out of the runtime is returned. A flag set already (the
+    /// future woke itself during its poll) gets one turn of the runtime without blocking:
+    /// its ready tasks run and its I/O and timers are looked at, as in tokio's `block_on`.
+    fn drive(
+        &self,
+        flag: &Flag,
+        deadline: Option<Instant>,
+    ) -> Result<bool, Box<dyn std::any::Any + Send>> {
+        let _outside = Outside::set(None);
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            if flag.take() {
+                self.runtime.block_on(tokio::task::yield_now());
+                return true;
+            }
+            match deadline {
+                None => {
+                    self.runtime.block_on(flag.wait());
+                    true
+                }
+                Some(deadline) => self.runtime.block_on(async {
+                    tokio::time::timeout_at(deadline.into(), flag.wait())
+                        .await
+                        .is_ok()
+                }),
+            }
+        }))
+    }
+
+    /// Waits on this thread for `flag` (its future woke, or the turn was handed to it) until
+    /// `deadline`: `false` if it passed. Another thread drives the runtime meanwhile, the
+    /// holder of turn number `turns`; if it keeps the turn past the stall threshold (a task
+    /// that blocks its thread inside the runtime), the call says so once.
+    fn wait(&self, flag: &Flag, deadline: Option<Instant>, turns: u64, warned: &mut bool) -> bool {
+        if flag.take() {
+            // Woken already (most likely by its own poll): the holder of the turn runs the
+            // tasks and turns the I/O meanwhile, so give it the CPU before polling again,
+            // as bridge-core's `block_on` does for a future that woke itself.
+            std::thread::yield_now();
+            return true;
+        }
+        if !*warned {
+            let threshold = bridge_core::__stall::get();
+            if let Some(stall_at) = Instant::now().checked_add(threshold) {
+                if deadline.is_none_or(|deadline| stall_at < deadline) {
+                    if flag.wait_blocking(Some(stall_at)) {
+                        return true;
+                    }
+                    if !self.gate.moved_since(turns) {
+                        *warned = true;
+                        crate::stall::driver_held(threshold);
+                    }
+                }
+            }
+        }
+        flag.wait_blocking(deadline)
+    }
+}
+
+/// Takes the call out of its driver's line when it ends, however it ends.
+struct Leave<'a>(&'a Gate, &'a Arc<Flag>);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
     }
 }

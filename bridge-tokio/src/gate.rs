@@ -1,39 +1,53 @@
-//! Who drives an I/O driver when: the hand-over of a driver's core between the calls that
-//! drive it while they wait and its backstop thread, which drives it when no call has for a
-//! while (see `drivers.rs`), and the wake flag a driving call waits on.
+//! Whose turn it is to drive an I/O driver, and the wake flag a call waits on (see
+//! `drivers.rs`).
 //!
-//! tokio's `Runtime::block_on` moves the core of a current-thread runtime between the
-//! threads that call it; the gate is the part of the hand-over that is the bridge's. A call
-//! that is about to drive (or wait for the core) [`arrive`](Gate::arrive)s, which wakes the
-//! backstop if it holds the core: its [`held`](Gate::held) future then returns, and its
-//! `block_on` gives the core up. The backstop takes the core back once
-//! [`wait_quiet`](Gate::wait_quiet) has seen a whole grace pass with no call inside and none
-//! arriving, so that calls in a loop never pay for its wake-ups. Both sides check and
-//! register under one lock: an arrival is never missed by a backstop that holds the core.
+//! A driver's runtime is driven by one thread at a time: the one whose turn it is, which is
+//! inside the runtime's `block_on` (and so holds its core) until its own future is woken. The
+//! bridge hands the turn over itself instead of leaving it to tokio, so that no thread ever
+//! waits for a core in tokio's `block_on`, where it could neither keep a deadline of its own
+//! nor wait without tokio's per-thread parker:
+//!
+//! - A call whose future is pending [`take`](Gate::take)s the turn if it is free, and drives;
+//!   otherwise it joins the line of waiting calls and waits on its own [`Flag`] (with its own
+//!   deadline, on its own thread), which its future's waker sets, or the turn's hand-over.
+//! - A call that stops driving [`release`](Gate::release)s the turn and wakes the first
+//!   call in line, which takes it (or finds its future ready and leaves, handing it on).
+//! - The backstop thread takes the turn once a whole grace has passed with the turn free and
+//!   nobody in line ([`wait_turn`](Gate::wait_turn)), so that tasks spawned by calls keep
+//!   running between calls, and gives it up as soon as a call queues for it
+//!   ([`held`](Gate::held) returns).
 //!
 //! The gate's arms, each counted as `gate.<where>.<arm>` for the coverage count:
 //!
 //! | where | arm | what happens |
 //! | --- | --- | --- |
-//! | arrive | `wake_backstop` | the backstop holds the core: its waker is taken and called |
-//! | arrive | `backstop_away` | the backstop does not hold the core: only counted |
-//! | hold | `give_up` | a call is inside: the backstop's future is ready, the core goes |
-//! | hold | `keep` | no call is inside: the waker is kept, the backstop keeps the core |
-//! | quiet | `yes` | no call inside and none arrived since the last look: take the core |
-//! | quiet | `no` | a call is inside or arrived: look again a grace later |
-//! | flag | `set_first` | a wake-up comes before the driving call waits: it does not wait |
-//! | flag | `wake_waiter` | the driving call waits: its waker is taken and called |
+//! | take | `drives` | the turn is free: the call takes it |
+//! | take | `queues` | the turn is held: the call joins the line (and wakes a holding backstop) |
+//! | take | `still_waiting` | the turn is held and the call is in line already |
+//! | release | `hands_over` | a call is in line: the first is woken to take the turn |
+//! | release | `frees` | nobody is in line: the turn is free |
+//! | hold | `give_up` | a call is in line: the backstop's future is ready, the turn goes |
+//! | hold | `keep` | nobody is in line: the waker is kept, the backstop keeps the turn |
+//! | quiet | `yes` | the turn free, nobody in line, no turn taken since the last look |
+//! | quiet | `no` | a turn was taken, or is held, or a call waits: look again a grace later |
+//! | flag | `set_first` | a wake-up comes before the call waits: it does not wait |
+//! | flag | `wake_waiter` | the call waits: it is woken |
 
-use crate::loom::{AtomicUsize, Mutex, Ordering};
+use crate::loom::{AtomicUsize, Condvar, Mutex, Ordering};
 use bridge_core::__coverage::Decl;
+use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
+use std::sync::Arc;
 use std::task::{Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Every arm of the gate (see the module docs), for bridge-core's `__coverage`.
 const ARMS: &[Decl] = &[
-    Decl::loom("gate.arrive.wake_backstop"),
-    Decl::loom("gate.arrive.backstop_away"),
+    Decl::loom("gate.take.drives"),
+    Decl::loom("gate.take.queues"),
+    Decl::loom("gate.take.still_waiting"),
+    Decl::loom("gate.release.hands_over"),
+    Decl::loom("gate.release.frees"),
     Decl::loom("gate.hold.give_up"),
     Decl::loom("gate.hold.keep"),
     Decl::loom("gate.quiet.yes"),
@@ -49,37 +63,59 @@ macro_rules! arm {
     };
 }
 
-/// One driver's hand-over state.
+/// One driver's turn and its line.
 #[derive(Debug)]
 pub struct Gate {
     state: Mutex<State>,
-    /// `State::calls`, for a lock-free guess of which driver is free (a caller picking one).
+    /// Calls driving or in line, for a lock-free guess of which driver is free (a caller
+    /// picking one).
     inside: AtomicUsize,
+}
+
+/// Who drives the runtime now.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    #[default]
+    Free,
+    Call,
+    Backstop,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    /// Calls that drive the runtime or wait for its core.
-    calls: usize,
-    /// Arrivals so far: the backstop's look sees whether any came since the last.
-    arrivals: u64,
-    /// The backstop's waker while it holds the core.
+    turn: Turn,
+    /// The flags of the calls waiting for the turn, oldest first.
+    line: VecDeque<Arc<Flag>>,
+    /// Turns taken so far: the backstop's look sees whether a call took one since the last,
+    /// and a call in line whether the turn changed hands while it waited.
+    turns: u64,
+    /// The backstop's waker while it holds the turn.
     backstop: Option<Waker>,
-    /// When the arrival that woke the holding backstop called its waker
-    /// (`bridge_core::__spin::now_ns`; 0: none): the backstop's wake-up is a sample of
-    /// [`BACKSTOP_WAKE_UPS`].
-    woken_at: u64,
 }
 
-/// What a backstop's wake-up costs, from an arrival's call of its waker until its future
-/// runs: measured at every hand-back, the drivers' grace is derived from it. Kept apart from
-/// the handoff's estimate (bridge-core's `__spin`): a wake-up out of `epoll_wait` is not the
-/// one the handoff's spins race against.
-pub(crate) static BACKSTOP_WAKE_UPS: bridge_core::__spin::Estimate =
-    bridge_core::__spin::Estimate::new();
+impl State {
+    /// Calls driving or in line.
+    fn calls(&self) -> usize {
+        self.line.len() + usize::from(self.turn == Turn::Call)
+    }
+
+    fn leave_line(&mut self, flag: &Arc<Flag>) {
+        self.line.retain(|queued| !Arc::ptr_eq(queued, flag));
+    }
+}
+
+/// What [`Gate::take`] gave the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// The call holds the turn: it drives, then releases it.
+    Drive,
+    /// Another thread holds the turn (the count of turns taken so far says which turn):
+    /// the call is in line and waits on its flag.
+    Wait(u64),
+}
 
 impl Gate {
-    /// No call inside, none arrived, the backstop not holding the core.
+    /// The turn free, nobody in line.
     pub fn new() -> Self {
         Self {
             state: Mutex::new(State::default()),
@@ -87,101 +123,140 @@ impl Gate {
         }
     }
 
-    /// A call is about to drive the runtime: counted until [`leave`](Self::leave), and the
-    /// backstop, if it holds the core, is told to give it up.
-    pub fn arrive(&self) {
-        let backstop = self.state.with(|state| {
-            state.calls += 1;
-            state.arrivals += 1;
+    /// Locks the state, and publishes the count of calls inside after `f`.
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.state.with(|state| {
+            let r = f(state);
             // ORDERING: Relaxed: a hint for picking a driver; the lock orders the count.
-            self.inside.store(state.calls, Ordering::Relaxed);
-            let backstop = state.backstop.take();
-            if backstop.is_some() {
-                arm!("arrive", wake_backstop);
-                state.woken_at = bridge_core::__spin::now_ns();
-            } else {
-                arm!("arrive", backstop_away);
+            self.inside.store(state.calls(), Ordering::Relaxed);
+            r
+        })
+    }
+
+    /// A call whose future is pending asks for the turn: [`Take::Drive`] if it was free (the
+    /// call then holds it until [`release`](Self::release)), [`Take::Wait`] otherwise, with
+    /// the call in line: its `flag` is set when the turn is handed to it.
+    pub fn take(&self, flag: &Arc<Flag>) -> Take {
+        let (take, backstop) = self.with(|state| {
+            if state.turn == Turn::Free {
+                arm!("take", drives);
+                state.turn = Turn::Call;
+                state.turns += 1;
+                state.leave_line(flag);
+                return (Take::Drive, None);
             }
-            backstop
+            if state.line.iter().any(|queued| Arc::ptr_eq(queued, flag)) {
+                arm!("take", still_waiting);
+            } else {
+                arm!("take", queues);
+                state.line.push_back(Arc::clone(flag));
+            }
+            (Take::Wait(state.turns), state.backstop.take())
         });
-        if let Some(waker) = backstop {
-            waker.wake();
+        if let Some(backstop) = backstop {
+            backstop.wake();
+        }
+        take
+    }
+
+    /// The holder of the turn (a call, or the backstop) stops driving: the first call in
+    /// line is woken to take it.
+    pub fn release(&self) {
+        let next = self.with(|state| {
+            state.turn = Turn::Free;
+            let next = state.line.front().cloned();
+            if next.is_some() {
+                arm!("release", hands_over);
+            } else {
+                arm!("release", frees);
+            }
+            next
+        });
+        if let Some(next) = next {
+            next.set();
         }
     }
 
-    /// The call that arrived has stopped driving.
-    pub fn leave(&self) {
-        self.state.with(|state| {
-            state.calls -= 1;
-            // ORDERING: Relaxed, as in `arrive`.
-            self.inside.store(state.calls, Ordering::Relaxed);
+    /// A call ends (done, timed out, or panicked): it leaves the line, and if the turn is
+    /// free, the first call still in line is woken for it (this call may have been woken for
+    /// it, and not taken it).
+    pub fn leave(&self, flag: &Arc<Flag>) {
+        let next = self.with(|state| {
+            state.leave_line(flag);
+            match state.turn {
+                Turn::Free => state.line.front().cloned(),
+                _ => None,
+            }
         });
+        if let Some(next) = next {
+            next.set();
+        }
     }
 
-    /// How many calls drive the runtime or wait to, as last published (a guess: it may
-    /// change at once).
+    /// Whether the turn was handed over since `turns` (what [`Take::Wait`] said) or is free:
+    /// `false` means the same holder has kept it all along.
+    pub fn moved_since(&self, turns: u64) -> bool {
+        self.with(|state| state.turn == Turn::Free || state.turns != turns)
+    }
+
+    /// How many calls drive or wait in line, as last published (a guess: it may change at
+    /// once).
     pub fn inside(&self) -> usize {
-        // ORDERING: Relaxed: a hint, see `inside`.
+        // ORDERING: Relaxed: a hint, see `with`.
         self.inside.load(Ordering::Relaxed)
     }
 
-    /// The backstop's future while it holds the core: ready once a call has arrived, which
-    /// then gets the core as the backstop's `block_on` returns. Polled by tokio also while
-    /// a call holds the core: it is ready at once, and the backstop never gets it.
+    /// The backstop: returns holding the turn, once a whole `grace` has passed with the turn
+    /// free, nobody in line and no turn taken, looking once a grace. `seen` is the count of
+    /// turns at the last look, kept from one wait to the next.
+    pub fn wait_turn(&self, seen: &mut u64, grace: Duration) {
+        loop {
+            let taken = self.with(|state| {
+                if state.turn == Turn::Free && state.line.is_empty() && state.turns == *seen {
+                    arm!("quiet", yes);
+                    state.turn = Turn::Backstop;
+                    state.turns += 1;
+                    *seen = state.turns;
+                    true
+                } else {
+                    arm!("quiet", no);
+                    *seen = state.turns;
+                    false
+                }
+            });
+            if taken {
+                return;
+            }
+            #[cfg(not(bridge_loom))]
+            std::thread::sleep(grace);
+            // A model has no time: a look a grace later is a look after the other threads
+            // have had their turn.
+            #[cfg(bridge_loom)]
+            {
+                let _ = grace;
+                loom::thread::yield_now();
+            }
+        }
+    }
+
+    /// The backstop's future while it holds the turn: ready once a call is in line.
     pub fn held(&self) -> impl Future<Output = ()> + '_ {
         poll_fn(|cx| {
-            let woken_at = self.state.with(|state| {
-                if state.calls > 0 {
-                    arm!("hold", give_up);
-                    state.backstop = None;
-                    Some(std::mem::take(&mut state.woken_at))
-                } else {
+            self.with(|state| {
+                if state.line.is_empty() {
                     arm!("hold", keep);
                     match &mut state.backstop {
                         Some(kept) if kept.will_wake(cx.waker()) => {}
                         slot => *slot = Some(cx.waker().clone()),
                     }
-                    None
-                }
-            });
-            match woken_at {
-                Some(woken_at) => {
-                    BACKSTOP_WAKE_UPS.record(woken_at);
+                    Poll::Pending
+                } else {
+                    arm!("hold", give_up);
+                    state.backstop = None;
                     Poll::Ready(())
                 }
-                None => Poll::Pending,
-            }
+            })
         })
-    }
-
-    /// Returns once a whole `grace` (read at each look) has passed with no call inside and
-    /// none arriving, looking once a grace. `seen` is the arrival count of the last look,
-    /// kept by the backstop from one wait to the next.
-    pub fn wait_quiet(&self, seen: &mut u64, grace: impl Fn() -> Duration) {
-        loop {
-            let quiet = self.state.with(|state| {
-                if state.calls == 0 && state.arrivals == *seen {
-                    arm!("quiet", yes);
-                    true
-                } else {
-                    arm!("quiet", no);
-                    *seen = state.arrivals;
-                    false
-                }
-            });
-            if quiet {
-                return;
-            }
-            #[cfg(not(bridge_loom))]
-            std::thread::sleep(grace());
-            // A model has no time: a look a grace later is a look after the other threads
-            // have had their turn.
-            #[cfg(bridge_loom)]
-            {
-                let _ = &grace;
-                loom::thread::yield_now();
-            }
-        }
     }
 }
 
@@ -191,45 +266,62 @@ impl Default for Gate {
     }
 }
 
-/// The wake flag of a driving call: the call's future's waker sets it, and the call drives
-/// the runtime until it is set ([`wait`](Self::wait)), then polls its future again.
+/// The wake flag of a call: its future's waker sets it (and the turn's hand-over does), and
+/// the call waits for it, driving the runtime ([`wait`](Self::wait), a future for its
+/// `block_on`) or blocked on its own thread ([`wait_blocking`](Self::wait_blocking)).
 #[derive(Debug)]
-pub struct Flag(Mutex<FlagState>);
+pub struct Flag {
+    state: Mutex<FlagState>,
+    changed: Condvar,
+}
 
 #[derive(Debug, Default)]
 struct FlagState {
     set: bool,
     /// The waker of the `block_on` that waits for the flag.
     waiter: Option<Waker>,
+    /// Whether the call is blocked in `wait_blocking`.
+    sleeping: bool,
 }
 
 impl Flag {
     /// A flag not set.
     pub fn new() -> Self {
-        Self(Mutex::new(FlagState::default()))
+        Self {
+            state: Mutex::new(FlagState::default()),
+            changed: Condvar::new(),
+        }
     }
 
     /// Sets the flag and wakes the call waiting for it, if one is.
     pub fn set(&self) {
-        let waiter = self.0.with(|state| {
+        let (waiter, sleeping) = self.state.with(|state| {
             state.set = true;
             let waiter = state.waiter.take();
-            if waiter.is_some() {
+            if waiter.is_some() || state.sleeping {
                 arm!("flag", wake_waiter);
             } else {
                 arm!("flag", set_first);
             }
-            waiter
+            (waiter, state.sleeping)
         });
+        if sleeping {
+            self.changed.notify_one();
+        }
         if let Some(waiter) = waiter {
             waiter.wake();
         }
     }
 
+    /// Clears the flag; whether it was set.
+    pub fn take(&self) -> bool {
+        self.state.with(|state| std::mem::take(&mut state.set))
+    }
+
     /// Ready once the flag is set; clears it.
     pub fn wait(&self) -> impl Future<Output = ()> + '_ {
         poll_fn(|cx| {
-            self.0.with(|state| {
+            self.state.with(|state| {
                 if std::mem::take(&mut state.set) {
                     state.waiter = None;
                     Poll::Ready(())
@@ -240,6 +332,20 @@ impl Flag {
             })
         })
     }
+
+    /// Blocks this thread until the flag is set (then clears it: `true`) or `deadline`
+    /// passes (`false`).
+    pub fn wait_blocking(&self, deadline: Option<Instant>) -> bool {
+        let set = self.state.wait_on(&self.changed, deadline, |state| {
+            let set = std::mem::take(&mut state.set);
+            state.sleeping = !set;
+            set.then_some(())
+        });
+        if set.is_none() {
+            self.state.with(|state| state.sleeping = false);
+        }
+        set.is_some()
+    }
 }
 
 impl Default for Flag {
@@ -249,11 +355,11 @@ impl Default for Flag {
 }
 
 impl std::task::Wake for Flag {
-    fn wake(self: std::sync::Arc<Self>) {
+    fn wake(self: Arc<Self>) {
         self.set();
     }
 
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+    fn wake_by_ref(self: &Arc<Self>) {
         self.set();
     }
 }

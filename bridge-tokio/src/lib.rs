@@ -136,7 +136,7 @@ mod drivers {
 pub use error::{BridgeError, Panic, Timeout};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use gate::{Flag as __LoomFlag, Gate as __LoomGate};
+pub use gate::{Flag as __LoomFlag, Gate as __LoomGate, Take as __LoomTake};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;

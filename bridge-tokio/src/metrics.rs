@@ -16,7 +16,9 @@ const HANDOFF: usize = 1;
 const INLINE: usize = 2;
 #[cfg(not(bridge_loom))]
 const STALLED: usize = 3;
-const COUNT: usize = 4;
+#[cfg(not(bridge_loom))]
+const STALLED_DRIVER: usize = 4;
+const COUNT: usize = 5;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
 
@@ -39,6 +41,13 @@ pub(crate) fn call(route: Route) {
 #[cfg(not(bridge_loom))]
 pub(crate) fn stalled_handoff() {
     COUNTERS.add(&SHARD, STALLED, 1);
+}
+
+/// Counts a call with no runtime that waited past the stall threshold for a driver held by
+/// one poll all along.
+#[cfg(not(bridge_loom))]
+pub(crate) fn stalled_driver() {
+    COUNTERS.add(&SHARD, STALLED_DRIVER, 1);
 }
 
 /// A snapshot of the synchronous side's counters, from [`metrics`].
@@ -106,6 +115,12 @@ pub struct Metrics {
     /// waits: a future that needs one of them never finishes. Each is one of the
     /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
     pub stalled_handoffs: u64,
+    /// Calls made with no runtime (the [`inline`](Self::inline) route, with no time limit)
+    /// that waited longer than [`stall_warning`](crate::stall_warning) for their I/O driver
+    /// while one poll held the driver's thread all along (a task that blocks its thread
+    /// inside the driver's runtime), counted once each (and logged, feature `tracing`). The
+    /// call waits on; one with a time limit returns `TimedOut` at its limit instead.
+    pub stalled_drivers: u64,
     /// What a wake-up costs on this machine now, as the handoff's spins see it: the time
     /// from a caller's delivery to a parked handoff worker until that worker ran
     /// again, a moving figure that follows the low end of recent handoffs (`None` until a
@@ -126,22 +141,6 @@ pub struct Metrics {
     /// }
     /// ```
     pub wake_up: Option<std::time::Duration>,
-    /// How long a driver's backstop waits, with no call driving the driver and none arriving,
-    /// before it drives the driver itself ([`InlineStrategy::Drive`](crate::InlineStrategy)):
-    /// 128 times what the backstops' wake-ups cost when a call takes a driver back from one
-    /// (measured as [`wake_up`](Self::wake_up) is; before the first, `wake_up` itself): a
-    /// hand-back costs two wake-ups, and the grace is 64 hand-backs. At most 5 ms, which it
-    /// is until a wake-up was measured. A task that
-    /// a call with no runtime spawned waits at most two graces for its next poll once calls
-    /// stop.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let grace = bridge::rt::metrics().driver_grace;
-    /// assert!(grace <= std::time::Duration::from_millis(5));
-    /// ```
-    pub driver_grace: std::time::Duration,
 }
 
 impl Metrics {
@@ -216,7 +215,7 @@ pub fn metrics() -> Metrics {
         handoff_threads_peak: peak,
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
+        stalled_drivers: counts[STALLED_DRIVER],
         wake_up: bridge_core::__spin::wake_estimate(),
-        driver_grace: crate::drivers::grace(),
     }
 }

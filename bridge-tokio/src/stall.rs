@@ -143,6 +143,27 @@ fn passed_threshold(threshold: Duration) {
     }
 }
 
+/// A call with no time limit, made with no runtime, waited past `threshold` for its driver
+/// while one holder kept the driver's turn all along: count it, and warn once.
+#[cfg(not(bridge_loom))]
+#[cold]
+#[inline(never)]
+pub(crate) fn driver_held(threshold: Duration) {
+    crate::metrics::stalled_driver();
+    #[cfg(not(feature = "tracing"))]
+    let _ = threshold;
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        waited = ?threshold,
+        "run_blocking: a call made with no runtime is still waiting for one of the bridge's \
+         I/O drivers, whose thread has been held by the same poll all along: most likely a \
+         task on that driver blocks its thread (a sync call, a lock or long CPU work inside \
+         a task spawned from a run_blocking future), and no I/O or timer of that driver runs \
+         meanwhile. Move the blocking work out of the task (tokio::task::spawn_blocking, \
+         bridge::spawn), or bound the call with try_run_blocking_timeout"
+    );
+}
+
 /// Whether the calling thread is in a current-thread runtime's context. Never panics: in a
 /// thread-local destructor after tokio's, `try_current` says the context is gone (not a
 /// current-thread runtime). Another flavor (a multi-thread runtime's thread, which the

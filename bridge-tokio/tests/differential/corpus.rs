@@ -66,6 +66,10 @@ pub const CORPUS: &[Entry] = entries! {
     spawn_blocking_feeders;
     task_local_scopes;
     yield_storm;
+    yield_until_finished;
+    join_handle_polled_by_hand;
+    select_ready_branch_beside_a_timer;
+    timeout_around_a_yield_loop;
     mutex_contention;
     semaphore_contention;
     rwlock_readers_and_writers;
@@ -765,6 +769,64 @@ async fn yield_storm(seed: u64) -> u64 {
         task.await.unwrap();
     }
     mix(hash, count.load(Ordering::Relaxed))
+}
+
+// Self-waking futures: between two of their polls the executor must run the tasks they
+// spawned and turn its timers, or they never finish (a million polls and seconds, or for
+// ever without the throttle).
+
+/// A spawned task's result, awaited by polling `is_finished` between `yield_now`s.
+async fn yield_until_finished(seed: u64) -> u64 {
+    let task = tokio::spawn(async move { (0..2_000u64).fold(seed, mix) });
+    while !task.is_finished() {
+        tokio::task::yield_now().await;
+    }
+    task.await.unwrap()
+}
+
+/// A `JoinHandle` polled by hand with a waker that does nothing, the future waking itself.
+async fn join_handle_polled_by_hand(seed: u64) -> u64 {
+    let mut task = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        mix(seed, 11)
+    });
+    std::future::poll_fn(|cx| {
+        let mut noop = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(&mut task).poll(&mut noop) {
+            Poll::Ready(value) => Poll::Ready(value.unwrap()),
+            Poll::Pending => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// `select!` in a loop with an always-ready branch beside a timer: the timer's branch must
+/// win once its time comes. The rounds depend on scheduling and are not in the value.
+async fn select_ready_branch_beside_a_timer(seed: u64) -> u64 {
+    let sleep = tokio::time::sleep(Duration::from_millis(5));
+    tokio::pin!(sleep);
+    let mut rounds = 0u64;
+    loop {
+        tokio::select! {
+            _ = &mut sleep => break,
+            _ = tokio::task::yield_now() => rounds += 1,
+        }
+    }
+    mix(seed, u64::from(rounds > 0))
+}
+
+/// A tokio `timeout` around a loop that only yields: it must fire.
+async fn timeout_around_a_yield_loop(seed: u64) -> u64 {
+    let timed = tokio::time::timeout(Duration::from_millis(5), async {
+        loop {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    mix(seed, u64::from(timed.is_err()))
 }
 
 // ---------------------------------------------------------------------------------------
