@@ -79,15 +79,16 @@ fn call(gate: &__LoomGate, core: &Mutex<()>, mut poll: impl FnMut(&Arc<__LoomFla
     gate.leave(&flag);
 }
 
-/// A future that wakes itself at its first poll (a `yield_now`) and is ready at its second.
-fn self_woken() -> impl FnMut(&Arc<__LoomFlag>) -> bool {
+/// A future that wakes itself at each of its first `wakes` polls (a `yield_now` loop) and is
+/// ready at the next.
+fn self_woken(wakes: usize) -> impl FnMut(&Arc<__LoomFlag>) -> bool {
     let mut polls = 0;
     move |flag| {
         polls += 1;
-        if polls == 1 {
+        if polls <= wakes {
             flag.set();
         }
-        polls > 1
+        polls > wakes
     }
 }
 
@@ -107,7 +108,7 @@ fn backstop_hold(gate: &__LoomGate, core: &Mutex<()>) {
 /// on a thread of its own (the model's thread one of them), race its hold: one that queues makes it give the turn up, and
 /// every call gets the turn or a hand-over until it is done; a last call then needs the
 /// turn, which the backstop gives up if it still holds it.
-fn self_woken_calls_against_the_backstop(calls: usize) {
+fn self_woken_calls_against_the_backstop(calls: usize, wakes: usize) {
     let gate = Arc::new(__LoomGate::new());
     let core = Arc::new(Mutex::new(()));
     let mut seen = 0;
@@ -120,10 +121,10 @@ fn self_woken_calls_against_the_backstop(calls: usize) {
     let callers: Vec<_> = (1..calls)
         .map(|_| {
             let (gate, core) = (gate.clone(), core.clone());
-            Tracked::spawn(move || call(&gate, &core, self_woken()))
+            Tracked::spawn(move || call(&gate, &core, self_woken(wakes)))
         })
         .collect();
-    call(&gate, &core, self_woken());
+    call(&gate, &core, self_woken(wakes));
     for caller in callers {
         caller.join();
     }
@@ -144,26 +145,27 @@ fn self_woken_calls_against_the_backstop(calls: usize) {
     assert_eq!(gate.inside(), 0);
 }
 
-/// A self-woken call against the backstop's hold: it waits in line while the backstop holds
-/// the turn, which the backstop then hands to it; the call's next poll is ready.
+/// A call whose future wakes itself twice, against the backstop's hold: it waits in line
+/// while the backstop holds the turn (polling again after each self-wake, and asking again),
+/// which the backstop then hands to it.
 ///
-/// Covers: `take.queues`, `release.hands_over`, `hold.keep`, `hold.give_up`,
+/// Covers: `take.queues`, `take.still_waiting` (a call in line woken by its own future, not
+/// by the hand-over, asks again), `release.hands_over`, `hold.keep`, `hold.give_up`,
 /// `flag.wake_waiter` (the hand-over wakes the call in line). Catches: a lost hand-over (a call in line never woken: deadlock), a
 /// backstop that misses a call in line (deadlock), two drivers at once (the core's
 /// `try_lock`), a self-woken call that waits for a wake-up it already had (deadlock).
 #[test]
 fn a_self_woken_call_and_the_backstop() {
-    loom::model(|| self_woken_calls_against_the_backstop(1));
+    loom::model(|| self_woken_calls_against_the_backstop(1, 2));
 }
 
 /// Two self-woken calls at once against the backstop's hold. Covers `take.drives` (the turn
-/// handed on to a call that then drives one turn without waiting: its flag was set),
-/// `take.still_waiting` (a call in line woken by its own flag, not by the hand-over, asks
-/// again) and `release.frees`; catches a hand-over lost between the two calls (one call's
+/// handed on to a call that then drives one turn without waiting: its flag was set) and
+/// `release.frees`; catches a hand-over lost between the two calls (one call's
 /// leave hiding the other in line: deadlock).
 #[test]
 fn two_self_woken_calls_and_the_backstop() {
-    loom::model(|| self_woken_calls_against_the_backstop(2));
+    loom::model(|| self_woken_calls_against_the_backstop(2, 1));
 }
 
 /// The backstop's wait for the turn does not end while a call holds it. Covers `quiet.no`
