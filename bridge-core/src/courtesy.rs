@@ -1,57 +1,55 @@
-//! The CPU side's courtesy to the threads it shares CPUs with: after a poll of CPU-side async
-//! work that ran long, the pool thread yields its CPU to the OS scheduler (`sched_yield`).
+//! The CPU side's courtesy to the threads it shares CPUs with, **off unless the user turns it
+//! on** (`bridge::cpu::set_yield_after_long_polls`): after a poll of CPU-side async work that
+//! ran long, the pool thread yields its CPU to the OS scheduler (`sched_yield`), and a pool
+//! thread asks, at its first such poll, for the longest time slice the OS grants.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise).
+//! Internal to the bridge crates (hidden from the docs, no stability promise); bridge-rayon
+//! calls it around its polls and exposes the switch.
 //!
 //! A thread woken while a CPU-bound thread runs on its CPU (an I/O worker whose socket became
 //! ready, a runtime's timer) waits for that thread's time slice to end unless the scheduler
-//! preempts it, and at equal priority it often does not: on a machine whose CPUs are all busy
-//! each step of an I/O request can wait milliseconds. A poll boundary is where the CPU side
+//! preempts it, and at equal priority it often does not. A poll boundary is where the CPU side
 //! can hand the CPU over at no risk (nothing of the poll is half done), and `sched_yield`
 //! costs a system call when nobody waits. So at the end of a poll, a thread that has run
-//! for at least [`threshold`] since it last checked yields: the woken thread runs now, and
-//! the pool thread carries on after it.
+//! for at least [`THRESHOLD`] since it last checked yields: the woken thread runs now, and
+//! the pool thread carries on after it. The threshold is fixed: a `sched_yield` with nobody
+//! waiting costs about a microsecond, so the yields take about 1% of the work they follow.
 //!
-//! The threshold bounds what the yields cost: a hundred times what one `sched_yield` costs on
-//! this machine, measured at first use (the fastest of a few calls, which is the call without
-//! a switch), so the yields take at most about 1% of the CPU work they follow. Bounds keep a
-//! measurement taken on a saturated machine from making it useless: at least
-//! [`MIN_THRESHOLD`] (short polls never pay), at most [`MAX_THRESHOLD`] (below a time slice).
+//! A yield can only come between polls, and one poll may last milliseconds. So a thread that
+//! runs the CPU side's polls also asks for the longest slice
+//! ([`__os::MAX_SLICE`](crate::__os::MAX_SLICE), Linux 6.12 and later; older kernels ignore
+//! it): its share of the CPU is unchanged, but a thread at the default slice that wakes then
+//! preempts it. The thread keeps the slice for its life. Both change how the OS schedules
+//! threads the bridge did not create (rayon's pools are the application's), which is why
+//! neither happens unless asked for.
 //!
-//! A yield can only come between polls, and one poll of CPU work may last milliseconds (a
-//! batch decoded). So a thread that runs the CPU side's polls also asks the OS, at its first
-//! such poll, for the longest time slice it grants ([`__os::MAX_SLICE`](crate::__os::MAX_SLICE),
-//! Linux 6.12 and later; older kernels ignore it). The slice does not change the thread's
-//! share of the CPU (its nice value does that); it changes who goes first among threads that
-//! want a CPU: a thread at the default slice that wakes has an earlier deadline than the pool
-//! thread, so the scheduler preempts the pool thread for it instead of letting it wait for the
-//! pool thread's poll to end. The thread keeps the slice after the poll (rayon's threads are
-//! the CPU side for the life of the pool); the threads it starts begin with the default (a
-//! runtime built lazily in a poll is no CPU side). A thread at a raised priority (a negative
-//! nice value) is left as it is.
-//!
-//! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for: the
-//! models explore the task's states, not the OS scheduler.
+//! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for.
 
 use crate::__counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
 use std::cell::Cell;
-#[cfg(not(bridge_loom))]
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-/// A yield costs at most this share of the poll it follows (as a divisor: 1%).
-pub const COST_SHARE: u32 = 100;
+/// A poll (with what the thread did since its last check) that ran this long is followed
+/// by a yield.
+pub const THRESHOLD: Duration = Duration::from_micros(100);
 
-/// The least threshold: polls shorter than this never yield.
-pub const MIN_THRESHOLD: Duration = Duration::from_micros(10);
+/// Whether the courtesy is on ([`set_enabled`]).
+static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// The greatest threshold: a poll this long always yields (an OS time slice is a few ms).
-pub const MAX_THRESHOLD: Duration = Duration::from_millis(1);
+/// Turns the courtesy on or off for the whole process, from the next poll on. A thread
+/// that already asked for the long slice keeps it.
+pub fn set_enabled(on: bool) {
+    // ORDERING: Relaxed: a setting; the polls that follow read it on their own threads.
+    ENABLED.store(on, Relaxed);
+}
 
-/// How many `sched_yield` calls the first use times; the fastest one counts.
-#[cfg(not(bridge_loom))]
-const CALIBRATION_CALLS: u32 = 16;
+/// Whether the courtesy is on.
+pub fn enabled() -> bool {
+    // ORDERING: Relaxed, see `set_enabled`.
+    ENABLED.load(Relaxed)
+}
 
 /// The yields made here, process-wide (bridge-rayon's metrics report them).
 static YIELDS: Counters<1> = Counters::new();
@@ -74,29 +72,6 @@ thread_local! {
     static CHECKED_AT: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
-/// The time a poll must have run for the thread to yield after it (see the module docs).
-#[cfg(not(bridge_loom))]
-pub fn threshold() -> Duration {
-    static THRESHOLD: OnceLock<Duration> = OnceLock::new();
-    *THRESHOLD.get_or_init(|| {
-        let fastest = (0..CALIBRATION_CALLS)
-            .map(|_| {
-                let start = Instant::now();
-                std::thread::yield_now();
-                start.elapsed()
-            })
-            .min()
-            .unwrap_or(Duration::ZERO);
-        bounded(fastest * COST_SHARE)
-    })
-}
-
-/// The threshold for a measured yield cost already multiplied by [`COST_SHARE`].
-#[cfg(not(bridge_loom))]
-fn bounded(threshold: Duration) -> Duration {
-    threshold.clamp(MIN_THRESHOLD, MAX_THRESHOLD)
-}
-
 /// Whether a thread that last checked at `checked_at` (never: `None`) has run long enough at
 /// `now` to yield: at least `threshold` since that check. A thread that never checked, nor
 /// passed [`before_poll`], has nothing to measure from and does not yield.
@@ -105,7 +80,7 @@ pub fn due(checked_at: Option<Instant>, now: Instant, threshold: Duration) -> bo
 }
 
 /// Called at the end of each poll of CPU-side work (a future task's poll, a CPU-side
-/// stream's item): yields this thread's CPU if at least [`threshold`] passed since its last
+/// stream's item): if the courtesy is on, yields this thread's CPU if at least [`THRESHOLD`] passed since its last
 /// check here. Returns whether it yielded.
 ///
 /// The time since the last check is the poll's own when the thread polls CPU-side work back
@@ -114,8 +89,11 @@ pub fn due(checked_at: Option<Instant>, now: Instant, threshold: Duration) -> bo
 /// `sched_yield` with nobody waiting costs about a microsecond, at most one per threshold.
 #[cfg(not(bridge_loom))]
 pub fn after_poll() -> bool {
+    if !enabled() {
+        return false;
+    }
     let now = Instant::now();
-    if !due(CHECKED_AT.get(), now, threshold()) {
+    if !due(CHECKED_AT.get(), now, THRESHOLD) {
         CHECKED_AT.set(Some(now));
         return false;
     }
@@ -131,7 +109,7 @@ pub fn after_poll() -> bool {
 #[cfg(not(bridge_loom))]
 #[inline]
 pub fn before_poll() {
-    if CHECKED_AT.get().is_none() {
+    if enabled() && CHECKED_AT.get().is_none() {
         first_poll();
     }
 }
@@ -171,42 +149,50 @@ mod tests {
         assert!(due(Some(t0), t0 + th, th));
     }
 
-    #[test]
-    fn the_threshold_stays_within_its_bounds() {
-        assert_eq!(bounded(Duration::ZERO), MIN_THRESHOLD);
-        assert_eq!(bounded(Duration::from_millis(50)), MAX_THRESHOLD);
-        let t = threshold();
-        assert!((MIN_THRESHOLD..=MAX_THRESHOLD).contains(&t), "{t:?}");
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_thread_asks_for_the_longest_slice_at_its_first_poll() {
-        use crate::__os::{MAX_SLICE, thread_slice};
-        let caller = thread_slice().unwrap();
-        let (before, after) = std::thread::spawn(|| {
-            let before = thread_slice().unwrap();
+    /// Runs a poll of `length` on a fresh thread: its time slice before and after, and
+    /// whether it yielded after the poll.
+    fn poll_on_a_fresh_thread(length: Duration) -> (Option<Duration>, Option<Duration>, bool) {
+        std::thread::spawn(move || {
+            let before = slice();
             before_poll();
-            (before, thread_slice().unwrap())
+            let start = Instant::now();
+            while start.elapsed() < length {
+                std::hint::spin_loop();
+            }
+            let yielded = after_poll();
+            (before, slice(), yielded)
         })
         .join()
-        .unwrap();
-        // A kernel before 6.12 reports no slice and keeps the default.
-        assert_eq!(after, before.map(|_| MAX_SLICE));
-        assert_eq!(thread_slice().unwrap(), caller, "only the polling thread's");
+        .unwrap()
     }
 
+    /// The thread's time slice (`None` where the OS has none to report).
+    fn slice() -> Option<Duration> {
+        crate::__os::thread_slice().ok().flatten()
+    }
+
+    /// One test, since the switch is the process's: off by default (no slice asked for, no
+    /// yield), on when set (the longest slice, a yield after a long poll and none after a
+    /// short one), off again.
     #[test]
-    fn a_long_poll_yields_and_a_short_one_does_not() {
-        before_poll();
-        let long = Instant::now();
-        while long.elapsed() < MAX_THRESHOLD {
-            std::hint::spin_loop();
-        }
-        let before = yields();
-        assert!(after_poll());
-        assert_eq!(yields(), before + 1);
-        // Measured from the yield just made: nothing has run since.
-        assert!(!after_poll());
+    fn the_courtesy_changes_nothing_unless_turned_on() {
+        let long = THRESHOLD * 3;
+        let mine = slice();
+        let yields_before = yields();
+        let (before, after, yielded) = poll_on_a_fresh_thread(long);
+        assert_eq!(after, before, "off: the slice is left alone");
+        assert!(!yielded, "off: no yield");
+        assert_eq!(yields(), yields_before);
+
+        set_enabled(true);
+        let (before, after, yielded) = poll_on_a_fresh_thread(long);
+        // A kernel before 6.12 reports no slice and keeps the default.
+        assert_eq!(after, before.map(|_| crate::__os::MAX_SLICE));
+        assert!(yielded, "on: a long poll yields");
+        assert_eq!(yields(), yields_before + 1);
+        let (_, _, yielded) = poll_on_a_fresh_thread(Duration::ZERO);
+        assert!(!yielded, "on: a short poll does not");
+        set_enabled(false);
+        assert_eq!(slice(), mine, "only the polling threads' slices change");
     }
 }

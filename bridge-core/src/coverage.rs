@@ -23,8 +23,9 @@
 //! ```
 //!
 //! A name missing from the list is a compile error, so the list cannot fall behind the code.
-//! Counting is on in builds with `debug_assertions` or `--cfg bridge_loom`; elsewhere
-//! `__arm!` expands to nothing but that compile-time check (no atomics, no statics).
+//! Counting is on only in builds with `--cfg bridge_loom` or `--cfg bridge_coverage` (which
+//! `.ci/loom-coverage` sets); in every other build, users' debug builds included, `__arm!`
+//! expands to nothing but that compile-time check (no atomics, no statics, no file).
 //!
 //! When the environment variable `BRIDGE_COVERAGE_FILE` names a file, the first hit of each
 //! arm in a process appends `hit <name>` to it, and the first hit of any arm of a list
@@ -135,15 +136,15 @@ const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
-/// Whether this build counts hits (`debug_assertions` or `--cfg bridge_loom`).
+/// Whether this build counts hits (`--cfg bridge_loom` or `--cfg bridge_coverage`).
 ///
 /// # Examples
 ///
 /// ```
-/// // Doc tests build with debug assertions.
-/// assert!(bridge_core::__coverage::ENABLED);
+/// // A plain build, the doc tests' too, counts nothing.
+/// assert_eq!(bridge_core::__coverage::ENABLED, cfg!(bridge_coverage));
 /// ```
-pub const ENABLED: bool = cfg!(any(bridge_loom, debug_assertions));
+pub const ENABLED: bool = cfg!(any(bridge_loom, bridge_coverage));
 
 /// Marks one arm of a state machine: `__arm!(ARMS, "machine.op.arm")`, where `ARMS` is the
 /// calling crate's `&[Decl]` list (see [`__coverage`](crate::__coverage)).
@@ -175,7 +176,7 @@ macro_rules! __arm {
 
 // The counting half, chosen by bridge-core's own cfg, so a caller's expansion always matches
 // what bridge-core was built with.
-#[cfg(any(bridge_loom, debug_assertions))]
+#[cfg(any(bridge_loom, bridge_coverage))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __arm_count {
@@ -185,14 +186,14 @@ macro_rules! __arm_count {
     }};
 }
 
-#[cfg(not(any(bridge_loom, debug_assertions)))]
+#[cfg(not(any(bridge_loom, bridge_coverage)))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __arm_count {
     ($arms:expr, $name:expr) => {{}};
 }
 
-#[cfg(any(bridge_loom, debug_assertions))]
+#[cfg(any(bridge_loom, bridge_coverage))]
 pub use counting::{Arm, declare, report};
 
 /// Records the arms of `arms` as declared (as the first hit of any of them would), so a
@@ -206,7 +207,7 @@ pub use counting::{Arm, declare, report};
 ///     &[bridge_core::__coverage::Decl::loom("doc.declare.never")];
 /// bridge_core::__coverage::declare(ARMS);
 /// ```
-#[cfg(not(any(bridge_loom, debug_assertions)))]
+#[cfg(not(any(bridge_loom, bridge_coverage)))]
 pub fn declare(arms: &'static [Decl]) {
     let _ = arms;
 }
@@ -220,14 +221,14 @@ pub fn declare(arms: &'static [Decl]) {
 /// let hits = bridge_core::__coverage::report();
 /// assert!(hits.windows(2).all(|w| w[0].0 < w[1].0));
 /// ```
-#[cfg(not(any(bridge_loom, debug_assertions)))]
+#[cfg(not(any(bridge_loom, bridge_coverage)))]
 pub fn report() -> Vec<(&'static str, usize)> {
     Vec::new()
 }
 
 /// The counters. std primitives only, never loom's: a hit must not be a loom branch point
 /// (it would multiply the interleavings), and loom objects cannot outlive one execution.
-#[cfg(any(bridge_loom, debug_assertions))]
+#[cfg(any(bridge_loom, bridge_coverage))]
 mod counting {
     use super::Decl;
     use std::collections::BTreeSet;

@@ -24,6 +24,9 @@
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
 #[doc(hidden)]
+#[path = "backoff.rs"]
+pub mod __backoff;
+#[doc(hidden)]
 #[path = "counters.rs"]
 pub mod __counters;
 #[doc(hidden)]
@@ -38,9 +41,6 @@ pub mod __os;
 #[doc(hidden)]
 #[path = "scoped.rs"]
 pub mod __scoped;
-#[doc(hidden)]
-#[path = "spin.rs"]
-pub mod __spin;
 #[doc(hidden)]
 #[path = "stall.rs"]
 pub mod __stall;

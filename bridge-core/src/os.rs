@@ -69,12 +69,12 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     }
 }
 
-/// The calling thread's nice value, as the kernel reports it (Linux: field 19 of
-/// `/proc/thread-self/stat`).
+/// The calling thread's nice value, as the kernel reports it (Linux: `getpriority` of the
+/// calling thread, which there has a nice value of its own).
 ///
 /// # Errors
 ///
-/// [`io::ErrorKind::Unsupported`] off Linux; an I/O or parse error if the file cannot be read.
+/// [`io::ErrorKind::Unsupported`] off Linux; the OS's error if `getpriority` fails.
 ///
 /// # Examples
 ///
@@ -85,18 +85,20 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
 pub fn thread_nice() -> io::Result<i32> {
     #[cfg(target_os = "linux")]
     {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat")?;
-        // The command name (field 2) is in parentheses and may hold spaces: count the fields
-        // after its closing parenthesis, where field 3 starts.
-        let after_name = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest)
-            .ok_or_else(|| io::Error::other("no command name in /proc/thread-self/stat"))?;
-        after_name
-            .split_whitespace()
-            .nth(19 - 3)
-            .and_then(|field| field.parse().ok())
-            .ok_or_else(|| io::Error::other("no nice field in /proc/thread-self/stat"))
+        // -1 is both a nice value and the error return: errno tells them apart, so it is
+        // cleared first.
+        // SAFETY: `__errno_location` returns this thread's errno, valid for the thread's
+        // life; nothing else holds a reference to it.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `getpriority` takes no pointers and has no preconditions.
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        if nice == -1 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() != Some(0) {
+                return Err(error);
+            }
+        }
+        Ok(nice)
     }
     #[cfg(not(target_os = "linux"))]
     {

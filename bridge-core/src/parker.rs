@@ -2,7 +2,8 @@
 
 use crate::coverage_arms::arm;
 use crate::loom::sync::atomic::AtomicBool;
-use crate::loom::sync::atomic::Ordering::{self, Acquire, Release};
+use crate::__backoff::spin_until;
+use crate::loom::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
 use crate::loom::thread::{self, Thread};
 
 /// One blocking wait's own wake flag, bound to the thread that waits on it.
@@ -25,7 +26,7 @@ struct Flag {
     /// Whether the owner's last swap in `park` found the flag clear, so that it parked:
     /// another such swap means it woke without a wake-up. A plain std atomic touched only
     /// by the owner thread, and only in counting builds: not a loom branch point.
-    #[cfg(any(bridge_loom, debug_assertions))]
+    #[cfg(any(bridge_loom, bridge_coverage))]
     parked: std::sync::atomic::AtomicBool,
 }
 
@@ -33,7 +34,7 @@ impl Flag {
     fn new() -> Self {
         Self {
             value: AtomicBool::new(false),
-            #[cfg(any(bridge_loom, debug_assertions))]
+            #[cfg(any(bridge_loom, bridge_coverage))]
             parked: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -42,7 +43,7 @@ impl Flag {
     fn swap(&self, new: bool, order: Ordering) -> bool {
         // ORDERING: the caller's (`park`, `unpark`), which says why.
         let old = self.value.swap(new, order);
-        #[cfg(any(bridge_loom, debug_assertions))]
+        #[cfg(any(bridge_loom, bridge_coverage))]
         match (new, old) {
             (true, false) => arm!("parker.unpark.first"),
             (true, true) => arm!("parker.unpark.already_set"),
@@ -86,8 +87,17 @@ impl Parker {
         }
     }
 
+    /// The family's backoff (`__backoff`) before a park: it ends early once the flag is set,
+    /// and leaves the flag for the park's swap to consume.
+    fn spin(&self) {
+        // ORDERING: Relaxed: the load only ends the spin; the swap that follows consumes the
+        // wake-up with Acquire.
+        let _ = spin_until(|| self.notified.value.load(Relaxed).then_some(()));
+    }
+
     /// Blocks the owner thread until the flag is set, and clears it.
     pub(crate) fn park(&self) {
+        self.spin();
         // ORDERING: Acquire pairs with `unpark`'s Release. Checking the flag before each
         // park makes an unpark taken by somebody else harmless.
         while !self.notified.swap(false, Acquire) {
@@ -98,6 +108,7 @@ impl Parker {
     /// Blocks the owner thread until the flag is set (then clears it: `true`) or `deadline`
     /// passes with the flag still clear (`false`).
     pub(crate) fn park_deadline(&self, deadline: std::time::Instant) -> bool {
+        self.spin();
         loop {
             // ORDERING: Acquire, as in `park`.
             if self.notified.value.swap(false, Acquire) {

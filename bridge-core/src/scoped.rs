@@ -108,18 +108,6 @@ impl<R> Pending<'_, R> {
         self.0.recv_until(deadline)
     }
 
-    /// [`recv_until`](Self::recv_until) without the receive's own spin before it parks, for
-    /// a caller that has just watched [`is_ready`](Self::is_ready) for as long as it judged
-    /// worth it: a second spin on the same event would repeat that one, on the CPU its
-    /// partner may need.
-    ///
-    /// # Errors
-    ///
-    /// As [`recv_until`](Self::recv_until).
-    pub fn recv_until_watched(&mut self, deadline: Option<Instant>) -> Result<R, RecvTimeoutError> {
-        self.0.recv_until_with(deadline, false)
-    }
-
     /// Whether the result (or the channel's close) is there.
     pub fn is_ready(&self) -> bool {
         self.0.is_ready()

@@ -184,8 +184,8 @@ fn receiver_drop_races_send() {
 
 /// The arms of the blocking receive and the parker that loom cannot reach (its timed park
 /// never returns before the deadline, and its `block_on` caches no wake flag), each driven
-/// on purpose with real threads. In debug builds the arm counters
-/// must show each one; `.ci/loom-coverage` relies on these tests for them.
+/// on purpose with real threads. With the arm counters compiled in (`--cfg bridge_coverage`)
+/// they must show each one; `.ci/loom-coverage` relies on these tests for them.
 #[test]
 fn the_arms_loom_cannot_reach() {
     const ARMS: [&str; 2] = ["oneshot.wait.deadline_early", "parker.reset.stale"];
@@ -194,8 +194,6 @@ fn the_arms_loom_cannot_reach() {
             .iter()
             .any(|&(name, n)| name == arm && n > 0)
     };
-    // The spin policy would skip the spin on a busy machine, or where spins stopped paying.
-    bridge_core::__spin::set_mode(bridge_core::__spin::Mode::Always);
     // The delays only order the two threads; a thread descheduled for longer than a delay
     // makes the round miss its arm, so the round is retried with a longer one.
     for attempt in 1..=10u64 {

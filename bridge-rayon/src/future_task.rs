@@ -103,19 +103,9 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// cancelled when its `Task` was dropped before the first poll. With the feature `tracing`,
 /// the span current here is current during every poll.
 ///
-/// **Yielding after long polls.** A pool thread that has run polls past a threshold (about a
-/// hundred times what a `sched_yield` costs on this machine, 10 µs to 1 ms) since it last
-/// checked yields its CPU to the OS at the poll's end, so that a thread woken meanwhile on
-/// that CPU (an I/O worker whose socket is ready) runs before the next poll;
-/// [`Metrics::yielded`](crate::Metrics::yielded) counts it. With nobody waiting the yield
-/// returns at once.
-///
-/// **A long time slice.** A yield can only come between polls. So at its first poll a pool
-/// thread asks the OS for the longest time slice it grants (100 ms; `sched_setattr`, Linux 6.12
-/// and later, a no-op elsewhere) and keeps it. A slice does not change the thread's share of the
-/// CPU, nor its nice value; it orders the threads that want a CPU: a thread at the default
-/// slice that wakes during a poll (an I/O worker, a timer's) preempts the pool thread instead
-/// of waiting for the poll's end.
+/// The pool thread's scheduling is left as it is, unless
+/// [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) asked for yields after
+/// long polls and a long time slice.
 ///
 /// # Examples
 ///
@@ -312,9 +302,9 @@ where
         self.poll_once();
     }
 
-    /// Polls the future once; the caller moved the state to `RUNNING`. After a long poll
-    /// (see `__courtesy`) the thread hands its CPU to whoever was woken on it meanwhile (an I/O worker, a
-    /// timer's thread) before it goes on, with nothing of the task locked.
+    /// Polls the future once; the caller moved the state to `RUNNING`. With the courtesy on
+    /// (see `__courtesy`), after a long poll the thread hands its CPU to whoever was woken on
+    /// it meanwhile before it goes on, with nothing of the task locked.
     fn poll_once(self: &Arc<Self>) {
         bridge_core::__courtesy::before_poll();
         self.poll_and_settle();

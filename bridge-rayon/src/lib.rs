@@ -112,7 +112,7 @@ pub use limit::{Acquire as __Acquire, Permit as __Permit};
 #[doc(hidden)]
 pub use metrics::__set_queue_wait_sampling;
 pub use metrics::{Metrics, QueueWait, metrics};
-pub use priority::lower_thread_priority;
+pub use priority::{lower_thread_priority, set_yield_after_long_polls};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use spawn::{__loom_claimable_task, __loom_task};

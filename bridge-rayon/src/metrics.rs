@@ -151,11 +151,10 @@ pub struct Metrics {
     pub queue_wait: QueueWait,
     /// Times a pool thread yielded its CPU to the OS scheduler after a long poll of a future
     /// task (`spawn_future`, `spawn_future_task`) or a long poll of a CPU-side stream's item
-    /// (`spawn_stream`, and the facade's `bridge::stream::spawn_cpu`): a thread woken
-    /// meanwhile on that CPU (an I/O worker, a timer's thread) ran before the pool thread
-    /// went on. A poll counts as long from about a hundred times what one such yield costs on
-    /// this machine (10 µs to 1 ms): the yields take at most about 1% of the CPU work.
-    /// Closures (`spawn`, `spawn_task` ...) never yield.
+    /// (`spawn_stream`, and the facade's `bridge::stream::spawn_cpu`), with
+    /// [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) on (0 otherwise): a
+    /// thread woken meanwhile on that CPU (an I/O worker, a timer's thread) ran before the
+    /// pool thread went on. Closures (`spawn`, `spawn_task` ...) never yield.
     pub yielded: u64,
     /// Waits from outside rayon (`wait`, `join` on a thread that is not a rayon worker) that
     /// reached the stall threshold (`bridge::rt::stall_warning`, 5 s by default) with their

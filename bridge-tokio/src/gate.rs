@@ -334,8 +334,12 @@ impl Flag {
     }
 
     /// Blocks this thread until the flag is set (then clears it: `true`) or `deadline`
-    /// passes (`false`).
+    /// passes (`false`), after the family's backoff (bridge-core's `__backoff`): the driving
+    /// call often wakes a call in line within microseconds.
     pub fn wait_blocking(&self, deadline: Option<Instant>) -> bool {
+        if bridge_core::__backoff::spin_until(|| self.take().then_some(())).is_some() {
+            return true;
+        }
         let set = self.state.wait_on(&self.changed, deadline, |state| {
             let set = std::mem::take(&mut state.set);
             state.sleeping = !set;

@@ -13,7 +13,6 @@ use crate::BridgeError;
 use crate::handoff_pool::Pool;
 use crate::loom::Arc;
 use bridge_core::__scoped::{Job, run_elsewhere};
-use bridge_core::__spin::Stamp;
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
 use std::any::Any;
 use std::cell::Cell;
@@ -131,21 +130,16 @@ where
     // Whether a worker took the job: a job dropped unrun (no worker thread could be started)
     // closes the channel without it.
     let started = AtomicBool::new(false);
-    // Where the worker finished: for the watch's score.
-    let delivery = Stamp::new();
     let work = || {
         // ORDERING: Relaxed: read by the caller once `run_elsewhere` returned, which
         // happens-after the job's end.
         started.store(true, Ordering::Relaxed);
         let _context = handle.as_ref().map(Handle::enter);
-        let ended = bridge_core::block_on(until_cancelled(future, cancel_rx));
-        delivery.stamp();
-        ended
+        bridge_core::block_on(until_cancelled(future, cancel_rx))
     };
     let placed = Cell::new(None);
     let hand_over = |job| placed.set(Some(hand_over(job)));
     let ended = run_elsewhere(work, hand_over, |pending| {
-        watch(pending, &delivery);
         match crate::stall::recv_until(pending, deadline) {
             Err(RecvTimeoutError::Timeout) => {
                 // A job still queued, unstarted, leaves the queue: dropped, it closes the
@@ -172,39 +166,6 @@ where
         Err(_) => Err(crate::trace::lost()),
     }
 }
-
-/// A handed-off future often finishes within microseconds, while putting this thread to
-/// sleep and waking it costs microseconds too, tens of them where the wake-up crosses CPUs:
-/// watch the channel first, for as long as a wake-up costs on this machine (bridge-core's
-/// estimate, at most [`WATCH_CAP`]), where such watches have been catching outcomes that the
-/// worker delivered from another CPU (bridge-core's spin policy). It only reads the state,
-/// so the loom models (where every read is a branch point) skip it.
-///
-/// The caller's own wake-ups do not feed the estimate: its blocking receive spins briefly
-/// before it parks, and an outcome caught there would pass for a wake-up of a fraction of a
-/// microsecond (and the estimate follows low samples fast). The handoff worker's do: it
-/// parks right after its spin (see `thread::wait`).
-fn watch<T>(pending: &mut bridge_core::__scoped::Pending<'_, T>, delivery: &Stamp) {
-    #[cfg(not(bridge_loom))]
-    {
-        static WATCH: bridge_core::__spin::Site = bridge_core::__spin::Site::new();
-        if WATCH.should_spin() {
-            let watch_until = Instant::now() + bridge_core::__spin::budget(WATCH_CAP);
-            while !pending.is_ready() && Instant::now() < watch_until {
-                std::hint::spin_loop();
-            }
-            WATCH.record_beside(pending.is_ready(), delivery);
-        }
-    }
-    #[cfg(bridge_loom)]
-    let _ = (pending, delivery);
-}
-
-/// The longest the caller watches, whatever the wake-up estimate says; also its watch
-/// before the first wake-up was measured. Above the cross-CPU wake-ups measured on the
-/// machines in docs/design.md, and below the cost of waking a halted CPU there.
-#[cfg(not(bridge_loom))]
-const WATCH_CAP: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Test hook for the loom models: a handoff whose job goes to `hand_over` (a loom thread
 /// runs or drops it) instead of the pool, with no runtime handle. Not part of the API.

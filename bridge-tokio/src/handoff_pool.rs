@@ -45,7 +45,6 @@
 
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
 use bridge_core::__coverage::Decl;
-use bridge_core::__spin::Stamp;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -81,9 +80,6 @@ struct Mailbox {
     /// of sleeping or retiring). A hint for the worker's spin, which spares it the lock; the
     /// job itself is taken under the mutex.
     ready: AtomicBool,
-    /// When and from which CPU the last job was put in: for the worker's spin score and the
-    /// wake-up estimate (see `thread::wait`).
-    delivered: Stamp,
     thread: thread::Thread,
 }
 
@@ -297,7 +293,6 @@ impl Pool {
         match placement {
             // The unpark only shortens the worker's sleep.
             Placement::Delivered(worker) => {
-                bridge_core::__spin::before_unpark();
                 worker.thread.unpark();
             }
             Placement::Start(job) => Pool::start(pool, job),
@@ -377,7 +372,6 @@ impl Pool {
         let me = Arc::new(Mailbox {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
-            delivered: Stamp::new(),
             thread: thread::current(),
         });
         let mut next = Some(first);
@@ -427,7 +421,7 @@ impl Pool {
                 arm!("idle", take_mailbox);
                 return Some(job);
             }
-            if thread::wait(ready, &me.delivered, deadline) {
+            if thread::wait(ready, deadline) {
                 // An idle worker means an empty queue (a job queues only while no worker is
                 // idle, and a worker joins the list only while none is queued): retiring
                 // strands nothing.
@@ -461,7 +455,6 @@ impl Mailbox {
         self.job.with(|slot| {
             debug_assert!(slot.is_none(), "one job at a time");
             *slot = Some(job);
-            self.delivered.stamp();
             // ORDERING: Relaxed: a hint, written under the mailbox's mutex with the slot. The
             // worker that sees it then takes that mutex, which orders it after this critical
             // section (it read a value written in it), so it finds the job there.

@@ -151,76 +151,44 @@ pub(crate) mod thread {
         Builder::new().name(name.into()).spawn(f).map(drop)
     }
 
-    /// The longest an idle worker spins for its next job, whatever the wake-up estimate
-    /// says; also its spin before the first wake-up was measured. Above the caller's cap (see
-    /// `handoff.rs`): a caller that hands off in a loop needs its own wake-up and some work
-    /// of its own before the next job comes.
-    #[cfg(not(bridge_loom))]
-    const NEXT_JOB_CAP: std::time::Duration = std::time::Duration::from_micros(30);
-
-    /// Spins (checking `ready`) for a moment, then parks until `deadline`. Returns whether
-    /// the deadline has passed: `false` means "look in the mailbox again".
+    /// Waits (checking `ready`) with the family's backoff (bridge-core's `__backoff`), then
+    /// parks until `deadline`. Returns whether the deadline has passed: `false` means "look
+    /// in the mailbox again".
     ///
-    /// The std version has three exits: `ready` seen during the spin (`false`), the deadline
-    /// already passed after the spin (`true`), a park that ends early or on time (`false`).
+    /// The std version has three exits: `ready` seen during the backoff (`false`), the
+    /// deadline already passed after it (`true`), a park that ends early or on time (`false`).
     /// The loom stand-in takes the same exits, branch for branch as far as a model can:
-    /// - it checks `ready` once, and returns `false` when it is set: the spin's exit (the
-    ///   spin's many checks with no progress in between are one check at its last moment);
+    /// - it checks `ready` once, and returns `false` when it is set: the backoff's exit (its
+    ///   many checks with no progress in between are one check at its last moment);
     /// - otherwise it yields and returns `true`: the deadline-passed exit. The park's exit
     ///   (`false`) only leads back to the mailbox and this wait; the deadline exit is the one
     ///   with a decision in it (retire, or take the job a caller delivered meanwhile).
     ///
-    /// The spin policy (bridge-core's `__spin`) always spins under loom, so the stand-in
-    /// mirrors the std branch that spins; the std branch that skips the spin takes the same
-    /// exits as a spin that never saw `ready`.
-    ///
     /// A stand-in that skipped the `ready` check would hide a flag left set with an empty
     /// mailbox, which makes the std worker spin without end instead of sleeping or retiring.
-    pub(crate) fn wait(
-        ready: impl Fn() -> bool,
-        delivered: &bridge_core::__spin::Stamp,
-        deadline: Instant,
-    ) -> bool {
+    pub(crate) fn wait(ready: impl Fn() -> bool, deadline: Instant) -> bool {
         #[cfg(not(bridge_loom))]
         {
             // A caller that hands off in a loop sends the next job within microseconds:
-            // catching it awake saves two cross-thread wake-ups per call. Worth it only
-            // where such spins have been catching jobs delivered from another CPU, on a
-            // machine with a CPU to spare (bridge-core's spin policy), and for as long as a
-            // wake-up costs here (its estimate, at most `NEXT_JOB_CAP`); a skipped spin is a
-            // spin that saw nothing.
-            use bridge_core::__spin::{Site, budget, ns_at};
-            static NEXT_JOB: Site = Site::new();
-            if NEXT_JOB.should_spin() {
-                let spin_until = Instant::now() + budget(NEXT_JOB_CAP);
-                while Instant::now() < spin_until {
-                    if ready() {
-                        NEXT_JOB.record_beside(true, delivered);
-                        return false;
-                    }
-                    std::hint::spin_loop();
-                }
-                NEXT_JOB.record(false);
+            // caught awake, it costs no wake-up.
+            if bridge_core::__backoff::spin_until(|| ready().then_some(())).is_some() {
+                return false;
             }
             let now = Instant::now();
             if now >= deadline {
                 return true;
             }
-            let parked_at = ns_at(now);
             std::thread::park_timeout(deadline - now);
-            if ready() {
-                delivered.record_wake_after(parked_at);
-            }
             false
         }
         #[cfg(bridge_loom)]
         {
-            // The std spin's exit: `ready` seen.
+            // The std backoff's exit: `ready` seen.
             if ready() {
                 return false;
             }
-            // The std exit after the spin: the deadline has passed.
-            let _ = (deadline, delivered);
+            // The std exit after the backoff: the deadline has passed.
+            let _ = deadline;
             loom::thread::yield_now();
             true
         }

@@ -121,26 +121,6 @@ pub struct Metrics {
     /// inside the driver's runtime), counted once each (and logged, feature `tracing`). The
     /// call waits on; one with a time limit returns `TimedOut` at its limit instead.
     pub stalled_drivers: u64,
-    /// What a wake-up costs on this machine now, as the handoff's spins see it: the time
-    /// from a caller's delivery to a parked handoff worker until that worker ran
-    /// again, a moving figure that follows the low end of recent handoffs (`None` until a
-    /// handoff parked). A caller watches for its outcome, and an idle handoff worker for its
-    /// next call, for at most this long before they park: about 2 µs where the partners
-    /// share a CPU, 5-20 µs where a wake-up crosses CPUs (the design notes in the
-    /// repository have the figures of two machines).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// for _ in 0..100 {
-    ///     rt.block_on(async { bridge::run_blocking(async { 1 }) });
-    /// }
-    /// if let Some(wake_up) = bridge::rt::metrics().wake_up {
-    ///     println!("a wake-up costs about {wake_up:?} here");
-    /// }
-    /// ```
-    pub wake_up: Option<std::time::Duration>,
 }
 
 impl Metrics {
@@ -216,6 +196,5 @@ pub fn metrics() -> Metrics {
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
         stalled_drivers: counts[STALLED_DRIVER],
-        wake_up: bridge_core::__spin::wake_estimate(),
     }
 }

@@ -101,14 +101,14 @@ pub(crate) fn recv_until<R>(
     if !pending.is_ready() {
         if let Some((threshold, at)) = threshold_from_now() {
             if deadline.is_none_or(|deadline| at < deadline) {
-                match pending.recv_until_watched(Some(at)) {
+                match pending.recv_until(Some(at)) {
                     Err(RecvTimeoutError::Timeout) => passed_threshold(threshold),
                     received => return received,
                 }
             }
         }
     }
-    pending.recv_until_watched(deadline)
+    pending.recv_until(deadline)
 }
 
 /// The threshold, and when a wait that starts now reaches it; `None` when it never does.

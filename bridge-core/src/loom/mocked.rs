@@ -6,10 +6,6 @@ pub(crate) mod sync {
     }
 }
 
-pub(crate) mod hint {
-    pub(crate) use loom::hint::spin_loop;
-}
-
 pub(crate) mod cell {
     pub(crate) use loom::cell::UnsafeCell;
 }
@@ -72,6 +68,3 @@ pub(crate) mod alloc {
     }
 }
 
-/// Under loom each spin round is a branch point; one round keeps the models small while
-/// still exploring the spin path.
-pub(crate) const SPIN_ROUNDS: u32 = 1;

@@ -6,10 +6,6 @@ pub(crate) mod sync {
     }
 }
 
-pub(crate) mod hint {
-    pub(crate) use std::hint::spin_loop;
-}
-
 pub(crate) mod cell {
     /// `std::cell::UnsafeCell` with loom's closure-based access API.
     #[derive(Debug)]
@@ -182,7 +178,3 @@ pub(crate) mod alloc {
     }
 }
 
-/// How many rounds a blocking receiver spins before it parks: round `k` spins `2^k` hints,
-/// 63 in all, a spin shorter than the park and wake-up it can save (docs/design.md, "The spin
-/// policy", has the times measured).
-pub(crate) const SPIN_ROUNDS: u32 = 6;

@@ -21,10 +21,7 @@ impl ReceiverWaker {
     pub(crate) fn wake(self) {
         match self {
             Self::Task(waker) => waker.wake(),
-            Self::Thread(thread) => {
-                crate::__spin::before_unpark();
-                thread.unpark();
-            }
+            Self::Thread(thread) => thread.unpark(),
         }
     }
 }

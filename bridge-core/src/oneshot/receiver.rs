@@ -3,11 +3,9 @@
 use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
-use crate::__spin::Site;
+use crate::__backoff::Backoff;
 use crate::coverage_arms::{arm, release_arm};
 use crate::loom::Parked;
-use crate::loom::SPIN_ROUNDS;
-use crate::loom::hint::spin_loop;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use crate::loom::thread;
 use std::fmt;
@@ -208,19 +206,8 @@ impl<T> Receiver<T> {
     /// it wakes that task when it returns, so the task polls again instead of waiting for a
     /// wake-up that now goes to this thread.
     pub(crate) fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        self.recv_until_with(deadline, true)
-    }
-
-    /// [`recv_until`](Self::recv_until), without the spin before the park when `spin` is
-    /// false: for a caller that has just watched the channel itself, with a budget of its own
-    /// (the handoff's watch), where a second spin on the same event would only repeat it.
-    pub(crate) fn recv_until_with(
-        &mut self,
-        deadline: Option<Instant>,
-        spin: bool,
-    ) -> Result<T, RecvTimeoutError> {
         let mut displaced = None;
-        let result = self.wait(deadline, spin, &mut displaced);
+        let result = self.wait(deadline, &mut displaced);
         if let Some(waker) = displaced {
             arm!("oneshot.wait.wake_displaced");
             waker.wake();
@@ -232,45 +219,24 @@ impl<T> Receiver<T> {
     fn wait(
         &mut self,
         deadline: Option<Instant>,
-        spin: bool,
         displaced: &mut Option<Waker>,
     ) -> Result<T, RecvTimeoutError> {
         let channel = self.channel();
 
-        // Spin first: a cross-thread wake-up costs far more than a value that lands within a
-        // few dozen spins. The load comes before each hint, so no round can skip a check. No
-        // `yield_now` after the spins (see docs/design.md, "The spin policy"): a park lets a
-        // partner on this CPU run just as well, and the yields cost more than they caught.
+        // First the family's backoff (`__backoff`): a value that lands within it saves a
+        // park here and an unpark on the sender's side. A deadline that has already passed
+        // gets one look, not a spin.
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
-        // A deadline that has already passed gets one look, not a spin.
-        // Spins are worth it only where they have been catching, on a machine with a CPU to
-        // spare (see `__spin`).
-        static WAIT: Site = Site::new();
-        let rounds = match deadline {
-            _ if !spin => {
-                arm!("oneshot.wait.no_spin");
-                0
-            }
-            Some(deadline) if deadline <= Instant::now() => {
-                arm!("oneshot.wait.no_spin");
-                0
-            }
-            _ if !WAIT.should_spin() => 0,
-            _ => SPIN_ROUNDS,
-        };
-        for round in 0..rounds {
-            if state == MESSAGE || state == DISCONNECTED {
-                break;
-            }
-            arm!("oneshot.wait.spin");
-            for _ in 0..1u32 << round {
-                spin_loop();
-            }
-            state = channel.state.load(Acquire);
+        let spin = deadline.is_none_or(|deadline| deadline > Instant::now());
+        if !spin {
+            arm!("oneshot.wait.no_spin");
         }
-        if rounds > 0 {
-            WAIT.record(state == MESSAGE || state == DISCONNECTED);
+        let mut backoff = Backoff::new();
+        while spin && state != MESSAGE && state != DISCONNECTED && backoff.snooze() {
+            arm!("oneshot.wait.spin");
+            // ORDERING: Acquire, as above.
+            state = channel.state.load(Acquire);
         }
 
         // Register this thread as the waker, unless the channel is already done.

@@ -21,9 +21,8 @@ const PANICKED: &str = "bridge::stream: the stream panicked (its payload went to
 /// The future that drives `stream` into `buffer`. It owns the stream and drops it when it
 /// returns (the stream ended or panicked, or the consumer is gone) or is dropped.
 ///
-/// The CPU side's pump (`cpu_side`) yields its thread's CPU after each item whose poll ran
-/// long (`__courtesy::after_poll`): one item of a CPU-heavy stream (a batch decoded) may
-/// take milliseconds, and the threads woken meanwhile on its CPU then run before the next.
+/// The CPU side's pump (`cpu_side`) tells `__courtesy` of the end of each item's poll: with
+/// the courtesy on, a long one (a batch decoded) is followed by a yield of its thread's CPU.
 pub(crate) fn pump<S>(
     stream: S,
     buffer: Arc<Buffer<S::Item>>,
