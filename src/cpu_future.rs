@@ -47,11 +47,9 @@ pub fn io_entered<F: Future>(fut: F) -> impl Future<Output = F::Output> {
 /// poll (`rayon::join`, `par_iter`) works as in any rayon job.
 ///
 /// Polls never overlap; a wake during a poll brings exactly one more poll after it; nothing
-/// polls the future after it completed. After a long poll the pool thread yields its CPU to
-/// the OS, so that an I/O thread woken meanwhile on that CPU runs first
-/// ([`Metrics::yielded`](crate::cpu::Metrics::yielded)); and from its first poll it has the
-/// longest time slice Linux grants (6.12 and later), so that a thread that wakes during a poll
-/// preempts it instead of waiting for the poll's end (its share of the CPU is unchanged). A panic in a poll comes back to whoever takes the
+/// polls the future after it completed. The pool thread's scheduling is left as it is,
+/// unless [`set_yield_after_long_polls`](crate::cpu::set_yield_after_long_polls) asked for
+/// yields after long polls and a long time slice. A panic in a poll comes back to whoever takes the
 /// result (`.await` and [`wait`](Task::wait) resume it, [`join`](Task::join) gives it as a
 /// [`TaskError`](crate::TaskError)). **Dropping the `Task` cancels the future** at its next
 /// poll point, and drops it on the pool, even if nothing would wake it again;

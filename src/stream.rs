@@ -60,12 +60,9 @@ use std::future::Future;
 /// crossing drops the stream on the pool; the stream's panic resumes in the consumer after
 /// its items, and rayon never sees it.
 ///
-/// An item that took long to make (past a threshold of about a hundred `sched_yield` costs,
-/// 10 µs to 1 ms) ends with the pool thread yielding its CPU to the OS, so that an I/O thread
-/// woken meanwhile on that CPU runs before the next item (counted in
-/// [`cpu::Metrics::yielded`](crate::cpu::Metrics::yielded)). The pool thread also has the
-/// longest time slice Linux grants (as a [`cpu::spawn_future`](crate::cpu::spawn_future)'s
-/// poll does), so that a thread that wakes while an item is made runs before its end.
+/// The pool thread's scheduling is left as it is, unless
+/// [`cpu::set_yield_after_long_polls`](crate::cpu::set_yield_after_long_polls) asked for
+/// yields after items that took long to make, and a long time slice.
 ///
 /// # Panics
 ///

@@ -1,8 +1,9 @@
-//! Which side yields its CPU after long polls: a stream driven by `bridge::stream::spawn_cpu`
-//! (and a future of `bridge::cpu::spawn_future`) yields after each item or poll that ran past
-//! the threshold, counted in `bridge::cpu::metrics().yielded`; a stream driven by
-//! `bridge::stream::spawn_io` on the I/O runtime never does (a long poll there is the
-//! caller's to split).
+//! Which side yields its CPU after long polls: none by default; with
+//! `bridge::cpu::set_yield_after_long_polls(true)`, a stream driven by
+//! `bridge::stream::spawn_cpu` (and a future of `bridge::cpu::spawn_future`) yields after each
+//! item or poll that ran past the threshold, counted in `bridge::cpu::metrics().yielded`; a
+//! stream driven by `bridge::stream::spawn_io` on the I/O runtime never does (a long poll
+//! there is the caller's to split).
 //!
 //! One test, so that nothing else in this process polls on the CPU side while it counts.
 #![cfg(all(not(bridge_loom), feature = "tokio", feature = "rayon"))]
@@ -10,7 +11,7 @@
 use futures::StreamExt;
 use std::time::{Duration, Instant};
 
-/// Longer than the longest threshold (1 ms), whatever this machine's yields cost.
+/// Well past the threshold (100 µs).
 const LONG: Duration = Duration::from_millis(2);
 
 fn spin_for(d: Duration) {
@@ -42,6 +43,16 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         assert_eq!(yielded() - before, 0, "the I/O side yielded");
 
+        // The CPU side, off (the default).
+        let before = yielded();
+        let items: Vec<u32> =
+            bridge::block_on(bridge::stream::spawn_cpu(long_items(), 4).collect());
+        assert_eq!(items, (0..10).collect::<Vec<_>>());
+        bridge::cpu::spawn_future(async { spin_for(LONG) }).wait();
+        rayon::broadcast(|_| ());
+        assert_eq!(yielded() - before, 0, "the CPU side yielded unasked");
+
+        bridge::cpu::set_yield_after_long_polls(true);
         let before = yielded();
         let items: Vec<u32> =
             bridge::block_on(bridge::stream::spawn_cpu(long_items(), 4).collect());
@@ -59,6 +70,7 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
         rayon::broadcast(|_| ());
         let cpu_poll = yielded() - before;
         assert!(cpu_poll >= 1, "no yield after a long poll of spawn_future");
+        bridge::cpu::set_yield_after_long_polls(false);
         done.send(()).unwrap();
     });
     match finished.recv_timeout(Duration::from_secs(20)) {

@@ -58,7 +58,7 @@ impl Backoff {
                 return false;
             }
             self.step = 1;
-            crate::loom::thread::yield_now();
+            crate::sync::thread::yield_now();
             return true;
         }
         if self.step > YIELD_STEPS {

@@ -1,8 +1,8 @@
 //! A runtime-free executor for one future.
 
 use crate::coverage_arms::arm;
-use crate::loom::thread;
 use crate::parker::Parker;
+use crate::sync::thread;
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;

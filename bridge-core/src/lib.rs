@@ -46,11 +46,11 @@ pub mod __scoped;
 pub mod __stall;
 mod block_on;
 mod coverage_arms;
-mod loom;
 pub mod oneshot;
 mod parker;
 #[cfg(not(bridge_loom))]
 pub mod stream;
+mod sync;
 
 pub use block_on::{__block_on_deadline, block_on};
 

@@ -87,9 +87,11 @@ pub fn thread_nice() -> io::Result<i32> {
     {
         // -1 is both a nice value and the error return: errno tells them apart, so it is
         // cleared first.
-        // SAFETY: `__errno_location` returns this thread's errno, valid for the thread's
-        // life; nothing else holds a reference to it.
-        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `__errno_location` has no preconditions.
+        let errno = unsafe { libc::__errno_location() };
+        // SAFETY: it points to this thread's errno, valid for the thread's life; nothing
+        // else holds a reference to it.
+        unsafe { *errno = 0 };
         // SAFETY: `getpriority` takes no pointers and has no preconditions.
         let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
         if nice == -1 {

@@ -1,10 +1,10 @@
 //! A one-waiter wake flag: the part of `block_on` that can race.
 
-use crate::coverage_arms::arm;
-use crate::loom::sync::atomic::AtomicBool;
 use crate::__backoff::spin_until;
-use crate::loom::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
-use crate::loom::thread::{self, Thread};
+use crate::coverage_arms::arm;
+use crate::sync::atomic::AtomicBool;
+use crate::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
+use crate::sync::thread::{self, Thread};
 
 /// One blocking wait's own wake flag, bound to the thread that waits on it.
 ///
@@ -115,7 +115,7 @@ impl Parker {
                 arm!("parker.park_deadline.woken");
                 return true;
             }
-            if thread::park_deadline(deadline) == crate::loom::Parked::Expired {
+            if thread::park_deadline(deadline) == crate::sync::Parked::Expired {
                 // ORDERING: Acquire, as above: a wake-up that came with the deadline counts.
                 let woken = self.notified.value.swap(false, Acquire);
                 if woken {

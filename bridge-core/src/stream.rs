@@ -17,7 +17,7 @@
 //! ```
 //
 // Maintainers: the buffer keeps its state under a std `Mutex` and has no atomics, so it is
-// not under `crate::loom` (the module is left out of loom builds); the fuzz body
+// not under `crate::sync` (the module is left out of loom builds); the fuzz body
 // `bridge_fuzz::stream` checks it against a sequential model instead.
 
 mod buffer;

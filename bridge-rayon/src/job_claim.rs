@@ -23,8 +23,8 @@
 
 use crate::coverage_arms::arm;
 use crate::job::{self, CancelFlag, Outcome};
-use crate::loom::AtomicU8;
-use crate::loom::Ordering::Relaxed;
+use crate::sync::AtomicU8;
+use crate::sync::Ordering::Relaxed;
 use bridge_core::oneshot::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Waker;

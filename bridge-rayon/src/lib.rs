@@ -90,11 +90,11 @@ mod future_task;
 mod job;
 mod job_claim;
 mod limit;
-mod loom;
 mod metrics;
 mod priority;
 mod spawn;
 mod stall;
+mod sync;
 mod task;
 #[cfg(feature = "tracing")]
 mod trace;

@@ -42,8 +42,8 @@
 //! released, so no user code runs while it is held.
 
 use crate::coverage_arms::arm;
-use crate::loom::thread::{self, ThreadId};
-use crate::loom::{Mutex, MutexGuard};
+use crate::sync::thread::{self, ThreadId};
+use crate::sync::{Mutex, MutexGuard};
 use crate::{Task, ThreadPoolExt};
 use std::collections::VecDeque;
 use std::fmt;

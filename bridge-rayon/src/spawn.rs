@@ -169,11 +169,9 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// [`spawn_future_task`](Self::spawn_future_task) of its pump), and returns a
     /// [`Crossing`] that yields its items, in order, on any executor: at most `bound` made
     /// ahead of the consumer, the stream dropped on the pool when the crossing is, its panic
-    /// resumed in the consumer after its items. An item that took long to make ends with the
-    /// pool thread yielding its CPU to the OS, and the thread asks for a long time slice, as a
-    /// future task's poll does (see
-    /// [`spawn_future`](crate::spawn_future)). The facade's `bridge::stream::spawn_cpu`
-    /// does the same on rayon's global pool.
+    /// resumed in the consumer after its items. The pool thread's scheduling is left as it
+    /// is unless [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) is on.
+    /// The facade's `bridge::stream::spawn_cpu` does the same on rayon's global pool.
     ///
     /// # Examples
     ///

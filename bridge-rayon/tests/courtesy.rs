@@ -1,7 +1,8 @@
-//! The CPU side's courtesy: a pool thread yields its CPU to the OS scheduler after it has
-//! run a future task's polls, or a CPU-side stream's items, for longer than the threshold
-//! (at most 1 ms) since it last checked, and not after short polls back to back.
-//! `metrics().yielded` counts the yields.
+//! The CPU side's courtesy, off unless asked for: with `set_yield_after_long_polls(true)` a
+//! pool thread yields its CPU to the OS scheduler after it has run a future task's polls, or
+//! a CPU-side stream's items, for longer than the threshold (100 µs) since it last checked,
+//! and not after short polls back to back; without it, never. `metrics().yielded` counts the
+//! yields.
 //!
 //! One test, so that nothing else in this process polls on the CPU side while it counts.
 #![cfg(not(bridge_loom))]
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Longer than the longest threshold (1 ms), whatever this machine's yields cost.
+/// Well past the threshold (100 µs).
 const LONG: Duration = Duration::from_millis(2);
 
 /// Keeps this thread's CPU busy for `d`.
@@ -57,6 +58,23 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
     watchdog(|| {
         let pool = Arc::new(common::pool(1));
 
+        // Off (the default): long polls and long items never yield.
+        let before = yielded();
+        pool.spawn_future_task(Polls {
+            left: 9,
+            each: LONG,
+        })
+        .wait();
+        let items = futures::stream::iter(0..10).map(|i| {
+            spin_for(LONG);
+            i
+        });
+        let crossed = futures::executor::block_on(pool.spawn_stream(items, 16).count());
+        assert_eq!(crossed, 10);
+        common::drain(&pool);
+        assert_eq!(yielded() - before, 0, "yields with the courtesy off");
+
+        bridge_rayon::set_yield_after_long_polls(true);
         // 10 polls of 2 ms each: each ends past the threshold.
         let before = yielded();
         pool.spawn_future_task(Polls {
@@ -107,5 +125,6 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
             short_items < 100,
             "{short_items} yields after 10,000 short items"
         );
+        bridge_rayon::set_yield_after_long_polls(false);
     });
 }

@@ -1,7 +1,7 @@
-//! A pool thread that runs the CPU side's polls asks the OS for the longest time slice
-//! (Linux 6.12 and later), keeps its nice value, and keeps the slice after the poll; a pool
-//! thread that ran only closures keeps the default, and so do the caller and the threads a
-//! poll starts.
+//! The pool threads keep the OS's default time slice, unless the user turns on
+//! `set_yield_after_long_polls`: then a pool thread that runs the CPU side's polls asks for
+//! the longest slice (Linux 6.12 and later), keeps its nice value, and keeps the slice after
+//! the poll; the caller and the threads a poll starts keep the default.
 #![cfg(all(not(bridge_loom), target_os = "linux"))]
 
 mod common;
@@ -32,55 +32,72 @@ fn pool_at_nice_3() -> Arc<rayon::ThreadPool> {
     )
 }
 
+/// The slices of a future task's poll on `pool` (with the slice of a thread it starts, and
+/// its nice value), of a stream's items made there, and of the pool thread afterwards.
+struct Seen {
+    poll: Option<Duration>,
+    nice: i32,
+    started: Option<Duration>,
+    items: Vec<Option<Duration>>,
+    after: Option<Duration>,
+}
+
+fn look(pool: &Arc<rayon::ThreadPool>) -> Seen {
+    let (poll, nice, started) = pool
+        .spawn_future_task(async {
+            let started = std::thread::spawn(|| thread_slice().unwrap())
+                .join()
+                .unwrap();
+            (thread_slice().unwrap(), thread_nice().unwrap(), started)
+        })
+        .wait();
+    let items = futures::stream::iter(0..100).map(|_| thread_slice().unwrap());
+    let items: Vec<Option<Duration>> =
+        futures::executor::block_on(pool.spawn_stream(items, 8).collect());
+    assert_eq!(items.len(), 100);
+    Seen {
+        poll,
+        nice,
+        started,
+        items,
+        after: pool.install(|| thread_slice().unwrap()),
+    }
+}
+
+/// One test: the setting is the process's.
 #[test]
-fn a_future_tasks_thread_asks_for_the_longest_slice_and_a_closures_thread_does_not() {
+fn the_pool_threads_slice_changes_only_when_the_user_asks() {
     watchdog(|| {
         let default = default_slice();
         let caller = thread_slice().unwrap();
         let long = default.map(|_| MAX_SLICE);
 
+        // Off (the default): closures, future tasks and streams leave the slice alone.
         let pool = pool_at_nice_3();
-        // Closures only: the default.
-        assert_eq!(pool.install(|| thread_slice().unwrap()), default);
         assert_eq!(pool.install(|| bridge_rayon::spawn(|| 1).wait()), 1);
-        assert_eq!(pool.install(|| thread_slice().unwrap()), default);
+        let seen = look(&pool);
+        assert_eq!(seen.poll, default);
+        assert!(seen.items.iter().all(|&slice| slice == default));
+        assert_eq!(seen.after, default);
+        assert_eq!(seen.nice, 3);
 
-        // In a future task's poll, the longest slice, at the same nice value; a thread started
-        // there (a runtime built lazily in a poll, a blocking pool's thread) has the default.
-        let (slice, nice, started) = pool
-            .spawn_future_task(async {
-                let started = std::thread::spawn(|| thread_slice().unwrap())
-                    .join()
-                    .unwrap();
-                (thread_slice().unwrap(), thread_nice().unwrap(), started)
-            })
-            .wait();
-        assert_eq!(slice, long);
-        assert_eq!(nice, 3);
-        assert_eq!(started, default);
-        // Kept after the poll, for the closures that thread runs next.
-        assert_eq!(pool.install(|| thread_slice().unwrap()), long);
+        // On: a future task's poll and a stream's items run with the longest slice, at the
+        // same nice value; a thread started in a poll has the default; the pool thread keeps
+        // the slice afterwards; the caller's never changes.
+        bridge_rayon::set_yield_after_long_polls(true);
+        let pool = pool_at_nice_3();
+        assert_eq!(pool.install(|| thread_slice().unwrap()), default);
+        let seen = look(&pool);
+        bridge_rayon::set_yield_after_long_polls(false);
+        assert_eq!(seen.poll, long);
+        assert_eq!(seen.nice, 3);
+        assert_eq!(seen.started, default);
+        assert!(seen.items.iter().all(|&slice| slice == long));
+        assert_eq!(seen.after, long);
         assert_eq!(
             thread_slice().unwrap(),
             caller,
             "the caller's slice did not change"
         );
-    });
-}
-
-#[test]
-fn a_streams_pump_asks_for_it_too() {
-    watchdog(|| {
-        let long = default_slice().map(|_| MAX_SLICE);
-        let pool = pool_at_nice_3();
-        let items = futures::stream::iter(0..100).map(|i| (i, thread_slice().unwrap()));
-        let crossed: Vec<(i32, Option<Duration>)> =
-            futures::executor::block_on(pool.spawn_stream(items, 8).collect());
-        assert_eq!(crossed.len(), 100);
-        for (k, (i, slice)) in crossed.into_iter().enumerate() {
-            assert_eq!(i, k as i32);
-            assert_eq!(slice, long, "item {i}");
-        }
-        assert_eq!(pool.install(|| thread_nice().unwrap()), 3);
     });
 }

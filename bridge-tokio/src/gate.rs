@@ -33,7 +33,7 @@
 //! | flag | `set_first` | a wake-up comes before the call waits: it does not wait |
 //! | flag | `wake_waiter` | the call waits: it is woken |
 
-use crate::loom::{AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 use bridge_core::__coverage::Decl;
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};

@@ -11,7 +11,7 @@
 
 use crate::BridgeError;
 use crate::handoff_pool::Pool;
-use crate::loom::Arc;
+use crate::sync::Arc;
 use bridge_core::__scoped::{Job, run_elsewhere};
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
 use std::any::Any;

@@ -43,7 +43,7 @@
 //! | cancel | `removed_queued` | the caller's deadline passed with its job still queued: the job leaves the queue, and the caller drops it unrun |
 //! | cancel | `already_started` | the caller's deadline passed, and a worker has its job (or a spawn failure dropped it): the caller asks it to stop, and waits |
 
-use crate::loom::{Arc, AtomicBool, Mutex, Ordering, thread};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering, thread};
 use bridge_core::__coverage::Decl;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -67,7 +67,7 @@ pub(crate) const THREAD_NAME: &str = "bridge-handoff";
 /// job's caller sees its channel close.
 pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 
-crate::loom::thread_flag! {
+crate::sync::thread_flag! {
     /// Whether this thread is a handoff worker: its submits bypass the cap.
     static ON_WORKER;
 }

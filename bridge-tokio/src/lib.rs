@@ -107,7 +107,6 @@ mod handoff_pool;
 mod in_place;
 mod io_runtime;
 mod io_task;
-mod loom;
 mod metrics;
 mod options;
 mod route;
@@ -116,6 +115,7 @@ mod shutdown;
 mod stall;
 #[cfg(not(bridge_loom))]
 pub mod stream;
+mod sync;
 mod trace;
 
 /// Loom builds have no drivers: their calls with no runtime take the `Shared` route.

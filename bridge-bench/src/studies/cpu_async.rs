@@ -92,23 +92,31 @@ const ONE: &str = "one runtime";
 const TWO: &str = "two runtimes";
 const TWO_LOW: &str = "two runtimes, CPU at nice 10";
 const BRIDGE_LOW: &str = "bridge, pool at nice 10";
+const BRIDGE_YIELD: &str = "bridge, yield after long polls";
 
 /// The nice value of the CPU side's threads in the low-priority variants: the remedy the
 /// guide gives (`bridge::cpu::lower_thread_priority`).
 const LOW_NICE: u8 = 10;
 
 /// The variants, in the order they run and the summary lists them.
-const VARIANTS: [Variant; 6] = [
+const VARIANTS: [Variant; 7] = [
     Variant::Idle,
     Variant::One,
     Variant::Two,
     Variant::Bridge,
+    Variant::BridgeYield,
     Variant::TwoLow,
     Variant::BridgeLow,
 ];
 
 /// The variants of the default-priority scenarios, in table order.
-const AT_DEFAULT: [Variant; 4] = [Variant::Idle, Variant::One, Variant::Two, Variant::Bridge];
+const AT_DEFAULT: [Variant; 5] = [
+    Variant::Idle,
+    Variant::One,
+    Variant::Two,
+    Variant::Bridge,
+    Variant::BridgeYield,
+];
 
 /// The variants of the low-priority scenarios, in table order; there the low-priority
 /// variants carry the names `two runtimes` and `bridge`, which the goals name.
@@ -128,6 +136,10 @@ enum Variant {
     /// store through `bridge::object_store::IoStore`, the probe on the `IoRuntime`
     /// (`spawn_io`).
     Bridge,
+    /// As `Bridge`, with `bridge::cpu::set_yield_after_long_polls(true)` while the cell runs,
+    /// the pipelines on a rayon pool of the study's own (so the time slices its threads are
+    /// given stay off the global pool's).
+    BridgeYield,
     /// As `Two`, with the CPU runtime's threads at nice [`LOW_NICE`].
     TwoLow,
     /// As `Bridge`, with the pipelines on a rayon pool of the study's own whose threads run
@@ -142,6 +154,7 @@ impl Variant {
             Self::One => ONE,
             Self::Two => TWO,
             Self::Bridge => BASELINE,
+            Self::BridgeYield => BRIDGE_YIELD,
             Self::TwoLow => TWO_LOW,
             Self::BridgeLow => BRIDGE_LOW,
         }
@@ -685,6 +698,8 @@ struct Rig {
     /// The low-priority bridge variant's pool: rayon's global pool's size at nice
     /// [`LOW_NICE`].
     pool_low: Arc<rayon::ThreadPool>,
+    /// The pool of `BridgeYield`, at the default priority.
+    pool_yield: Arc<rayon::ThreadPool>,
     /// Workers of each side.
     cpu_workers: usize,
     io_workers: usize,
@@ -737,6 +752,13 @@ impl Rig {
             cpu: runtime(cpu_workers, "cpu-runtime")?,
             io: runtime(io_workers, "io-runtime")?,
             cpu_low: low_runtime(cpu_workers, "cpu-runtime-low")?,
+            pool_yield: Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(cpu_workers)
+                    .thread_name(|i| format!("pool-yield-{i}"))
+                    .build()
+                    .map_err(io::Error::other)?,
+            ),
             pool_low: Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(cpu_workers)
@@ -766,7 +788,7 @@ impl Rig {
             })
         };
         match variant {
-            Variant::Idle | Variant::Bridge | Variant::BridgeLow => {
+            Variant::Idle | Variant::Bridge | Variant::BridgeYield | Variant::BridgeLow => {
                 let access = Access::Here(Arc::clone(&self.bridge_store));
                 let mut task = bridge::spawn_io(probe(access, Arc::clone(shared)));
                 joiners.push(Box::new(move |deadline: Instant| {
@@ -806,12 +828,17 @@ impl Rig {
                     let task = cpu.spawn(consume(batches, shared));
                     joiners.push(tokio_task(cpu, task));
                 }
-                Variant::BridgeLow => {
+                Variant::BridgeLow | Variant::BridgeYield => {
                     use bridge::cpu::ThreadPoolExt;
+                    let pool = if variant == Variant::BridgeLow {
+                        &self.pool_low
+                    } else {
+                        &self.pool_yield
+                    };
                     let access = Access::Here(Arc::clone(&self.bridge_store));
                     let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let batches = self.pool_low.spawn_stream(batches, BOUND);
-                    let mut task = self.pool_low.spawn_future_task(consume(batches, shared));
+                    let batches = pool.spawn_stream(batches, BOUND);
+                    let mut task = pool.spawn_future_task(consume(batches, shared));
                     joiners.push(Box::new(move |deadline: Instant| {
                         let left = deadline.saturating_duration_since(Instant::now());
                         task.wait_timeout(left).is_some()
@@ -839,6 +866,8 @@ impl Rig {
     /// If a task does not stop within [`STOP_TIMEOUT`].
     fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
         let shared = Arc::new(Shared::default());
+        let courtesy = variant == Variant::BridgeYield;
+        bridge::cpu::set_yield_after_long_polls(courtesy);
         let joiners = self.start_cell(variant, &shared);
         thread::sleep(warm);
         let (bytes0, batches0) = shared.counts();
@@ -855,6 +884,7 @@ impl Rig {
             .map(|join| join(deadline))
             .filter(|done| !done)
             .count();
+        bridge::cpu::set_yield_after_long_polls(false);
         if stuck > 0 {
             return Err(io::Error::other(format!(
                 "{stuck} task(s) of the {} variant did not stop within {STOP_TIMEOUT:?}",
@@ -1074,9 +1104,11 @@ fn varied() -> String {
          on a bounded tokio channel ({BOUND}); the probe a task of the I/O runtime. \
          `{BASELINE}`: each pipeline a stream driven on rayon's global pool by \
          `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
-         `bridge::cpu::spawn_future` task (a pool thread yields its CPU to the OS after each \
-         item or poll that ran long, and runs them with the longest time slice Linux grants, \
-         as for every CPU-side stream and future of the bridge); every read through \
+         `bridge::cpu::spawn_future` task, the pool threads' scheduling left as it is (the \
+         default); `{BRIDGE_YIELD}`: the same on a rayon pool of as many threads, with \
+         `bridge::cpu::set_yield_after_long_polls(true)` (a pool thread yields its CPU to the \
+         OS after each item or poll that ran 100 µs or more, and runs with the longest time \
+         slice Linux grants); every read through \
          `bridge::object_store::IoStore` over the same HTTP store \
          (each request and body on the shared IoRuntime); the probe a `bridge::spawn_io` task \
          on the IoRuntime, through the same IoStore (whose calls from a task of the IoRuntime \

@@ -2,10 +2,10 @@
 //! for where the memory comes from).
 
 use super::states::*;
-use crate::loom::alloc::{self, Tracked};
-use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::AtomicU8;
-use crate::loom::thread::Thread;
+use crate::sync::alloc::{self, Tracked};
+use crate::sync::atomic::AtomicU8;
+use crate::sync::cell::UnsafeCell;
+use crate::sync::thread::Thread;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::task::Waker;
@@ -65,7 +65,7 @@ impl<T> Channel<T> {
             // free, or an access after this one by the other side, reads FREED and panics.
             let previous = channel
                 .state
-                .swap(FREED, crate::loom::sync::atomic::Ordering::Relaxed);
+                .swap(FREED, crate::sync::atomic::Ordering::Relaxed);
             assert!(previous != FREED, "oneshot channel freed twice");
         }
         // SAFETY: forwarded from this function's contract.

@@ -4,7 +4,7 @@ use super::SendError;
 use super::channel::{Channel, ChannelPtr, invalid_state};
 use super::states::*;
 use crate::coverage_arms::{arm, sender_arm};
-use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;

@@ -1,9 +1,7 @@
 //! The loom side of the shim, compiled only with `--cfg bridge_loom`.
 
-pub(crate) mod sync {
-    pub(crate) mod atomic {
-        pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-    }
+pub(crate) mod atomic {
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 }
 
 pub(crate) mod cell {
@@ -67,4 +65,3 @@ pub(crate) mod alloc {
         unsafe { loom::alloc::dealloc(token, Layout::new::<u8>()) };
     }
 }
-

@@ -1,9 +1,7 @@
 //! The production side of the shim: thin wrappers over `std`.
 
-pub(crate) mod sync {
-    pub(crate) mod atomic {
-        pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-    }
+pub(crate) mod atomic {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 }
 
 pub(crate) mod cell {
@@ -177,4 +175,3 @@ pub(crate) mod alloc {
         }
     }
 }
-
