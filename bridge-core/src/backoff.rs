@@ -1,29 +1,28 @@
-//! How every blocking wait of the family waits: spin with exponential backoff, then yield
-//! the thread a few times, then park. Used by the oneshot's blocking receive and
-//! `block_on` here, by bridge-tokio's handoff (caller and worker) and drivers' hand-over.
+//! How every blocking wait of the family waits: a bounded spin with exponential backoff, then
+//! a park. Used by the oneshot's blocking receive and `block_on` here, and by bridge-tokio's
+//! handoff worker and drivers' hand-over.
 //!
-//! A wait whose event comes within the spin saves a park and an unpark (a futex wait, a
-//! futex wake and a switch on each side: microseconds). The policy is crossbeam-utils'
-//! `Backoff`, the one its channels use, with its constants:
+//! A wait whose event comes within the spin saves a park and an unpark (a futex wait, a futex
+//! wake and a switch on each side: microseconds). The spin is crossbeam-utils' `Backoff`, the
+//! one its channels use: step `k` spins `2^k` times ([`std::hint::spin_loop`]), up to step
+//! [`SPIN_STEPS`], 127 hints in all: one to a few microseconds whatever the CPU, less than a
+//! park and an unpark cost.
 //!
-//! - [`SPIN_STEPS`]: step `k` spins `2^k` times ([`std::hint::spin_loop`]), so the whole spin
-//!   is 127 hints: one to a few microseconds, whatever the CPU, and less than a park costs.
-//! - [`YIELD_STEPS`]: then, up to step 10, each step yields the thread
-//!   ([`std::thread::yield_now`]): a partner that shares this CPU (one CPU, or more runnable
-//!   threads than CPUs) gets to run and deliver before this thread sleeps.
+//! Unlike crossbeam's, the wait does not yield the thread between the spin and the park. On a
+//! machine whose CPUs are all busy at the same priority, a `yield_now` hands the CPU to a
+//! busy thread for the rest of its time slice (milliseconds), long after the event came; a
+//! park is woken as soon as the event comes, and gives a partner that shares this CPU the CPU
+//! just as well.
 //!
-//! The constants are fixed: the bound on what a wait spends before it parks is the same on
-//! every machine, and nothing is measured at run time. Under `--cfg bridge_loom` the spin is
-//! one step (a loom yield), so the models explore "caught while spinning" and "parked"
-//! without a branch point per hint.
+//! The constants are fixed: the most a wait spends before it parks is the same on every
+//! machine, and nothing is measured at run time. Under `--cfg bridge_loom` the spin is one
+//! step (a loom yield), so the models explore "caught while spinning" and "parked" without a
+//! branch point per hint.
 
-/// The last step that spins; step `k` spins `2^k` times.
+/// The last step; step `k` spins `2^k` times.
 pub const SPIN_STEPS: u32 = 6;
 
-/// The last step; the steps after [`SPIN_STEPS`] yield the thread.
-pub const YIELD_STEPS: u32 = 10;
-
-/// One wait's progress through the policy.
+/// One wait's progress through the spin.
 ///
 /// # Examples
 ///
@@ -50,8 +49,8 @@ impl Backoff {
         Self { step: 0 }
     }
 
-    /// Waits one step: spins or yields and returns `true`; or, once the steps are spent,
-    /// does nothing and returns `false`: time to park.
+    /// Spins one step and returns `true`; or, once the steps are spent, does nothing and
+    /// returns `false`: time to park.
     pub fn snooze(&mut self) -> bool {
         if cfg!(bridge_loom) {
             if self.step > 0 {
@@ -61,15 +60,11 @@ impl Backoff {
             crate::sync::thread::yield_now();
             return true;
         }
-        if self.step > YIELD_STEPS {
+        if self.step > SPIN_STEPS {
             return false;
         }
-        if self.step <= SPIN_STEPS {
-            for _ in 0..1u32 << self.step {
-                std::hint::spin_loop();
-            }
-        } else {
-            std::thread::yield_now();
+        for _ in 0..1u32 << self.step {
+            std::hint::spin_loop();
         }
         self.step += 1;
         true
@@ -97,5 +92,42 @@ pub fn spin_until<T>(mut ready: impl FnMut() -> Option<T>) -> Option<T> {
         if !backoff.snooze() {
             return None;
         }
+    }
+}
+
+#[cfg(all(test, not(bridge_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_spins_seven_steps_then_says_park_and_keeps_saying_it() {
+        let mut backoff = Backoff::new();
+        let steps = std::iter::from_fn(|| backoff.snooze().then_some(())).count();
+        assert_eq!(steps, SPIN_STEPS as usize + 1);
+        assert!(!backoff.snooze());
+        assert!(!backoff.snooze());
+    }
+
+    #[test]
+    fn spin_until_stops_at_the_first_answer() {
+        let mut looks = 0;
+        let found = spin_until(|| {
+            looks += 1;
+            (looks == 4).then_some("found")
+        });
+        assert_eq!((found, looks), (Some("found"), 4));
+        let mut looks = 0;
+        assert_eq!(
+            spin_until(|| {
+                looks += 1;
+                None::<()>
+            }),
+            None
+        );
+        assert_eq!(
+            looks,
+            SPIN_STEPS as usize + 2,
+            "a look before each step and after the last"
+        );
     }
 }

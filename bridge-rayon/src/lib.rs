@@ -109,8 +109,6 @@ pub use limit::Limit;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use limit::{Acquire as __Acquire, Permit as __Permit};
-#[doc(hidden)]
-pub use metrics::__set_queue_wait_sampling;
 pub use metrics::{Metrics, QueueWait, metrics};
 pub use priority::{lower_thread_priority, set_yield_after_long_polls};
 #[cfg(bridge_loom)]

@@ -404,14 +404,94 @@ pub fn metrics() -> Metrics {
     }
 }
 
-/// Test hook: each spawning thread times one task in `period` (rounded up to a power of
+/// For the tests: each spawning thread times one task in `period` (rounded up to a power of
 /// two; 0 counts as 1) from its next spawn on; returns the previous period. `1` times every
-/// task, for exact tests. Not part of the API.
-#[doc(hidden)]
-pub fn __set_queue_wait_sampling(period: u32) -> u32 {
+/// task, for exact tests.
+#[cfg(test)]
+fn set_queue_wait_sampling(period: u32) -> u32 {
     let mask = period.max(1).checked_next_power_of_two().unwrap_or(1 << 31) - 1;
     // ORDERING: Relaxed: see `spawned`.
     SAMPLING_MASK.swap(mask, Relaxed) + 1
+}
+
+/// The sampling period's tests: unit tests, since the period is no API (no other unit test
+/// of this crate spawns tasks, so the process-wide counters see only these).
+#[cfg(test)]
+mod sampling_tests {
+    use super::set_queue_wait_sampling;
+    use crate::ThreadPoolExt;
+    use std::sync::{Arc, Mutex, mpsc};
+    use std::thread;
+    use std::time::Duration;
+
+    /// The two tests change the period: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn queue_waits_are_timed_for_every_task_when_the_period_is_one() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let period = set_queue_wait_sampling(1);
+        let pool = pool(1);
+        // Occupy the pool's one thread until told.
+        let (open, gate) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel();
+        pool.spawn(move || {
+            started_tx.send(()).unwrap();
+            let _ = gate.recv();
+        });
+        started.recv().unwrap();
+        let before = crate::metrics();
+        let queued = pool.spawn_task(|| ());
+        let wait = Duration::from_millis(20);
+        thread::sleep(wait);
+        open.send(()).unwrap();
+        queued.wait();
+        let quick = pool.spawn_task(|| ());
+        quick.wait();
+        let waits = crate::metrics().since(&before).queue_wait;
+        set_queue_wait_sampling(period);
+        assert_eq!(waits.samples(), 2);
+        // The slower of the two waited at least the sleep; its bucket's bound is above that.
+        let longest = waits.percentile(100.0).unwrap();
+        assert!(longest >= wait, "{longest:?}");
+        let nonempty: Vec<_> = waits.buckets().filter(|&(_, n)| n > 0).collect();
+        assert!(!nonempty.is_empty() && nonempty.iter().map(|&(_, n)| n).sum::<u64>() == 2);
+        assert!(waits.percentile(0.0).unwrap() <= longest);
+    }
+
+    #[test]
+    fn each_thread_times_its_first_spawn_and_then_one_in_sixty_four() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // The default (every test that changes it puts it back).
+        let period = set_queue_wait_sampling(64);
+        assert_eq!(period, 64);
+        let pool = Arc::new(pool(2));
+        let before = crate::metrics();
+        // Fresh threads: their first spawn is sampled, and then the 65th.
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let tasks: Vec<_> = (0..70).map(|_| pool.spawn_task(|| ())).collect();
+                    tasks.into_iter().for_each(crate::Task::wait);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let after = crate::metrics().since(&before);
+        set_queue_wait_sampling(period);
+        assert_eq!(after.spawned, 140);
+        assert_eq!(after.queue_wait.samples(), 4);
+    }
 }
 
 #[cfg(test)]
