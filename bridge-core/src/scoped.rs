@@ -101,11 +101,17 @@ impl<R> Pending<'_, R> {
     /// Waits for the result until `deadline` (`None`: for as long as it takes); `Closed`
     /// when the job was dropped unrun or its closure panicked.
     ///
+    /// It parks at once, without the spin of `__backoff`: the result is a whole job's, run on
+    /// another thread that may first need a wake-up, so a spin seldom catches it; and where
+    /// that thread shares this CPU (two threads that wake each other often end up on one),
+    /// the spin holds the CPU the job needs. The worker's wait for its next job, where a
+    /// caller in a loop comes back within microseconds, is the side that spins.
+    ///
     /// # Errors
     ///
     /// As [`Receiver::recv_deadline`].
     pub fn recv_until(&mut self, deadline: Option<Instant>) -> Result<R, RecvTimeoutError> {
-        self.0.recv_until(deadline)
+        self.0.recv_until_with(deadline, false)
     }
 
     /// Whether the result (or the channel's close) is there.

@@ -206,8 +206,17 @@ impl<T> Receiver<T> {
     /// it wakes that task when it returns, so the task polls again instead of waiting for a
     /// wake-up that now goes to this thread.
     pub(crate) fn recv_until(&mut self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        self.recv_until_with(deadline, true)
+    }
+
+    /// [`recv_until`](Self::recv_until), parking at once when `spin` is false.
+    pub(crate) fn recv_until_with(
+        &mut self,
+        deadline: Option<Instant>,
+        spin: bool,
+    ) -> Result<T, RecvTimeoutError> {
         let mut displaced = None;
-        let result = self.wait(deadline, &mut displaced);
+        let result = self.wait(deadline, spin, &mut displaced);
         if let Some(waker) = displaced {
             arm!("oneshot.wait.wake_displaced");
             waker.wake();
@@ -215,10 +224,11 @@ impl<T> Receiver<T> {
         result
     }
 
-    /// Spin, then register this thread, then park.
+    /// Spin (if `spin`), then register this thread, then park.
     fn wait(
         &mut self,
         deadline: Option<Instant>,
+        spin: bool,
         displaced: &mut Option<Waker>,
     ) -> Result<T, RecvTimeoutError> {
         let channel = self.channel();
@@ -228,7 +238,7 @@ impl<T> Receiver<T> {
         // gets one look, not a spin.
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
-        let spin = deadline.is_none_or(|deadline| deadline > Instant::now());
+        let spin = spin && deadline.is_none_or(|deadline| deadline > Instant::now());
         if !spin {
             arm!("oneshot.wait.no_spin");
         }
