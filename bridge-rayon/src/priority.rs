@@ -69,8 +69,8 @@ pub fn lower_thread_priority(nice: u8) -> io::Result<()> {
 /// Whether the pool threads that poll CPU-side async work yield to the threads they share
 /// CPUs with (off by default; the setting is the process's, from the next poll on).
 ///
-/// On, a pool thread that polls a future task ([`spawn_future`](crate::spawn_future)) or a
-/// CPU-side stream's item ([`spawn_stream`](crate::ThreadPoolExt::spawn_stream)):
+/// On, a pool thread that polls a future task (`bridge::cpu::spawn_future`) or a CPU-side
+/// stream's item (`bridge::stream::spawn_cpu`, `spawn_stream` of a pool of your own):
 /// - asks the OS, at its first such poll, for the longest time slice it grants (Linux 6.12
 ///   and later; elsewhere nothing changes), and keeps it: its share of the CPU is the same,
 ///   but a thread at the default slice that wakes on its CPU (a runtime's worker whose socket
