@@ -16,8 +16,8 @@
 //!
 //! The constants are fixed: the most a wait spends before it parks is the same on every
 //! machine, and nothing is measured at run time. Under `--cfg bridge_loom` the spin is one
-//! step (a loom yield), so the models explore "caught while spinning" and "parked" without a
-//! branch point per hint.
+//! step with no hint (one more look at the event), so the models explore "caught while
+//! spinning" and "parked" without a branch point per hint.
 
 /// The last step; step `k` spins `2^k` times.
 pub const SPIN_STEPS: u32 = 6;
@@ -53,11 +53,13 @@ impl Backoff {
     /// returns `false`: time to park.
     pub fn snooze(&mut self) -> bool {
         if cfg!(bridge_loom) {
+            // One step with no hint: the waiter looks once more, then parks. A loom yield here
+            // would let the other side run to its end before every park, and the models would
+            // never see a park outlast its deadline.
             if self.step > 0 {
                 return false;
             }
             self.step = 1;
-            crate::sync::thread::yield_now();
             return true;
         }
         if self.step > SPIN_STEPS {
