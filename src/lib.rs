@@ -10,156 +10,57 @@
 //!
 //! # What is here
 //!
-//! - [`oneshot`]: one value from one thread or task to another, received with `try_recv`
-//!   (sync), `recv_blocking` / `recv_timeout` / `recv_deadline` (blocking) or `.await`
-//!   (async, on any executor).
-//! - [`block_on`]: run a future to completion on this thread, with no runtime.
-#![cfg_attr(
-    feature = "tokio",
-    doc = "- [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`],
-  [`run_blocking_local`] (feature `tokio`): synchronous code runs a future to completion
-  from any context, or none; [`route`] tells which way a call goes, and [`IoRuntime`] is
-  the shared runtime that drives I/O for synchronous callers. [`rt`] has the rest
-  ([`rt::RunBlocking`], [`rt::InlineStrategy`])."
-)]
-#![cfg_attr(
-    not(feature = "tokio"),
-    doc = "- `run_blocking` and the rest of module `rt`: feature `tokio` (on by default, off in
-  this build)."
-)]
-#![cfg_attr(
-    feature = "rayon",
-    doc = "- [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] and [`Task`] (feature `rayon`): CPU
-  work on rayon, awaited (or waited for) through a oneshot; panics come back to whoever
-  takes the result, and a dropped task cancels work that has not started.
-  [`cpu::ThreadPoolExt`] does the same on a pool of your own. [`Limit`] bounds the
-  CPU tasks in flight: callers wait for room (async or blocking, first come, first served)
-  or are refused."
-)]
-#![cfg_attr(
-    not(feature = "rayon"),
-    doc = "- `spawn`, `Task` and the rest of module `cpu`: feature `rayon` (on by default, off in
-  this build)."
-)]
-#![cfg_attr(
-    feature = "tokio",
-    doc = "- [`spawn_io`] and [`IoTask`] (feature `tokio`): a future run as a task of the shared
-  [`IoRuntime`], from any context; its output taken by `.await`, `wait` or `try_get`, its
-  panic carried to whoever takes it; dropping the `IoTask` cancels the future."
-)]
-#![cfg_attr(
-    feature = "rayon",
-    doc = "- [`cpu::spawn_future`] (feature `rayon`): CPU-heavy async code (a decoder, a stream of
-  record batches) polled on rayon, one poll per wake-up as a job, and awaited through a
-  [`Task`]; with feature `tokio` the shared `IoRuntime` is entered in each poll, so tokio
-  timers and sockets work inside."
-)]
-#![cfg_attr(
-    any(feature = "tokio", feature = "rayon"),
-    doc = "- [`stream`]: a `Stream` driven on the I/O side (`stream::spawn_io`, feature `tokio`)
-  or on rayon (`stream::spawn_cpu`, feature `rayon`) and consumed on any executor through a
-  bounded buffer ([`stream::Crossing`]): backpressure, order kept, the producer cancelled
-  when the consumer is dropped, its panic carried to the consumer."
-)]
-#![cfg_attr(
-    feature = "tokio",
-    doc = "- [`iter_blocking`] and [`IterBlocking`] (feature `tokio`): synchronous code's
-  `Iterator` over a `Stream`, from any context, each item taken by `run_blocking`'s route."
-)]
-#![cfg_attr(
-    feature = "object_store",
-    doc = "- [`object_store`] (feature `object_store`, off by default): `IoStore`, an
-  `ObjectStore` whose every method and streamed body runs on the I/O runtime, so a store
-  can be used from CPU-side tasks and synchronous code without its requests running there."
-)]
-//! - [`metrics()`]: a cheap snapshot of the bridge's counters: CPU tasks spawned, started,
-//!   finished, panicked, cancelled, queued and their queue wait; `run_blocking` calls by
-//!   route, the handoff pool's threads, and the handoffs that a current-thread runtime
-//!   waited for past the stall threshold (`io.stalled_handoffs`; the threshold is
-//!   `rt::set_stall_warning`'s). Counting costs a relaxed increment on a cache line the
-//!   counting thread owns.
-//! - Feature `tracing` (off by default): the [`tracing`](https://docs.rs/tracing) span
-//!   current at a spawn is current while its closure runs, and the span current at a
-//!   `run_blocking` call is current in every poll of its future, on every route; the bridge
-//!   logs its notable events (handoff-pool growth and queueing, a call moved off a dying
-//!   runtime, a call on a current-thread runtime still waiting for its handed-off future
-//!   after `rt::stall_warning()`, `Lost`, `Unavailable`). See the Tracing sections of
-//!   `threadbridge-rayon` and `threadbridge-tokio`. Without it, nothing of `tracing` is
-//!   compiled in.
+//! Each item has one path. The [`guide`] says which call to make where, with examples.
 //!
-//! The modules with everything of each half are named `rt` (tokio) and `cpu` (rayon), not
-//! `tokio` and `rayon`: `use bridge::*;` brings in no name that would hide your own `tokio`
-//! and `rayon` crates.
-#![cfg_attr(
-    feature = "tokio",
-    doc = r#"
-# Running a future from synchronous code
-
-Every entry point works from any context (a plain thread, a rayon worker, a task or
-`block_on` body of either tokio flavor, a `spawn_blocking` thread, a `LocalSet`, another
-call's future) and picks its route there ([`route`]); they differ in what they promise.
-
-| entry point | use it when |
-| --- | --- |
-| [`run_blocking`] | the default: sync code needs a future's output; the future's panic resumes in the caller |
-| [`try_run_blocking`] | the same, with a [`BridgeError`] instead of a panic (the future panicked, its runtime shut down, no thread could be started) |
-| [`try_run_blocking_timeout`] | the same with a time limit: when it passes, the future is dropped and the call returns [`BridgeError::TimedOut`] |
-| [`run_blocking_local`] | the future is `!Send`: it is polled on this thread, and refused ([`BridgeError::NotSendOnHandoff`]) where only a handoff to another thread could run it (a current-thread runtime) |
-| [`rt::RunBlocking`] | `run_blocking` or `try_run_blocking` with options: how a thread with no runtime drives the future ([`rt::InlineStrategy`]), which I/O runtime serves the calls that need one (an [`IoRuntime`] of yours instead of [`IoRuntime::global`]), a timeout or a deadline |
-| [`IoRuntime`]'s `run_blocking`, `try_run_blocking`, `try_run_blocking_timeout` | the narrower contract: the future always runs on that I/O runtime, whatever the caller's context; for clients shared beyond one runtime's life (a pooled HTTP or object-store client), whose background tasks must go on running between calls from any thread |
-
-The free functions drive the future where its resources live: in a multi-thread runtime's
-task, that runtime, which must then outlive whatever the future leaves behind. A call made on
-a current-thread runtime blocks it while a handoff worker runs the future, so a future that
-needs that runtime's tasks never finishes: once it has waited [`rt::stall_warning`] (5 s
-unless [`rt::set_stall_warning`] changed it), the call logs a warning (feature `tracing`) and
-counts in [`rt::Metrics::stalled_handoffs`].
-
-```
-use std::time::Duration;
-
-// The default, from synchronous code wherever it runs.
-let n = bridge::run_blocking(async { 1 });
-
-// With options: an I/O runtime of your own and a time limit.
-let io = bridge::IoRuntime::new(1).unwrap();
-let limited = bridge::rt::RunBlocking::new().io(&io).timeout(Duration::from_secs(30));
-let m = limited.try_run(async { 2 }).unwrap();
-
-// Always on the shared I/O runtime, here from a task of another runtime.
-let rt = tokio::runtime::Runtime::new().unwrap();
-let task = async { bridge::IoRuntime::global().run_blocking(async { 3 }) };
-let k = rt.block_on(async { tokio::spawn(task).await.unwrap() });
-assert_eq!(n + m + k, 6);
-```
-"#
-)]
+//! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] (feature `rayon`): CPU work on rayon's
+//!   global pool; [`cpu`] has async CPU work ([`cpu::spawn_future`]), pools of your own
+//!   ([`cpu::ThreadPoolExt`]) and a bound on the work in flight ([`cpu::Limit`]).
+//! - [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`] (feature
+//!   `tokio`): a future run to completion from synchronous code, in any context or none;
+//!   [`spawn_io`]: a future run on the shared I/O runtime ([`rt::IoRuntime`]) from anywhere.
+//! - [`Task`]: the one handle of work running elsewhere (awaited, waited for, polled, or
+//!   dropped to cancel it), and [`Error`], the one error: a panic, a time limit, work lost.
+//! - [`stream`]: a `Stream` made on one side and consumed on the other through a bounded
+//!   buffer; [`iter_blocking`]: a `Stream` read as an `Iterator` by synchronous code.
+//! - [`oneshot`]: one value from one thread or task to another, received sync, blocking or
+//!   async; [`block_on`]: a future run on this thread with no runtime.
+//! - [`configure()`] and [`config()`]: the process's settings; [`metrics()`]: the counters.
+//! - [`object_store`] (feature `object_store`, off by default): an `ObjectStore` whose
+//!   requests run on the I/O runtime whoever calls it.
+//! - Feature `tracing` (off by default): the span current where work is handed over is
+//!   current where it runs, and the bridge logs its notable events (a stall, a lost
+//!   runtime, the handoff pool at its cap).
+//!
+//! The modules of each half are named `rt` (tokio) and `cpu` (rayon), not `tokio` and
+//! `rayon`: `use bridge::*;` brings in no name that would hide your own `tokio` and `rayon`.
 #![forbid(unsafe_code)]
 // docs.rs builds with `--cfg docsrs` on nightly: each feature-gated item gets a badge naming
 // its feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
-pub use bridge_core::block_on;
-#[doc(inline)]
-pub use bridge_core::oneshot;
+pub use bridge_core::{CatchUnwind, Config, Error, Task, block_on, config, configure, oneshot};
 
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 #[doc(inline)]
-pub use bridge_rayon::{
-    CancelFlag, CatchUnwind, Limit, Task, TaskError, spawn, spawn_cancellable, spawn_fifo,
+pub use bridge_rayon::{CancelFlag, CpuMetrics, QueueWait, spawn, spawn_cancellable, spawn_fifo};
+
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+#[doc(inline)]
+pub use bridge_tokio::{
+    IoMetrics, IterBlocking, iter_blocking, run_blocking, spawn_io, try_run_blocking,
+    try_run_blocking_timeout,
 };
 
-#[cfg(all(feature = "rayon", feature = "tokio"))]
-mod cpu_future;
-
-/// CPU work on rayon pools: everything of `threadbridge-rayon`, including
-/// [`ThreadPoolExt`] (`pool.spawn_task(f)`) for pools of your own, and
-/// [`spawn_future`](cpu::spawn_future) for async code that belongs on the CPU side (with
-/// feature `tokio`, it and `ThreadPoolExt::spawn_future_task` enter the shared `IoRuntime`
-/// during each poll). (Named `cpu`, not `rayon`, so that `use bridge::*` does not hide the
-/// `rayon` crate.)
+/// CPU work on rayon beyond [`spawn`](crate::spawn): async CPU work, pools of your own, a
+/// bound on the work in flight, a lower priority for a pool's threads. (Named `cpu`, not
+/// `rayon`, so that `use bridge::*` does not hide the `rayon` crate.)
+///
+/// With feature `tokio`, every poll of [`spawn_future`](cpu::spawn_future)'s future (and of
+/// [`ThreadPoolExt`](cpu::ThreadPoolExt)'s `spawn_future_task` and `spawn_stream`) runs
+/// with the shared I/O runtime entered, so tokio's timers and sockets work inside.
 ///
 /// # Examples
 ///
@@ -169,57 +70,81 @@ mod cpu_future;
 /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
 /// assert_eq!(pool.spawn_task(|| 2 + 2).wait(), 4);
 /// ```
-///
-/// [`ThreadPoolExt`]: cpu::ThreadPoolExt
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 pub mod cpu {
     #[doc(inline)]
-    pub use bridge_rayon::*;
-    // With tokio, these shadow the glob's: the same, with the IoRuntime entered in polls.
-    #[cfg(feature = "tokio")]
-    #[doc(inline)]
-    pub use crate::cpu_future::{ThreadPoolExt, io_entered, spawn_future};
+    pub use bridge_rayon::{Limit, ThreadPoolExt, lower_thread_priority, spawn_future};
 }
 
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-#[doc(inline)]
-pub use bridge_tokio::{
-    BridgeError, IoRuntime, IoTask, Route, route, run_blocking, run_blocking_local, spawn_io,
-    try_run_blocking, try_run_blocking_timeout,
-};
-
-/// Synchronous code and tokio: everything of `threadbridge-tokio`, including
-/// [`RunBlocking`](bridge_tokio::RunBlocking), `run_blocking` with options. (Named `rt`, not
-/// `tokio`, so that `use bridge::*` does not hide the `tokio` crate.)
+/// The I/O side: [`IoRuntime`](rt::IoRuntime), the shared multi-thread runtime that runs
+/// [`spawn_io`](crate::spawn_io)'s futures and drives the I/O of synchronous callers, or
+/// one of your own. (Named `rt`, not `tokio`, so that `use bridge::*` does not hide the
+/// `tokio` crate.)
 ///
 /// # Examples
 ///
 /// ```
-/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let local = tokio::task::LocalSet::new();
-/// let n = local.block_on(&rt, async { bridge::rt::RunBlocking::new().run(async { 3 }) });
-/// assert_eq!(n, 3);
+/// let io = bridge::rt::IoRuntime::new(1).unwrap();
+/// assert_eq!(io.spawn(async { 3 }).wait(), 3);
 /// ```
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod rt {
     #[doc(inline)]
-    pub use bridge_tokio::*;
+    pub use bridge_tokio::IoRuntime;
 }
 
+/// Streams across sides: make a `Stream` on the I/O runtime ([`on_io`](stream::on_io),
+/// feature `tokio`) or on rayon ([`on_cpu`](stream::on_cpu), feature `rayon`) and consume its
+/// items anywhere else through a bounded buffer, a [`Crossing`](stream::Crossing).
+///
+/// A crossing keeps the producer at most `bound` items ahead of the consumer, keeps their
+/// order, cancels the producer when the consumer drops it, and carries the producer's panic
+/// to the consumer after the items made before it. The consumer may poll it on any
+/// executor; [`iter_blocking`](crate::iter_blocking) reads it from synchronous code.
+///
+/// # Examples
+///
+/// Bytes read on the I/O side, decoded on the CPU side, summed by synchronous code:
+///
+/// ```
+/// # #[cfg(all(feature = "tokio", feature = "rayon"))] {
+/// use futures::StreamExt;
+///
+/// let chunks = futures::stream::iter((0..100u8).map(|i| vec![i; 1024]));
+/// let read = bridge::stream::on_io(chunks, 4);
+/// let sums = read.map(|chunk| chunk.iter().map(|&b| u64::from(b)).sum::<u64>());
+/// let decoded = bridge::stream::on_cpu(sums, 4);
+/// let total: u64 = bridge::iter_blocking(decoded).sum();
+/// assert_eq!(total, 1024 * (0..100).sum::<u64>());
+/// # }
+/// ```
 #[cfg(any(feature = "tokio", feature = "rayon"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "tokio", feature = "rayon"))))]
-pub mod stream;
+pub mod stream {
+    #[doc(inline)]
+    pub use bridge_core::stream::{CatchUnwind, Crossing};
+    #[cfg(feature = "rayon")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
+    #[doc(inline)]
+    pub use bridge_rayon::stream::on_cpu;
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    #[doc(inline)]
+    pub use bridge_tokio::stream::on_io;
+}
 
 #[cfg(feature = "object_store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
 #[doc(inline)]
 pub use bridge_object_store as object_store;
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub use stream::{IterBlocking, iter_blocking};
+
+/// The guide: which call to make where, how to read the metrics and steer the load, and
+/// the traps of mixing sync code, tokio and rayon. Its examples run as doctests.
+#[cfg(all(feature = "tokio", feature = "rayon"))]
+#[doc = include_str!("guide.md")]
+pub mod guide {}
 
 /// A snapshot of the bridge's counters, from [`metrics()`]: one part per half of the bridge
 /// that this build has.
@@ -230,17 +155,6 @@ pub use stream::{IterBlocking, iter_blocking};
 /// a `run_blocking` call. A snapshot taken while work runs is eventually consistent: the
 /// shards are read one after the other, so counts made on other threads at that moment may
 /// or may not be in it; whatever happened-before the call to [`metrics()`] is.
-#[cfg_attr(
-    feature = "rayon",
-    doc = "
-- [`cpu`](Self::cpu): the CPU tasks (feature `rayon`); see [`cpu::Metrics`]."
-)]
-#[cfg_attr(
-    feature = "tokio",
-    doc = "
-- [`io`](Self::io): the `run_blocking` calls and the handoff pool (feature `tokio`); see
-  [`rt::Metrics`]."
-)]
 ///
 /// # Examples
 ///
@@ -252,7 +166,7 @@ pub use stream::{IterBlocking, iter_blocking};
 #[non_exhaustive]
 pub struct Metrics {
     /// The CPU tasks: spawned, started, finished, panicked, cancelled, queued, and their
-    /// queue wait (see [`cpu::Metrics`]).
+    /// queue wait.
     ///
     /// # Examples
     ///
@@ -263,9 +177,9 @@ pub struct Metrics {
     /// ```
     #[cfg(feature = "rayon")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
-    pub cpu: bridge_rayon::Metrics,
-    /// The `run_blocking` calls by route, the handoff pool's threads, and the handoffs that
-    /// a current-thread runtime waited for past the stall threshold (see [`rt::Metrics`]).
+    pub cpu: CpuMetrics,
+    /// The `run_blocking` calls by route, the handoff pool's threads, and the waits past
+    /// the stall warning.
     ///
     /// # Examples
     ///
@@ -276,7 +190,7 @@ pub struct Metrics {
     /// ```
     #[cfg(feature = "tokio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub io: bridge_tokio::Metrics,
+    pub io: IoMetrics,
 }
 
 /// A snapshot of the bridge's counters; see [`Metrics`] for the parts and what each field
@@ -284,8 +198,7 @@ pub struct Metrics {
 /// takes the handoff pool's lock for a moment.
 ///
 /// For an export, call it every few seconds from a thread of your own and log the fields
-/// or set gauges from them (the example program `metrics_export` in the repository's
-/// `examples/` does this); `cpu.since(&earlier)` gives the CPU counts of an interval.
+/// or set gauges from them; `cpu.since(&earlier)` gives the CPU counts of an interval.
 ///
 /// # Examples
 ///
@@ -311,11 +224,6 @@ pub fn metrics() -> Metrics {
         io: bridge_tokio::metrics(),
     }
 }
-
-/// `docs/guide.md`, compiled and run as doctests.
-#[cfg(all(doctest, feature = "rayon", feature = "tokio"))]
-#[doc = include_str!("../docs/guide.md")]
-pub struct Guide;
 
 /// `bridge-core/README.md`, compiled and run as doctests (the crate's own docs do not
 /// include it).

@@ -28,27 +28,15 @@
 use crate::__counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// A poll (with what the thread did since its last check) that ran this long is followed
 /// by a yield.
 pub const THRESHOLD: Duration = Duration::from_micros(100);
 
-/// Whether the courtesy is on ([`set_enabled`]).
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Turns the courtesy on or off for the whole process, from the next poll on. A thread
-/// that already asked for the long slice keeps it.
-pub fn set_enabled(on: bool) {
-    // ORDERING: Relaxed: a setting; the polls that follow read it on their own threads.
-    ENABLED.store(on, Relaxed);
-}
-
-/// Whether the courtesy is on.
+/// Whether the courtesy is on (`Config::yield_after_long_polls`).
 pub fn enabled() -> bool {
-    // ORDERING: Relaxed, see `set_enabled`.
-    ENABLED.load(Relaxed)
+    crate::__config::yield_after_long_polls()
 }
 
 /// The yields made here, process-wide (bridge-rayon's metrics report them).
@@ -184,7 +172,7 @@ mod tests {
         assert!(!yielded, "off: no yield");
         assert_eq!(yields(), yields_before);
 
-        set_enabled(true);
+        crate::configure().yield_after_long_polls(true).apply();
         let (before, after, yielded) = poll_on_a_fresh_thread(long);
         // A kernel before 6.12 reports no slice and keeps the default.
         assert_eq!(after, before.map(|_| crate::__os::MAX_SLICE));
@@ -192,7 +180,7 @@ mod tests {
         assert_eq!(yields(), yields_before + 1);
         let (_, _, yielded) = poll_on_a_fresh_thread(Duration::ZERO);
         assert!(!yielded, "on: a short poll does not");
-        set_enabled(false);
+        crate::configure().yield_after_long_polls(false).apply();
         assert_eq!(slice(), mine, "only the polling threads' slices change");
     }
 }

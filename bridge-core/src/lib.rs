@@ -33,6 +33,9 @@ pub mod __counters;
 #[path = "courtesy.rs"]
 pub mod __courtesy;
 #[doc(hidden)]
+#[path = "config.rs"]
+pub mod __config;
+#[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]
@@ -41,18 +44,20 @@ pub mod __os;
 #[doc(hidden)]
 #[path = "scoped.rs"]
 pub mod __scoped;
-#[doc(hidden)]
-#[path = "stall.rs"]
-pub mod __stall;
 mod block_on;
 mod coverage_arms;
+mod error;
 pub mod oneshot;
 mod parker;
 #[cfg(not(bridge_loom))]
 pub mod stream;
 mod sync;
+mod task;
 
 pub use block_on::{__block_on_deadline, block_on};
+pub use __config::{Config, config, configure};
+pub use error::Error;
+pub use task::{__Outcome, __Work, __contain, CatchUnwind, Task};
 
 /// Compile-time checks of the handles' auto traits and variance, run as doctests.
 ///

@@ -24,7 +24,7 @@ mod buffer;
 mod crossing;
 mod pump;
 
-pub use crossing::{__Producer, CatchUnwind, Crossing};
+pub use crossing::{CatchUnwind, Crossing};
 
 use buffer::Buffer;
 use futures_core::Stream;
@@ -76,13 +76,10 @@ pub struct __Unstarted<T> {
 }
 
 impl<T> __Unstarted<T> {
-    /// The crossing, keeping `producer` (the task running the pump, or `()` when the caller
-    /// polls it) until the consumer is dropped: dropping it cancels that task.
-    pub fn with_producer<P>(self, producer: P) -> Crossing<T>
-    where
-        P: __Producer + 'static,
-    {
-        Crossing::new(self.buffer, Box::new(producer))
+    /// The crossing, keeping `producer` (the task running the pump, or `None` when the
+    /// caller polls it) until the consumer is dropped: dropping it cancels that task.
+    pub fn with_producer(self, producer: Option<crate::Task<()>>) -> Crossing<T> {
+        Crossing::new(self.buffer, producer)
     }
 }
 

@@ -39,14 +39,15 @@
 //! before the first poll. So the counts keep the closures' invariants at rest: `spawned ==
 //! started + cancelled`, `started == finished + panicked`.
 
-use crate::Task;
+use bridge_core::Task;
 use crate::coverage_arms::arm;
 use crate::job::{self, Outcome};
-use crate::job_claim::{Claim, may_help};
+use crate::job_claim::may_help;
 use crate::metrics;
 use crate::sync::AtomicU8;
 use crate::sync::Mutex as HelperLock;
 use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use bridge_core::__Work;
 use bridge_core::oneshot::{self, SendError, Sender};
 use std::cell::Cell;
 use std::future::Future;
@@ -55,7 +56,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The values of a future task's state.
 mod states {
@@ -169,7 +170,7 @@ where
         helper: HelperLock::new(None),
         slot: Mutex::new(Some(running)),
     });
-    let task = Task::from_parts(rx, shared.clone() as Arc<dyn Claim>);
+    let task = Task::__new(rx, shared.clone() as Arc<dyn __Work>);
     (task, shared)
 }
 
@@ -302,11 +303,15 @@ where
         self.poll_once();
     }
 
-    /// Polls the future once; the caller moved the state to `RUNNING`. With the courtesy on
-    /// (see `__courtesy`), after a long poll the thread hands its CPU to whoever was woken on
-    /// it meanwhile before it goes on, with nothing of the task locked.
+    /// Polls the future once; the caller moved the state to `RUNNING`. With feature `tokio`
+    /// the shared I/O runtime is entered meanwhile, so tokio's timers and sockets work in the
+    /// future. With the courtesy on (see `__courtesy`), after a long poll the thread hands its
+    /// CPU to whoever was woken on it meanwhile before it goes on, with nothing of the task
+    /// locked.
     fn poll_once(self: &Arc<Self>) {
         bridge_core::__courtesy::before_poll();
+        #[cfg(feature = "tokio")]
+        let _io = bridge_tokio::__enter_cpu_poll(bridge_tokio::IoRuntime::global().handle());
         self.poll_and_settle();
         bridge_core::__courtesy::after_poll();
     }
@@ -418,7 +423,9 @@ where
     }
 }
 
-impl<F> Claim for Shared<F>
+/// A future task as its `Task` sees it: the rules of the closure's job (see `job_claim.rs`),
+/// for the one poll queued at a time.
+impl<F> __Work for Shared<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -461,9 +468,15 @@ where
         }
     }
 
-    fn queued(&self) -> bool {
+    fn joins_by_polling(&self) -> bool {
+        may_help()
+    }
+
+    fn waited(&self, waited: Duration) {
         // ORDERING: Relaxed: a look for a warning, which orders nothing.
-        self.state.load(Relaxed) == SCHEDULED
+        if self.state.load(Relaxed) == SCHEDULED {
+            crate::stall::stalled(waited);
+        }
     }
 
     fn stop_helping(&self) {
@@ -474,7 +487,7 @@ where
     }
 
     /// The task was dropped (its receiver closed): a poll job drops the future.
-    fn cancelled(&self) {
+    fn cancel(&self) {
         self.schedule();
     }
 }

@@ -25,10 +25,11 @@ use crate::coverage_arms::arm;
 use crate::job::{self, CancelFlag, Outcome};
 use crate::sync::AtomicU8;
 use crate::sync::Ordering::Relaxed;
+use bridge_core::__Work;
 use bridge_core::oneshot::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Waker;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The values of a job's claim state.
 pub(crate) mod states {
@@ -96,30 +97,6 @@ where
     }
 }
 
-/// The waiter's side of a task's work, without its type: a closure's job, or a future
-/// task's queued polls (see `future_task.rs`).
-pub(crate) trait Claim: Send + Sync {
-    /// Runs here the task's work that is queued and that no pool thread has taken yet, if
-    /// this thread may (a rayon worker, see [`may_help`]): the closure, to the end, or the
-    /// future's one queued poll. `waker` is the waiter's: woken when more of the task's work
-    /// is queued (a future task's next poll), so that the waiter comes back to run it.
-    /// Runs nothing else, and nothing on any other thread. Whether it ran anything.
-    fn help(&self, waker: &Waker) -> bool;
-
-    /// Whether the task's work is queued and nobody runs it: the job not started, or the
-    /// future's poll queued and not taken.
-    fn queued(&self) -> bool;
-
-    /// The waiter took the outcome, or dropped the task: its waker is not woken again (a
-    /// future task's slot is cleared, and a wake under way has ended when this returns).
-    fn stop_helping(&self) {}
-
-    /// The task was dropped (its receiver is closed): a future task queues the poll that
-    /// drops its future. A closure's job needs nothing: it checks the channel before it
-    /// starts.
-    fn cancelled(&self) {}
-}
-
 /// Whether a waiter on this thread runs the queued work it waits for: on a rayon worker,
 /// whose waiting could starve the pool the work is queued on (every worker of a pool
 /// waiting at once, a pool of one thread), and nowhere else (a thread outside rayon would
@@ -130,11 +107,16 @@ pub(crate) fn may_help() -> bool {
     cfg!(bridge_loom) || rayon_core::current_thread_index().is_some()
 }
 
-impl<F, T> Claim for Job<F, T>
+/// A closure's job as its `Task` sees it. The waiting rules of the rayon side: a waiter on
+/// a rayon worker runs the job if it is still queued (its blocking wait polls, to do so), and
+/// a wait elsewhere that finds the job still queued at the stall threshold is reported.
+impl<F, T> __Work for Job<F, T>
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
+    /// Runs the closure here, to the end, if this thread may (a rayon worker, see
+    /// [`may_help`]) and no pool thread has taken it.
     fn help(&self, _: &Waker) -> bool {
         #[cfg(bridge_loom)]
         let may_help = || self.helpable;
@@ -163,9 +145,15 @@ where
         }
     }
 
-    fn queued(&self) -> bool {
+    fn joins_by_polling(&self) -> bool {
+        may_help()
+    }
+
+    fn waited(&self, waited: Duration) {
         // ORDERING: Relaxed: a look for a warning, which orders nothing.
-        self.state.load(Relaxed) == QUEUED
+        if self.state.load(Relaxed) == QUEUED {
+            crate::stall::stalled(waited);
+        }
     }
 }
 

@@ -85,7 +85,6 @@
 #![forbid(unsafe_code)]
 
 mod coverage_arms;
-mod error;
 mod future_task;
 mod job;
 mod job_claim;
@@ -94,12 +93,13 @@ mod metrics;
 mod priority;
 mod spawn;
 mod stall;
+#[cfg(not(bridge_loom))]
+pub mod stream;
 mod sync;
 mod task;
 #[cfg(feature = "tracing")]
 mod trace;
 
-pub use error::TaskError;
 pub use future_task::spawn_future;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
@@ -109,13 +109,13 @@ pub use limit::Limit;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use limit::{Acquire as __Acquire, Permit as __Permit};
-pub use metrics::{Metrics, QueueWait, metrics};
-pub use priority::{lower_thread_priority, set_yield_after_long_polls};
+pub use metrics::{CpuMetrics, QueueWait, metrics};
+pub use priority::lower_thread_priority;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use spawn::{__loom_claimable_task, __loom_task};
 pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
-pub use task::{CatchUnwind, Task};
+pub use bridge_core::{CatchUnwind, Error, Task};
 
 /// Compile-time checks of the handles' auto traits, run as doctests.
 ///

@@ -127,7 +127,7 @@ fn upper_bound(k: usize) -> Duration {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Metrics {
+pub struct CpuMetrics {
     /// Tasks spawned: counted on the spawning thread when the task is made, before its job
     /// goes to the pool.
     pub spawned: u64,
@@ -164,7 +164,7 @@ pub struct Metrics {
     pub stalled_waits: u64,
 }
 
-impl Metrics {
+impl CpuMetrics {
     /// Tasks spawned and neither started nor cancelled yet: queued in a pool, or, for a
     /// cancelled task, not yet reached by it (`spawned - started - cancelled`, 0 if the
     /// snapshot saw a start before its spawn).
@@ -233,8 +233,8 @@ impl Metrics {
     /// assert!(delta.spawned >= 1 && delta.finished >= 1);
     /// ```
     #[must_use]
-    pub fn since(&self, earlier: &Metrics) -> Metrics {
-        Metrics {
+    pub fn since(&self, earlier: &CpuMetrics) -> CpuMetrics {
+        CpuMetrics {
             spawned: self.spawned.saturating_sub(earlier.spawned),
             started: self.started.saturating_sub(earlier.started),
             finished: self.finished.saturating_sub(earlier.finished),
@@ -248,7 +248,7 @@ impl Metrics {
 }
 
 /// A histogram of the time tasks waited between their spawn and the start of their
-/// closure, in [`Metrics::queue_wait`].
+/// closure, in [`CpuMetrics::queue_wait`].
 ///
 /// **Sampled:** each thread times the first task it spawns and then one in 64, since
 /// reading the clock at every spawn and start would be a visible share of the cheapest hop
@@ -366,7 +366,7 @@ impl QueueWait {
 }
 
 /// A snapshot of the CPU tasks' counters: spawned, started, finished, panicked, cancelled
-/// before they started, queued now, and a histogram of their queue wait. See [`Metrics`]
+/// before they started, queued now, and a histogram of their queue wait. See [`CpuMetrics`]
 /// for what each counts.
 ///
 /// Cheap to call (it sums one small block of counters per thread that has spawned or run a
@@ -388,9 +388,9 @@ impl QueueWait {
 ///     after.queue_wait.percentile(99.0),
 /// );
 /// ```
-pub fn metrics() -> Metrics {
+pub fn metrics() -> CpuMetrics {
     let counts = COUNTERS.snapshot();
-    Metrics {
+    CpuMetrics {
         spawned: counts[SPAWNED],
         started: counts[STARTED],
         finished: counts[FINISHED],

@@ -66,37 +66,6 @@ pub fn lower_thread_priority(nice: u8) -> io::Result<()> {
     bridge_core::__os::set_thread_nice(i32::from(nice))
 }
 
-/// Whether the pool threads that poll CPU-side async work yield to the threads they share
-/// CPUs with (off by default; the setting is the process's, from the next poll on).
-///
-/// On, a pool thread that polls a future task (`bridge::cpu::spawn_future`) or a CPU-side
-/// stream's item (`bridge::stream::spawn_cpu`, `spawn_stream` of a pool of your own):
-/// - asks the OS, at its first such poll, for the longest time slice it grants (Linux 6.12
-///   and later; elsewhere nothing changes), and keeps it: its share of the CPU is the same,
-///   but a thread at the default slice that wakes on its CPU (a runtime's worker whose socket
-///   became ready) preempts it instead of waiting for the poll to end;
-/// - yields its CPU (`sched_yield`) after a poll that ran for 100 µs or more, so a thread
-///   woken meanwhile runs before the next poll
-///   ([`Metrics::yielded`](crate::Metrics::yielded) counts it).
-///
-/// This changes how the OS schedules rayon's threads, which are the application's: its own
-/// `par_iter` work on those threads runs with the long slice too. The
-/// [cpu-async study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/cpu-async.md)
-/// measures the I/O side's latency beside CPU-heavy async work with and without it. Closures
-/// ([`spawn`](crate::spawn)) are never affected.
-///
-/// # Examples
-///
-/// ```
-/// bridge::cpu::set_yield_after_long_polls(true);
-/// let sum = bridge::block_on(bridge::cpu::spawn_future(async { (1..=10u32).sum::<u32>() }));
-/// assert_eq!(sum, 55);
-/// bridge::cpu::set_yield_after_long_polls(false);
-/// ```
-pub fn set_yield_after_long_polls(on: bool) {
-    bridge_core::__courtesy::set_enabled(on);
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;

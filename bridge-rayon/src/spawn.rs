@@ -1,6 +1,7 @@
 //! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
 
-use crate::{CancelFlag, Task};
+use crate::CancelFlag;
+use bridge_core::Task;
 #[cfg(not(bridge_loom))]
 use bridge_core::stream::Crossing;
 #[cfg(not(bridge_loom))]
@@ -34,7 +35,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
     rayon_core::spawn(job);
     task
 }
@@ -54,7 +55,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
     rayon_core::spawn_fifo(job);
     task
 }
@@ -75,7 +76,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = Task::new(f);
+    let (task, job) = crate::task::new(f);
     rayon_core::spawn(job);
     task
 }
@@ -169,9 +170,8 @@ pub trait ThreadPoolExt: sealed::Sealed {
     /// [`spawn_future_task`](Self::spawn_future_task) of its pump), and returns a
     /// [`Crossing`] that yields its items, in order, on any executor: at most `bound` made
     /// ahead of the consumer, the stream dropped on the pool when the crossing is, its panic
-    /// resumed in the consumer after its items. The pool thread's scheduling is left as it
-    /// is unless [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) is on.
-    /// The facade's `bridge::stream::spawn_cpu` does the same on rayon's global pool.
+    /// resumed in the consumer after its items. [`stream::on_cpu`](crate::stream::on_cpu)
+    /// does the same on rayon's global pool.
     ///
     /// # Examples
     ///
@@ -198,7 +198,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
         self.spawn(job);
         task
     }
@@ -208,7 +208,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
         self.spawn_fifo(job);
         task
     }
@@ -218,7 +218,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = Task::new(f);
+        let (task, job) = crate::task::new(f);
         self.spawn(job);
         task
     }
@@ -240,7 +240,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         let (pump, unstarted) =
             bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Cpu);
         // Dropping the task (with the crossing) cancels the pump on the pool.
-        unstarted.with_producer(self.spawn_future_task(pump))
+        unstarted.with_producer(Some(self.spawn_future_task(pump)))
     }
 }
 
@@ -254,7 +254,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    Task::with_job(f, false)
+    crate::task::with_job(f, false)
 }
 
 /// Test hook for the loom models: like [`__loom_task`], but a waiter on any loom thread of
@@ -267,5 +267,5 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    Task::with_job(f, true)
+    crate::task::with_job(f, true)
 }

@@ -8,31 +8,13 @@
 //! queued then is counted in [`Metrics::stalled_waits`](crate::Metrics::stalled_waits) and
 //! named by one warning (feature `tracing`). It only warns: the wait goes on.
 
-use crate::job_claim::Claim;
-use bridge_core::oneshot::{Receiver, RecvError, RecvTimeoutError};
 use std::time::Duration;
 
-/// Receives the task's outcome, blocking; past the stall threshold with the task's work
-/// still queued, counts and warns once, then waits on.
-pub(crate) fn recv<T>(mut rx: Receiver<T>, job: &dyn Claim) -> Result<T, RecvError> {
-    let threshold = bridge_core::__stall::get();
-    if threshold == Duration::MAX || rx.is_ready() {
-        return rx.recv_blocking();
-    }
-    match rx.recv_timeout(threshold) {
-        Ok(value) => return Ok(value),
-        Err(RecvTimeoutError::Closed) => return Err(RecvError),
-        Err(RecvTimeoutError::Timeout) => {}
-    }
-    if job.queued() {
-        stalled(threshold);
-    }
-    rx.recv_blocking()
-}
-
+/// A wait has passed the stall threshold with the task's work still queued: counts it and
+/// warns once; the wait goes on.
 #[cold]
 #[inline(never)]
-fn stalled(waited: Duration) {
+pub(crate) fn stalled(waited: Duration) {
     crate::metrics::stalled_wait();
     #[cfg(not(feature = "tracing"))]
     let _ = waited;

@@ -16,10 +16,10 @@
 //! `block_in_place`. The other half of a thread of its own, no runtime entered (so that sync
 //! code in the future may start a runtime of its own), only `block_in_place` can give on a
 //! thread that a runtime has entered; the route sends the future elsewhere where it cannot
-//! be had here (see `route.rs`), and [`Here::Free`] marks the loops that run on a thread no
+//! be had here (see `run.rs`), and a free loop mark (`MarkFree`) marks the loops that run on a thread no
 //! runtime has entered, so that a call nested in them may stay on this thread.
 
-use crate::BridgeError;
+use bridge_core::Error;
 use crate::shutdown;
 use std::cell::Cell;
 use std::future::Future;
@@ -30,37 +30,21 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::task::unconstrained;
 
-/// What the calling thread is, for a poll loop run on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Here {
-    /// A multi-thread runtime's worker that holds its core: one poll here, then
-    /// `block_in_place` (which exits the runtime) for the rest.
-    Worker,
-    /// A thread with no runtime context at all (a plain thread, a rayon worker): no runtime
-    /// has entered it and no task is being polled on it, so there is no budget to clear. The
-    /// loop marks the thread while it runs: a call nested in the future may stay here too.
-    Free,
-    /// Any other thread that may block as it is: one marked by a loop further up its stack, a
-    /// runtime's thread where a `!Send` future cannot be moved elsewhere, a runtime that is
-    /// shutting down. Every poll runs unconstrained.
-    Any,
-}
-
 thread_local! {
-    /// Whether a [`Here::Free`] loop is running on this thread. Without a destructor, so
+    /// Whether a free loop is running on this thread. Without a destructor, so
     /// readable in thread-local destructors.
     static FREE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether this thread runs a [`Here::Free`] poll loop further up its stack, so that no
+/// Whether this thread runs a free poll loop ([`poll_free`]) further up its stack, so that no
 /// runtime has entered it but the loop's handle (unless sync code in the future started a
 /// multi-thread runtime of its own and calls from its `block_on` body: the nested loop then
-/// clears the budget all the same, [`Here::Any`]).
+/// clears the budget all the same, [`poll_any`]).
 pub(crate) fn in_free_loop() -> bool {
     FREE.try_with(Cell::get).unwrap_or(false)
 }
 
-/// Marks this thread as running a [`Here::Free`] loop until dropped (a panic included).
+/// Marks this thread as running a free loop until dropped (a panic included).
 struct MarkFree(bool);
 
 impl MarkFree {
@@ -78,37 +62,41 @@ impl Drop for MarkFree {
 /// Enters `handle` (the I/O runtime's) around a poll that the bridge's CPU side makes on a
 /// thread of its own pool (the facade's `bridge::cpu::spawn_future`): where a call made here
 /// would have stayed on this thread (no runtime entered, or only one of the bridge's own
-/// poll loops), the thread is marked as a [`Here::Free`] loop's, so that a call nested in
+/// poll loops), the thread is marked as a free loop's, so that a call nested in
 /// the poll still stays on this thread (where a waiter runs the CPU work it waits for)
 /// instead of going to a handoff worker. Used by the facade; not part of the API.
 #[doc(hidden)]
 #[must_use = "the handle is entered until the guard is dropped"]
 pub fn __enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
     let free = matches!(
-        crate::route::ambient(),
-        crate::route::Ambient::None | crate::route::Ambient::MultiThread(_)
+        crate::run::ambient(),
+        crate::run::Ambient::None | crate::run::Ambient::MultiThread(_)
     )
     .then(MarkFree::new);
     (free, handle.enter())
 }
 
-/// Runs `future` to completion (or until `deadline`: then it is dropped here,
-/// [`BridgeError::TimedOut`]) on this thread with `handle` entered, which must be a
-/// multi-thread runtime's, whose workers drive its I/O and timers.
-pub(crate) fn poll_here<F: Future>(
-    here: Here,
+/// Runs `future` to completion (or until `deadline`: then it is dropped here, a timeout
+/// [`Error`]) on this thread with `handle` entered, which must be a multi-thread runtime's,
+/// whose workers drive its I/O and timers: a thread no runtime has entered (marked as a free
+/// loop's, so that a call nested in it stays here).
+pub(crate) fn poll_free<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError> {
-    match here {
-        Here::Worker => poll_on_worker(handle, future, deadline),
-        Here::Free => {
-            let _free = MarkFree::new();
-            drive(handle, future, deadline)
-        }
-        Here::Any => drive(handle, unconstrained(future), deadline),
-    }
+) -> Result<F::Output, Error> {
+    let _free = MarkFree::new();
+    drive(handle, future, deadline)
+}
+
+/// [`poll_free`] on a thread a runtime may have entered (a handoff worker, a free loop, a
+/// dying runtime's thread): unconstrained, so that no task's budget is spent.
+pub(crate) fn poll_any<F: Future>(
+    handle: &Handle,
+    future: F,
+    deadline: Option<Instant>,
+) -> Result<F::Output, Error> {
+    drive(handle, unconstrained(future), deadline)
 }
 
 /// The poll loop: `future` polled with `handle` entered and a wake flag of its own.
@@ -116,7 +104,7 @@ pub(crate) fn drive<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError> {
+) -> Result<F::Output, Error> {
     let _context = handle.enter();
     let polled = panic::catch_unwind(AssertUnwindSafe(|| match deadline {
         None => Some(bridge_core::block_on(future)),
@@ -124,7 +112,7 @@ pub(crate) fn drive<F: Future>(
     }));
     match polled {
         Ok(Some(output)) => Ok(output),
-        Ok(None) => Err(BridgeError::TimedOut(crate::Timeout::elapsed())),
+        Ok(None) => Err(Error::__timed_out(false)),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }
@@ -147,15 +135,12 @@ pub(crate) fn drive<F: Future>(
 /// tokio's "Cannot start a runtime from within a runtime" there, as it would in the task
 /// itself; the caller can leave the scheduler first (`tokio::task::block_in_place` around
 /// the call), and the call then runs entirely outside the runtime.
-///
-/// Never inlined, whatever else the call's dispatch holds: the route's cost then does not
-/// depend on how the compiler weighs the other routes.
 #[inline(never)]
-fn poll_on_worker<F: Future>(
+pub(crate) fn poll_on_worker<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError> {
+) -> Result<F::Output, Error> {
     let mut future = pin!(unconstrained(future));
     let first = {
         let _context = handle.enter();

@@ -1,18 +1,13 @@
 //! `IoRuntime`: the process's shared multi-thread runtime for I/O.
 
-use crate::route::ambient;
-use crate::run::Plan;
-use crate::{BridgeError, IoTask};
+use bridge_core::Task;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
-/// A multi-thread tokio runtime that drives I/O for synchronous callers, and the narrower
-/// contract on top of it: [`run_blocking`](Self::run_blocking) always drives the future
-/// *here*, whatever the calling context, using `block_in_place` only where that context needs
-/// it.
+/// A multi-thread tokio runtime that drives I/O for synchronous callers: a future given to
+/// [`spawn`](Self::spawn) always runs *here*, whatever the calling context.
 ///
 /// Futures whose resources (sockets, connection pools, background tasks of clients) belong to
 /// this runtime should be run through it: its workers keep driving those resources between
@@ -25,11 +20,13 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 /// # Examples
 ///
 /// ```
-/// let io = bridge::IoRuntime::new(2).unwrap();
-/// let n = io.run_blocking(async {
-///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-///     7
-/// });
+/// let io = bridge::rt::IoRuntime::new(2).unwrap();
+/// let n = io
+///     .spawn(async {
+///         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+///         7
+///     })
+///     .wait();
 /// assert_eq!(n, 7);
 /// ```
 #[derive(Clone)]
@@ -54,8 +51,8 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
-    /// assert_eq!(io.run_blocking(async { 1 }), 1);
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
+    /// assert_eq!(io.spawn(async { 1 }).wait(), 1);
     /// ```
     #[track_caller]
     pub fn new(worker_threads: usize) -> std::io::Result<Self> {
@@ -71,7 +68,7 @@ impl IoRuntime {
     }
 
     /// Wraps the handle of a multi-thread runtime that somebody else owns (an application's
-    /// main runtime, say). Calls fail with [`BridgeError::Lost`] once it shuts down.
+    /// main runtime, say). Its tasks are lost once it shuts down.
     ///
     /// # Panics
     ///
@@ -82,8 +79,8 @@ impl IoRuntime {
     ///
     /// ```
     /// let rt = tokio::runtime::Runtime::new().unwrap();
-    /// let io = bridge::IoRuntime::from_handle(rt.handle().clone());
-    /// assert_eq!(io.run_blocking(async { 2 }), 2);
+    /// let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
+    /// assert_eq!(io.spawn(async { 2 }).wait(), 2);
     /// ```
     #[track_caller]
     pub fn from_handle(handle: Handle) -> Self {
@@ -109,8 +106,8 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge::IoRuntime::global();
-    /// assert_eq!(io.run_blocking(async { 3 }), 3);
+    /// let io = bridge::rt::IoRuntime::global();
+    /// assert_eq!(io.spawn(async { 3 }).wait(), 3);
     /// ```
     pub fn global() -> &'static IoRuntime {
         static GLOBAL: OnceLock<IoRuntime> = OnceLock::new();
@@ -125,9 +122,9 @@ impl IoRuntime {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
     /// let task = io.handle().spawn(async { 4 });
-    /// assert_eq!(io.run_blocking(task).unwrap(), 4);
+    /// assert_eq!(io.spawn(task).wait().unwrap(), 4);
     /// ```
     pub fn handle(&self) -> &Handle {
         &self.handle
@@ -135,129 +132,29 @@ impl IoRuntime {
 
     /// Runs `future` as a task of this runtime and returns the handle on it, from any
     /// context: [`spawn_io`](crate::spawn_io) on this runtime instead of the shared one. See
-    /// [`IoTask`] for the ways to take the output, where a wait blocks, and cancellation
-    /// (dropping the `IoTask` aborts the task).
+    /// [`Task`] for the ways to take the output; dropping the task aborts the future.
     ///
     /// If this runtime has shut down (or shuts down before the future finishes), the future
-    /// is dropped and the task reports [`BridgeError::Lost`]. The `IoTask` does not keep the
-    /// runtime alive: keep an `IoRuntime` (a clone is cheap) for as long as its tasks should
+    /// is dropped and the task reports a lost [`Error`](bridge_core::Error). The `Task` does
+    /// not keep the runtime alive: keep an `IoRuntime` (a clone is cheap) for as long as its tasks should
     /// run.
     ///
     /// # Examples
     ///
     /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
     /// let task = io.spawn(async {
     ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     ///     8
     /// });
     /// assert_eq!(task.wait(), 8);
     /// ```
-    pub fn spawn<F>(&self, future: F) -> IoTask<F::Output>
+    pub fn spawn<F>(&self, future: F) -> Task<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         crate::io_task::spawn_on(&self.handle, future)
-    }
-
-    /// Runs `future` to completion on this runtime and returns its output; callable from any
-    /// synchronous context (a plain thread, a rayon worker, a task of any runtime, a
-    /// `LocalSet`).
-    ///
-    /// The future is polled on this thread with this runtime's handle entered (a worker of
-    /// another multi-thread runtime first leaves its scheduler, if the future is not ready at
-    /// once); where this thread must not block while the future runs (a current-thread
-    /// runtime), it runs on a handoff worker with this runtime's handle while this thread
-    /// waits. The future may borrow from the caller, as with
-    /// [`run_blocking`](crate::run_blocking).
-    ///
-    /// # Panics
-    ///
-    /// Resumes the future's panic. Panics if this runtime shuts down before the future
-    /// finishes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
-    /// let current = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// // From inside a current-thread runtime, where Handle::block_on would panic.
-    /// let n = current.block_on(async { io.run_blocking(async { 5 }) });
-    /// assert_eq!(n, 5);
-    /// ```
-    #[track_caller]
-    pub fn run_blocking<F>(&self, future: F) -> F::Output
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
-        crate::run::unwrap(self.try_run_blocking(future))
-    }
-
-    /// [`run_blocking`](Self::run_blocking) with typed errors instead of panics.
-    ///
-    /// # Errors
-    ///
-    /// [`BridgeError::Panicked`] with the payload; [`BridgeError::Lost`] if this runtime
-    /// shut down first.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
-    /// assert!(io.try_run_blocking(async { panic!("no") }).is_err());
-    /// ```
-    pub fn try_run_blocking<F>(&self, future: F) -> Result<F::Output, BridgeError>
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
-        self.drive(future, None)
-    }
-
-    /// [`try_run_blocking`](Self::try_run_blocking) with a time limit; the future is
-    /// cancelled when it passes. A limit so long that the deadline cannot be represented
-    /// (`Duration::MAX`, say) means no limit, as for
-    /// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout).
-    ///
-    /// # Errors
-    ///
-    /// As [`try_run_blocking`](Self::try_run_blocking), and [`BridgeError::TimedOut`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let io = bridge::IoRuntime::new(1).unwrap();
-    /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
-    /// let err = io.try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
-    /// assert!(matches!(err, bridge::BridgeError::TimedOut(_)));
-    /// ```
-    pub fn try_run_blocking_timeout<F>(
-        &self,
-        future: F,
-        timeout: Duration,
-    ) -> Result<F::Output, BridgeError>
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
-        self.drive(future, Instant::now().checked_add(timeout))
-    }
-
-    /// Drives `future` on this runtime from whatever context calls.
-    pub(crate) fn drive<F>(
-        &self,
-        future: F,
-        deadline: Option<Instant>,
-    ) -> Result<F::Output, BridgeError>
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
-        Plan::on(ambient(), self).run(future, deadline)
     }
 }
 

@@ -14,25 +14,26 @@
 //! ```
 //!
 //! - [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`]: run a `Send`
-//!   future from synchronous code; [`run_blocking_local`] for `!Send` futures where no
-//!   handoff is needed.
+//!   future from synchronous code.
 //! - [`route`] and [`Route`]: which way a call made here goes (block in place, hand off,
 //!   inline), with the reasons in [`Route`]'s docs.
 //! - [`IoRuntime`]: the shared multi-thread runtime that drives I/O for synchronous
-//!   callers, and the narrower contract of always driving a future there.
+//!   callers.
 //! - [`spawn_io`] and [`IoRuntime::spawn`]: a `'static` future runs as a task of the I/O
-//!   runtime, from any context; its [`IoTask`] gives the output by `.await`, a blocking wait
-//!   (that works in every context) or a sync `try_get`, and dropping it cancels the future.
-//! - [`stream::spawn_io`] and [`IoRuntime::spawn_stream`]: a `Stream` polled on the I/O
-//!   runtime, its items taken on any executor through a bounded buffer
-//!   ([`stream::Crossing`]).
-//! - [`RunBlocking`] and [`InlineStrategy`]: the same with choices (how to drive a future
-//!   when there is no runtime, which I/O runtime, a time limit).
+//!   runtime, from any context; its [`Task`](bridge_core::Task) gives the output by
+//!   `.await`, a blocking wait (that works in every context) or a sync `try_get`, and
+//!   dropping it cancels the future.
+//! - [`stream::on_io`] and [`IoRuntime::spawn_stream`]: a `Stream` polled on the I/O
+//!   runtime, its items taken on any executor through a bounded buffer.
 //! - [`metrics`]: `run_blocking` calls by route, and the handoff pool's threads (see
-//!   [Metrics](#metrics)).
-//! - [`set_max_handoff_threads`]: the cap on the handoff pool's threads;
-//!   [`set_stall_warning`]: how long a current-thread runtime may wait for a handed-off
-//!   future before the bridge warns that it may never finish.
+//!   [Metrics](#metrics)). The handoff pool's cap and keep-alive and the stall warning are
+//!   settings of `bridge::configure()`.
+//!
+//! The crate's modules are layers: `run` decides each call's route and runs it through
+//! `in_place` (polled on this thread), `handoff` (the pool of threads a call hands its
+//! future to) or `drivers` (the runtimes that calls with no runtime drive); `io_runtime`,
+//! `io_task` and `stream` run futures and streams on the I/O runtime; `shutdown`, `metrics`,
+//! `trace` and `sync` serve them all. This file only declares and re-exports.
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
 //! driver of a runtime while the future needs that runtime. Every poll loop owns its wake
@@ -47,26 +48,25 @@
 //! [`metrics()`](metrics()) takes a snapshot: the calls made by each [`Route`] since the
 //! process started, the handoff pool's threads alive, idle and at most, the calls queued for
 //! its cap now, and the handoffs that a current-thread runtime waited for past
-//! [`stall_warning`] ([`Metrics::stalled_handoffs`]). Counting a call costs a relaxed increment on a cache line that
+//! the stall warning ([`IoMetrics::stalled_handoffs`]). Counting a call costs a relaxed increment on a cache line that
 //! the calling thread owns (each thread counts on a shard of its own, which a snapshot
-//! sums): no lock and no shared write on the call's path. See [`Metrics`] for what each
+//! sums): no lock and no shared write on the call's path. See [`IoMetrics`] for what each
 //! field counts.
 //!
 //! ```
 //! let rt = tokio::runtime::Runtime::new().unwrap();
-//! let before = bridge::rt::metrics();
+//! let before = bridge_tokio::metrics();
 //! rt.block_on(async {
 //!     tokio::spawn(async { bridge::run_blocking(async { 1 }) }).await.unwrap()
 //! });
-//! let after = bridge::rt::metrics();
+//! let after = bridge_tokio::metrics();
 //! assert!(after.block_in_place > before.block_in_place);
 //! ```
 //!
 //! # Tracing
 //!
 //! With the feature `tracing` (off by default), the [`tracing`](https://docs.rs/tracing)
-//! span current where a call is made ([`run_blocking`] in every form, [`IoRuntime`]'s and
-//! [`RunBlocking`]'s calls, [`spawn_io`]) is current in every poll of its future and at its
+//! span current where a call is made ([`run_blocking`] in every form, [`spawn_io`]) is current in every poll of its future and at its
 //! drop, on every route, a handoff worker and the I/O runtime's workers included. The bridge also logs its notable events:
 //!
 //! | event | level |
@@ -74,16 +74,16 @@
 //! | the handoff pool starts a worker thread | debug |
 //! | the handoff pool is at its cap and a call queues (once per burst: when the queue was empty) | info |
 //! | a call's multi-thread runtime is shutting down, so its future runs on the I/O runtime | info |
-//! | a call made on a current-thread runtime still waits for its handed-off future after [`stall_warning`] (5 s by default; once per call, also counted in [`Metrics::stalled_handoffs`]): that runtime runs none of its tasks meanwhile | warn |
-//! | a call returns [`BridgeError::Lost`] | warn |
-//! | a call returns [`BridgeError::Unavailable`] | error |
+//! | a call made on a current-thread runtime still waits for its handed-off future after the stall warning (5 s by default; once per call, also counted in [`IoMetrics::stalled_handoffs`]): that runtime runs none of its tasks meanwhile | warn |
+//! | a call's runtime was lost under it (`Error::is_lost`) | warn |
+//! | no handoff thread or runtime could be started | error |
 //!
 //! Only the handoff and [`spawn_io`] wrap the future in the span: every other route polls and
 //! drops it on the calling thread, inside the call, where the span is current already, so the
-//! feature adds nothing to those calls. A handoff pays for it one relaxed load (and carries a disabled
-//! span) when no subscriber was ever installed, and the lookup of the current span when one
-//! was. The [`run` study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md)
-//! times the calls: run it with and without the feature to compare. Without the feature the
+//! feature adds nothing to those calls. A handoff pays for it one relaxed load (and carries
+//! a disabled span) when no subscriber was ever installed, and the lookup of the current
+//! span when one was; the [`run` study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/run.md)
+//! times the calls with and without the feature. Without the feature the
 //! crate does not depend on `tracing` at all.
 //!
 //! ```
@@ -100,31 +100,30 @@
 
 #[cfg(not(bridge_loom))]
 mod drivers;
-mod error;
-mod gate;
 mod handoff;
-mod handoff_pool;
 mod in_place;
 mod io_runtime;
+#[cfg(not(bridge_loom))]
+mod iter_blocking;
 mod io_task;
 mod metrics;
-mod options;
-mod route;
 mod run;
 mod shutdown;
-mod stall;
 #[cfg(not(bridge_loom))]
 pub mod stream;
 mod sync;
 mod trace;
 
-/// Loom builds have no drivers: their calls with no runtime take the `Shared` route.
+/// Loom builds have no drivers (their calls with no runtime are polled here), only the
+/// drivers' gate, which the loom models check.
 #[cfg(bridge_loom)]
 mod drivers {
+    pub(crate) mod gate;
+
     pub(crate) fn run<F: std::future::Future>(
         future: F,
         _deadline: Option<std::time::Instant>,
-    ) -> Result<Result<F::Output, crate::BridgeError>, F> {
+    ) -> Result<Result<F::Output, bridge_core::Error>, F> {
         Err(future)
     }
 
@@ -133,29 +132,22 @@ mod drivers {
     }
 }
 
-pub use error::{BridgeError, Panic, Timeout};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use gate::{Flag as __LoomFlag, Gate as __LoomGate, Take as __LoomTake};
+pub use drivers::gate::{Flag as __LoomFlag, Gate as __LoomGate, Take as __LoomTake};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use handoff_pool::{__loom_fail_spawns, Pool as __LoomPool};
-#[cfg(not(bridge_loom))]
-pub use handoff_pool::{
-    handoff_keep_alive, max_handoff_threads, set_handoff_keep_alive, set_max_handoff_threads,
-};
+pub use handoff::pool::{__loom_fail_spawns, Pool as __LoomPool};
 #[doc(hidden)]
 pub use in_place::__enter_cpu_poll;
 pub use io_runtime::IoRuntime;
-pub use io_task::{IoCatchUnwind, IoTask, spawn_io};
-pub use metrics::Metrics;
+#[cfg(not(bridge_loom))]
+pub use iter_blocking::{IterBlocking, iter_blocking};
+pub use io_task::spawn_io;
+pub use metrics::IoMetrics;
 #[cfg(not(bridge_loom))]
 pub use metrics::metrics;
-pub use options::{InlineStrategy, RunBlocking};
-pub use route::{Route, route};
-pub use run::{run_blocking, run_blocking_local, try_run_blocking, try_run_blocking_timeout};
-#[cfg(not(bridge_loom))]
-pub use stall::{set_stall_warning, stall_warning};
+pub use run::{Route, route, run_blocking, try_run_blocking, try_run_blocking_timeout};

@@ -7,7 +7,7 @@
 //! the same shard, once, where its wait passes the threshold (`stall`).
 //! The pool's numbers are read under its lock at snapshot time.
 
-use crate::Route;
+use crate::run::Route;
 use bridge_core::__counters::{Counters, Local};
 
 /// The counters, by index in the set.
@@ -69,14 +69,14 @@ pub(crate) fn stalled_driver() {
 /// # Examples
 ///
 /// ```
-/// let before = bridge::rt::metrics();
+/// let before = bridge::metrics().io;
 /// bridge::run_blocking(async { 1 }); // a plain thread: no runtime, inline
-/// let after = bridge::rt::metrics();
+/// let after = bridge::metrics().io;
 /// assert!(after.inline > before.inline);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Metrics {
+pub struct IoMetrics {
     /// Calls made in a task of a live multi-thread runtime ([`Route::BlockInPlace`]), whose
     /// worker leaves the scheduler with `block_in_place` unless the future is ready at its
     /// first poll, and calls nested in a future that the bridge polls on a thread no runtime
@@ -123,13 +123,13 @@ pub struct Metrics {
     pub stalled_drivers: u64,
 }
 
-impl Metrics {
+impl IoMetrics {
     /// Every call counted, whatever its route.
     ///
     /// # Examples
     ///
     /// ```
-    /// let m = bridge::rt::metrics();
+    /// let m = bridge::metrics().io;
     /// assert_eq!(m.calls(), m.block_in_place + m.handoff + m.inline);
     /// ```
     pub fn calls(&self) -> u64 {
@@ -143,12 +143,12 @@ impl Metrics {
     /// # Examples
     ///
     /// ```
-    /// use bridge::Route;
+    /// use bridge_tokio::Route;
     ///
-    /// let before = bridge::rt::metrics().calls_by(Route::Handoff);
+    /// let before = bridge_tokio::metrics().calls_by(Route::Handoff);
     /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// rt.block_on(async { bridge::run_blocking(async { 1 }) });
-    /// assert!(bridge::rt::metrics().calls_by(Route::Handoff) > before);
+    /// assert!(bridge_tokio::metrics().calls_by(Route::Handoff) > before);
     /// ```
     pub fn calls_by(&self, route: Route) -> u64 {
         match route {
@@ -162,7 +162,7 @@ impl Metrics {
 /// A snapshot of the synchronous side's counters: `run_blocking` calls by route, the
 /// handoff pool's threads alive, idle and at most, calls queued for its cap, and handoffs
 /// that a current-thread runtime waited for past the stall threshold. See
-/// [`Metrics`] for what each counts.
+/// [`IoMetrics`] for what each counts.
 ///
 /// Cheap to call: it sums one small block of counters per thread that has made a call and
 /// takes the handoff pool's lock for a moment. Counting costs each call a relaxed
@@ -171,7 +171,7 @@ impl Metrics {
 /// # Examples
 ///
 /// ```
-/// let m = bridge::rt::metrics();
+/// let m = bridge::metrics().io;
 /// println!(
 ///     "io: calls block_in_place={} handoff={} inline={}; handoff threads alive={} idle={} peak={} queued={}",
 ///     m.block_in_place, m.handoff, m.inline,
@@ -180,13 +180,13 @@ impl Metrics {
 /// assert!(m.handoff_threads_peak >= m.handoff_threads_alive);
 /// ```
 #[cfg(not(bridge_loom))]
-pub fn metrics() -> Metrics {
+pub fn metrics() -> IoMetrics {
     let counts = COUNTERS.snapshot();
-    let pool = crate::handoff_pool::Pool::global();
+    let pool = crate::handoff::pool::Pool::global();
     let (alive, idle, queued) = pool.stats();
     // After `stats`: the peak only grows, so it is at least the `alive` just read.
     let peak = pool.peak();
-    Metrics {
+    IoMetrics {
         block_in_place: counts[BLOCK_IN_PLACE],
         handoff: counts[HANDOFF],
         inline: counts[INLINE],

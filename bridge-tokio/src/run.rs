@@ -1,19 +1,19 @@
-//! `run_blocking` and its typed and `!Send` forms: pick the route, run the future there.
+//! `run_blocking` and its typed forms: the one place that decides a call's route from the
+//! calling thread's context ([`Ambient`]), and runs the future there.
 
-use crate::in_place::{self, Here};
-use crate::route::{Ambient, ambient};
-use crate::{BridgeError, InlineStrategy, IoRuntime, handoff};
-use std::borrow::Cow;
+use crate::io_runtime::IoRuntime;
+use crate::{handoff, in_place, shutdown};
+use bridge_core::Error;
 use std::future::Future;
 use std::panic;
 use std::time::{Duration, Instant};
-use tokio::runtime::Handle;
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Runs `future` to completion from synchronous code, wherever this is called: a plain
 /// thread, a rayon worker, a task or `block_on` body of any tokio runtime, a `spawn_blocking`
 /// thread, a `LocalSet`, or inside another `run_blocking`.
 ///
-/// The route (see [`Route`](crate::Route) and [`route`](crate::route)):
+/// The route (see [`Route`]):
 ///
 /// - in a **multi-thread runtime's task** the future is polled here with that runtime's
 ///   handle, so its I/O stays where it lives; the worker polls it once first and leaves the
@@ -23,13 +23,12 @@ use tokio::runtime::Handle;
 ///   handoff worker with that runtime's handle while this thread blocks on a oneshot;
 /// - on a **current-thread runtime** (its body, a task, a `LocalSet`, a `spawn_blocking`
 ///   thread), which must not be blocked while the future needs it, the future runs on a
-///   handoff worker with [`IoRuntime::global`]'s handle while this thread blocks on a
+///   handoff worker with the shared I/O runtime's handle while this thread blocks on a
 ///   oneshot;
-/// - with **no runtime**, the future is polled on this thread and [`IoRuntime::global`]'s
-///   workers drive its I/O and timers, so that background tasks that clients spawn (pooled
-///   connections) live on a runtime that is always driven; a multi-thread runtime that is
-///   shutting down (a value dropped by its shutdown calls from its worker) is treated the
-///   same way.
+/// - with **no runtime**, the future is polled on this thread, which drives one of the
+///   bridge's I/O drivers while it waits, so that its I/O events wake this very thread; a
+///   multi-thread runtime that is shutting down (a value dropped by its shutdown calls from
+///   its worker) is treated as no runtime, its I/O driven by the shared I/O runtime.
 ///
 /// With the feature `tracing`, the span current here is current in every poll of the future,
 /// wherever it runs (see the crate docs' [Tracing](crate#tracing) section).
@@ -53,27 +52,25 @@ use tokio::runtime::Handle;
 ///
 /// A future that needs the calling current-thread runtime (a task spawned on it, such as a
 /// mock server in a `#[tokio::test]`, or a socket created on it) cannot finish while this
-/// call blocks that runtime's thread. Such a call is not silent: once it has waited
-/// [`stall_warning`](crate::stall_warning) (5 s by default, see
-/// [`set_stall_warning`](crate::set_stall_warning)) it logs a warning (feature `tracing`)
-/// and counts in [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs), and a
-/// deadline that passes gives [`BridgeError::TimedOut`] with a
-/// [`Timeout`](crate::Timeout) that names the cause. Await the future there instead, run
+/// call blocks that runtime's thread. Such a call is not silent: once it has waited the
+/// stall warning (`bridge::config().stall_warning`, 5 s by default) it logs a warning
+/// (feature `tracing`) and counts in
+/// [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs), and a deadline that
+/// passes gives a timeout [`Error`] whose message names the cause. Await the future there instead, run
 /// the server on another runtime (in a test, `#[tokio::test(flavor = "multi_thread")]`), or
 /// bound the wait with [`try_run_blocking_timeout`].
 ///
 /// Background tasks that the future spawns (the connection drivers of a pooled HTTP or
 /// object-store client) live on the runtime that drives it: on the `BlockInPlace` route the
 /// caller's own runtime, which must then outlive the connections that other threads reuse.
-/// For a client shared beyond one runtime's life, drive its calls with
-/// [`IoRuntime::run_blocking`], which always uses the I/O runtime.
+/// For a client shared beyond one runtime's life, run its calls with
+/// [`spawn_io`](crate::spawn_io)`(fut).wait()`, which always uses the I/O runtime.
 ///
 /// # Panics
 ///
 /// Resumes the future's panic in the caller. Panics with the error's message if the runtime
-/// running the future shuts down before it finishes ([`BridgeError::Lost`]) or a
-/// handoff worker cannot be started ([`BridgeError::Unavailable`]); [`try_run_blocking`]
-/// returns all of them as errors instead.
+/// running the future shuts down before it finishes ([`Error::is_lost`]) or a handoff
+/// worker cannot be started; [`try_run_blocking`] returns all of them as errors instead.
 ///
 /// In a multi-thread runtime's task, sync code in the future that starts a runtime of its
 /// own (`Runtime::block_on`) before the future's first `.await` panics with tokio's "Cannot
@@ -125,38 +122,36 @@ where
 ///
 /// # Errors
 ///
-/// [`BridgeError::Panicked`] with the payload if the future panicked;
-/// [`BridgeError::Lost`] if the runtime running it shut down first;
-/// [`BridgeError::Unavailable`] if a handoff worker could not be started.
+/// The future panicked ([`Error::is_panic`], with the payload); the runtime running it shut
+/// down first ([`Error::is_lost`]); a handoff worker could not be started.
 ///
 /// # Examples
 ///
 /// ```
 /// let err = bridge::try_run_blocking(async { panic!("corrupt header") }).unwrap_err();
-/// assert_eq!(err.to_string(), "the future panicked: corrupt header");
+/// assert_eq!(err.to_string(), "the work panicked: corrupt header");
 /// ```
-pub fn try_run_blocking<F>(future: F) -> Result<F::Output, BridgeError>
+pub fn try_run_blocking<F>(future: F) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
 {
-    dispatch(future, None)
+    run(future, None)
 }
 
 /// [`try_run_blocking`] with a time limit: when it passes, the future is cancelled and the
-/// call returns [`BridgeError::TimedOut`].
+/// call returns an [`Error`] that [`is_timeout`](Error::is_timeout).
 ///
 /// The future runs by the same route as without a limit, and is dropped where it runs when
 /// the limit passes: between two polls, so a future that blocks inside a poll delays the
 /// return by as long. On the handoff route the call then waits for the worker to drop it,
 /// since the future may borrow from the caller. A limit so long that the deadline cannot be
 /// represented (`Duration::MAX`, say) means no limit: the call is then a plain
-/// [`try_run_blocking`], as with [`RunBlocking::timeout`](crate::RunBlocking::timeout) and
-/// [`IoRuntime::try_run_blocking_timeout`].
+/// [`try_run_blocking`].
 ///
 /// # Errors
 ///
-/// As [`try_run_blocking`], and [`BridgeError::TimedOut`].
+/// As [`try_run_blocking`], and the time limit ([`Error::is_timeout`]).
 ///
 /// # Examples
 ///
@@ -165,184 +160,187 @@ where
 ///
 /// let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
 /// let err = bridge::try_run_blocking_timeout(slow, Duration::from_millis(5)).unwrap_err();
-/// assert!(matches!(err, bridge::BridgeError::TimedOut(_)));
+/// assert!(err.is_timeout());
 /// ```
-pub fn try_run_blocking_timeout<F>(future: F, timeout: Duration) -> Result<F::Output, BridgeError>
+pub fn try_run_blocking_timeout<F>(future: F, timeout: Duration) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
 {
-    dispatch(future, Instant::now().checked_add(timeout))
+    run(future, Instant::now().checked_add(timeout))
 }
 
-/// Runs a `!Send` future to completion on this thread, where that is possible: with no
-/// runtime (polled here, this thread driving one of the drivers while it waits, see
-/// [`InlineStrategy::Drive`]) and on a multi-thread runtime
-/// (inside `block_in_place` on a worker, with the ambient handle). The future may borrow from
-/// the caller's stack.
-///
-/// Its polls never spend the budget of the task the call sits in. On a multi-thread
-/// runtime's threads other than its workers (the `block_on` body, a `LocalSet` there), where
-/// [`run_blocking`] hands a `Send` future to a thread of its own, this one is polled right
-/// here, and that runtime stays entered: sync code in the future cannot start a runtime of
-/// its own there.
-///
-/// # Errors
-///
-/// [`BridgeError::NotSendOnHandoff`] on a current-thread runtime (or in a thread-local
-/// destructor after tokio's), where only a handoff to another thread could run it;
-/// [`BridgeError::Panicked`] with the payload if the future panicked;
-/// [`BridgeError::Lost`] if its runtime shut down under it.
-///
-/// # Examples
-///
-/// ```
-/// use std::rc::Rc;
-///
-/// let shared = Rc::new(5);
-/// let n = bridge::run_blocking_local(async move { *shared + 1 }).unwrap();
-/// assert_eq!(n, 6);
-///
-/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let err = rt.block_on(async { bridge::run_blocking_local(async { Rc::new(1) }) });
-/// assert!(matches!(err, Err(bridge::BridgeError::NotSendOnHandoff)));
-/// ```
-pub fn run_blocking_local<F: Future>(future: F) -> Result<F::Output, BridgeError> {
-    match ambient() {
-        // A runtime's other threads hand `Send` futures off; this one cannot move, so it is
-        // polled here, unconstrained, with that runtime still entered.
-        Ambient::RuntimeThread(handle) => {
-            crate::metrics::call(crate::Route::BlockInPlace);
-            in_place::poll_here(Here::Any, &handle, future, None)
+/// Runs `future` by the route of this thread's context, until `deadline`.
+fn run<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, Error>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let ambient = ambient();
+    crate::metrics::call(ambient.route());
+    let io = || IoRuntime::global().handle();
+    match ambient {
+        Ambient::None => crate::drivers::run(future, deadline)
+            .unwrap_or_else(|future| in_place::poll_free(io(), future, deadline)),
+        Ambient::Dying => {
+            crate::trace::moved_off_dying_runtime();
+            in_place::poll_any(io(), future, deadline)
         }
-        ambient => match Plan::of(ambient, None, InlineStrategy::default()) {
-            Plan::Here(handle, here) => in_place::poll_here(here, &handle, future, None),
-            Plan::Drive => drive(future, None),
-            Plan::Handoff(_) => Err(BridgeError::NotSendOnHandoff),
+        Ambient::Worker(handle) => in_place::poll_on_worker(&handle, future, deadline),
+        Ambient::MultiThread(handle) => in_place::poll_any(&handle, future, deadline),
+        Ambient::RuntimeThread(handle) => handoff::run(&handle, future, deadline),
+        Ambient::CurrentThread | Ambient::Exiting => handoff::run(io(), future, deadline),
+    }
+}
+
+#[track_caller]
+fn unwrap<T>(result: Result<T, Error>) -> T {
+    match result {
+        Ok(output) => output,
+        Err(err) => match err.try_into_panic() {
+            Ok(payload) => panic::resume_unwind(payload),
+            Err(err) => panic!("run_blocking: {err}"),
         },
     }
 }
 
-fn dispatch<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError>
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    dispatch_with(None, InlineStrategy::default(), ambient(), future, deadline)
+/// How [`run_blocking`] runs a future from the calling context: the label of each route,
+/// as [`route`] reports it and [`IoMetrics`](crate::IoMetrics) counts it.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_tokio::Route;
+///
+/// // A plain thread has no runtime: the future is polled right here.
+/// assert_eq!(bridge_tokio::route(), Route::Inline);
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// // A current-thread runtime cannot be blocked in place: the future goes to a worker.
+/// assert_eq!(rt.block_on(async { bridge_tokio::route() }), Route::Handoff);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Route {
+    /// A task on a multi-thread runtime's worker: the future is polled on this thread with
+    /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
+    /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
+    /// its other tasks move to another thread. Also a call nested in a future that the bridge
+    /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
+    /// handoff worker, a call with no runtime given an I/O runtime of its own with
+    /// an I/O runtime): polled right there.
+    BlockInPlace,
+    /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
+    /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
+    /// a handoff worker with the shared [`IoRuntime`](crate::IoRuntime)'s handle while this
+    /// thread blocks on a oneshot.
+    ///
+    /// A multi-thread runtime's threads other than its workers (the `block_on` body, a
+    /// `LocalSet` there and its `spawn_local` tasks, a `spawn_blocking` thread) take this
+    /// route too, with that runtime's handle: the future then runs as on a thread of its own,
+    /// outside the caller's task (whose cooperative budget a nested poll loop would spend for
+    /// good) and outside the entered runtime (so that sync code in it may start a runtime of
+    /// its own), which only `block_in_place` could give on this thread, and `block_in_place`
+    /// panics in a `LocalSet`, which no public tokio API tells apart from the `block_on` body.
+    ///
+    /// A current-thread runtime's `spawn_blocking` thread takes this route too: that runtime
+    /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
+    /// nothing guarantees (it may be blocked waiting for this very thread).
+    Handoff,
+    /// No runtime (a plain thread, a rayon worker, a call nested in a future that such a
+    /// call polls): the future is polled on this thread, which drives one of the drivers
+    /// (current-thread runtimes shared by every such call, one per CPU) while it waits, so
+    /// that its I/O events wake this very thread. Also a multi-thread runtime that is shutting down (a value dropped by
+    /// its shutdown): polled on this thread, its I/O and timers driven by the shared
+    /// [`IoRuntime`](crate::IoRuntime).
+    Inline,
 }
 
-/// Where a call runs its future; the handle is the ambient runtime's or an I/O runtime's
-/// (borrowed, which spares the hot path of a call with no runtime a reference count).
+/// The route a [`run_blocking`](crate::run_blocking) call made here would take.
+///
+/// It asks nothing that can panic and installs nothing: it reads tokio's thread-local
+/// context, and on a multi-thread runtime whether that runtime is shutting down.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
+/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
+/// ```
+pub fn route() -> Route {
+    ambient().route()
+}
+
+/// The runtime context of the calling thread.
 #[derive(Debug)]
-pub(crate) enum Plan<'a> {
-    /// Polled on this thread with this handle entered.
-    Here(Cow<'a, Handle>, Here),
-    /// Run on another thread with this handle, while this thread blocks.
-    Handoff(Cow<'a, Handle>),
-    /// Polled on this thread, which drives one of the drivers between polls (see
-    /// `drivers.rs`).
-    Drive,
+pub(crate) enum Ambient {
+    /// No runtime is entered here.
+    None,
+    /// A worker thread of a multi-thread runtime, which must leave the scheduler
+    /// (`block_in_place`) before it blocks.
+    Worker(Handle),
+    /// A thread of a live multi-thread runtime that is not its worker and that the bridge
+    /// has not made its own: the runtime's `block_on` body, a `LocalSet` there (its body or a
+    /// `spawn_local` task), a `spawn_blocking` thread, a thread inside `Handle::enter`. The
+    /// runtime may have entered it (the `block_on` body and a `LocalSet` are inside a task's
+    /// poll, with its budget) and no public tokio API tells which of these it is, while only
+    /// `block_in_place` leaves an entered runtime, and it panics in a `LocalSet`: the future
+    /// runs on a handoff worker with this handle, a thread of its own.
+    RuntimeThread(Handle),
+    /// A thread of a live multi-thread runtime that the bridge polls on with no runtime
+    /// entered but its handle: a handoff worker, or a thread inside one of the bridge's
+    /// inline poll loops (a call nested in a future that `run_blocking` polls). It may block
+    /// as it is.
+    MultiThread(Handle),
+    /// A multi-thread runtime that is shutting down: values dropped by its shutdown call from
+    /// here, and its timers will never fire again.
+    Dying,
+    /// A current-thread runtime (or a flavor this crate does not know).
+    CurrentThread,
+    /// The thread is exiting and tokio's thread-locals are gone (a thread-local destructor
+    /// that runs after tokio's): no runtime can be entered here, only handed a task.
+    Exiting,
 }
 
-impl<'a> Plan<'a> {
-    /// The plan of [`run_blocking`] in `ambient`; `io` serves the calls that have no live
-    /// multi-thread runtime of their own.
-    ///
-    /// Every call but those that [`RunBlocking`](crate::RunBlocking) runs on a runtime of
-    /// its own makes its plan here or in [`on`](Self::on), once: the place where it is
-    /// counted in the metrics, by its route. (Counted here rather than where the context is
-    /// read: a wrapper that counted and returned the context made the caller copy it just
-    /// after `ambient` stored it, a store-forwarding stall on every ready call.)
-    ///
-    /// A call with no runtime drives a driver by [`InlineStrategy::Drive`] unless `io`
-    /// names an I/O runtime of its own; otherwise it polls here with that runtime's handle.
-    pub(crate) fn of(ambient: Ambient, io: Option<&'a IoRuntime>, inline: InlineStrategy) -> Self {
-        crate::metrics::call(ambient.route());
-        if matches!(ambient, Ambient::Dying) {
-            crate::trace::moved_off_dying_runtime();
-        }
-        let drive = inline == InlineStrategy::Drive && io.is_none();
-        let io = || io.unwrap_or_else(|| IoRuntime::global());
-        match ambient {
-            Ambient::None if drive => Plan::Drive,
-            Ambient::None => Plan::Here(Cow::Borrowed(io().handle()), Here::Free),
-            Ambient::Dying => Plan::Here(Cow::Borrowed(io().handle()), Here::Any),
-            Ambient::Worker(handle) => Plan::Here(Cow::Owned(handle), Here::Worker),
-            Ambient::MultiThread(handle) => Plan::Here(Cow::Owned(handle), Here::Any),
-            Ambient::RuntimeThread(handle) => Plan::Handoff(Cow::Owned(handle)),
-            Ambient::CurrentThread | Ambient::Exiting => {
-                Plan::Handoff(Cow::Borrowed(io().handle()))
-            }
-        }
-    }
-
-    /// The plan of [`IoRuntime`]'s calls, which always drive the future with `io`.
-    pub(crate) fn on(ambient: Ambient, io: &'a IoRuntime) -> Self {
-        crate::metrics::call(ambient.route());
-        let handle = Cow::Borrowed(io.handle());
-        match ambient {
-            Ambient::Worker(_) => Plan::Here(handle, Here::Worker),
-            Ambient::None => Plan::Here(handle, Here::Free),
-            Ambient::MultiThread(_) | Ambient::Dying => Plan::Here(handle, Here::Any),
-            Ambient::RuntimeThread(_) | Ambient::CurrentThread | Ambient::Exiting => {
-                Plan::Handoff(handle)
-            }
-        }
-    }
-
-    /// Runs `future` by this plan. At `deadline` the future is dropped where it runs (here,
-    /// or on the handoff worker, which this call waits for).
-    pub(crate) fn run<F>(
-        self,
-        future: F,
-        deadline: Option<Instant>,
-    ) -> Result<F::Output, BridgeError>
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
+impl Ambient {
+    /// The route of a call made in this context.
+    pub(crate) fn route(&self) -> Route {
         match self {
-            Plan::Here(handle, here) => in_place::poll_here(here, &handle, future, deadline),
-            // The one route whose polls (and drop) happen on another thread: the future
-            // takes the caller's span with it (feature `tracing`, in `handoff::run`). The
-            // routes above poll it on this thread, inside this call, where that span is
-            // current already.
-            Plan::Handoff(handle) => handoff::run(&handle, future, deadline),
-            Plan::Drive => drive(future, deadline),
+            Ambient::None | Ambient::Dying => Route::Inline,
+            Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
+            Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
         }
     }
 }
 
-/// Runs `future` on a driver; where none could be started, polls it here with the I/O
-/// runtime's handle (the `Shared` route).
-fn drive<F: Future>(future: F, deadline: Option<Instant>) -> Result<F::Output, BridgeError> {
-    crate::drivers::run(future, deadline).unwrap_or_else(|future| {
-        in_place::poll_here(Here::Free, IoRuntime::global().handle(), future, deadline)
-    })
-}
-
-/// Runs `future` by the route of `ambient`, the caller's context (read once per call);
-/// `io` (default [`IoRuntime::global`], only built when needed) serves
-/// the calls that have no multi-thread runtime of their own.
-pub(crate) fn dispatch_with<F>(
-    io: Option<&IoRuntime>,
-    inline: InlineStrategy,
-    ambient: Ambient,
-    future: F,
-    deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError>
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    Plan::of(ambient, io, inline).run(future, deadline)
-}
-
-#[track_caller]
-pub(crate) fn unwrap<T>(result: Result<T, BridgeError>) -> T {
-    match result {
-        Ok(output) => output,
-        Err(BridgeError::Panicked(panic)) => panic::resume_unwind(panic.into_payload()),
-        Err(other) => panic!("run_blocking: {other}"),
+pub(crate) fn ambient() -> Ambient {
+    let handle = match Handle::try_current() {
+        Ok(handle) => handle,
+        Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,
+        Err(_) => return Ambient::None,
+    };
+    if !matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread) {
+        // A call nested in a future that a driver's call polls: no runtime of its own.
+        if crate::drivers::outside_on(&handle) {
+            return Ambient::None;
+        }
+        return Ambient::CurrentThread;
     }
+    if tokio::runtime::worker_index().is_some() {
+        // The hot path: a worker polling a task holds its core, while a shutdown drops tasks
+        // from workers that hold none. Only without a core (a shutdown, or a call nested in
+        // block_in_place) is the spawn probe worth its cost.
+        if shutdown::worker_without_core() && shutdown::shutting_down(&handle) {
+            return Ambient::Dying;
+        }
+        return Ambient::Worker(handle);
+    }
+    if shutdown::shutting_down(&handle) {
+        return Ambient::Dying;
+    }
+    if crate::in_place::in_free_loop() || crate::handoff::pool::on_handoff_worker() {
+        return Ambient::MultiThread(handle);
+    }
+    Ambient::RuntimeThread(handle)
 }

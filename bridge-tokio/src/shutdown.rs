@@ -15,9 +15,9 @@
 //!
 //! A future polled with a runtime that shuts down under it is woken with tokio's "being
 //! shutdown" panic by its timers, which [`classify`] turns into
-//! [`BridgeError::Lost`].
+//! a lost [`Error`].
 
-use crate::BridgeError;
+use bridge_core::Error;
 use std::any::Any;
 use std::cell::RefCell;
 use std::future::Future;
@@ -92,11 +92,11 @@ pub(crate) fn message(payload: &(dyn Any + Send)) -> Option<&str> {
 }
 
 /// A panic caught while polling a future: tokio's "being shutdown" panic means the runtime
-/// died under the future ([`BridgeError::Lost`]); any other is the future's own.
-pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> BridgeError {
+/// died under the future (a lost [`Error`]); any other is the future's own.
+pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> Error {
     if message(&*payload).is_some_and(|message| message.starts_with(SHUTDOWN_PANIC)) {
         crate::trace::lost()
     } else {
-        BridgeError::Panicked(crate::Panic::new(payload))
+        Error::__panicked(payload)
     }
 }

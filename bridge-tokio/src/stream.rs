@@ -1,4 +1,4 @@
-//! Streams driven on the I/O runtime: [`spawn_io`] (the shared [`IoRuntime`]) and
+//! Streams driven on the I/O runtime: [`on_io`] (the shared [`IoRuntime`]) and
 //! [`IoRuntime::spawn_stream`] (a given one) poll a `Stream` as a task there and hand its
 //! items to a consumer anywhere else through a bounded buffer, a [`Crossing`].
 //!
@@ -18,7 +18,7 @@
 
 pub use bridge_core::stream::{CatchUnwind, Crossing};
 
-use crate::IoRuntime;
+use crate::io_runtime::IoRuntime;
 use futures_core::Stream;
 
 /// Drives `stream` on the shared [`IoRuntime`] and returns a [`Crossing`]
@@ -56,10 +56,10 @@ use futures_core::Stream;
 ///     (n < 5).then_some((n, n + 1))
 /// });
 /// // Consumed on a runtime-free executor: the timers run on the I/O side.
-/// let got: Vec<u32> = bridge::block_on(bridge::stream::spawn_io(ticks, 2).collect());
+/// let got: Vec<u32> = bridge::block_on(bridge::stream::on_io(ticks, 2).collect());
 /// assert_eq!(got, [0, 1, 2, 3, 4]);
 /// ```
-pub fn spawn_io<S>(stream: S, bound: usize) -> Crossing<S::Item>
+pub fn on_io<S>(stream: S, bound: usize) -> Crossing<S::Item>
 where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
@@ -69,7 +69,7 @@ where
 
 impl IoRuntime {
     /// Drives `stream` as a task of this runtime and returns a [`Crossing`] that yields its
-    /// items, in order, on any executor: [`spawn_io`] on this runtime instead of the shared
+    /// items, in order, on any executor: [`on_io`] on this runtime instead of the shared
     /// one, with the same bound, cancellation and panics.
     ///
     /// If this runtime has shut down (or shuts down before the stream ends), the stream is
@@ -98,6 +98,6 @@ impl IoRuntime {
     {
         let (pump, unstarted) =
             bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Io);
-        unstarted.with_producer(self.spawn(pump))
+        unstarted.with_producer(Some(self.spawn(pump)))
     }
 }

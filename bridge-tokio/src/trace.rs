@@ -2,7 +2,7 @@
 //! bridge's notable events are logged. Without the feature every function here is a no-op
 //! (the future passes through unchanged) and nothing of tracing is compiled in.
 
-use crate::BridgeError;
+use bridge_core::Error;
 use std::future::Future;
 
 /// `future`, entering the span current here (at the call) around each of its polls and its
@@ -29,23 +29,23 @@ pub(crate) fn instrument<F: Future>(future: F) -> F {
     future
 }
 
-/// [`BridgeError::Lost`], logged (warn) where it is made: the runtime running the future
+/// A lost [`Error`], logged (warn) where it is made: the runtime running the future
 /// shut down first. The bridge's errors are logged where they arise, not by inspecting
 /// every call's result: with the feature on, a check on the result made the ready path copy
 /// the value through memory it had just written (a store-forwarding stall on every ready
 /// call).
-pub(crate) fn lost() -> BridgeError {
+pub(crate) fn lost() -> Error {
     #[cfg(feature = "tracing")]
     log_lost();
-    BridgeError::Lost
+    Error::__lost()
 }
 
-/// [`BridgeError::Unavailable`], logged (error) where it is made: no thread or runtime
+/// An unavailable [`Error`], logged (error) where it is made: no thread or runtime
 /// could be started to run the future.
-pub(crate) fn unavailable(error: std::io::Error) -> BridgeError {
+pub(crate) fn unavailable(error: std::io::Error) -> Error {
     #[cfg(feature = "tracing")]
     log_unavailable(&error);
-    BridgeError::Unavailable(error)
+    Error::__unavailable(error)
 }
 
 #[cfg(feature = "tracing")]

@@ -2,19 +2,17 @@
 //! producer's stream yields on the other side, and [`CatchUnwind`], the same with the
 //! producer's panic as an item.
 
-use super::buffer::{Buffer, Next, Payload};
+use super::buffer::{Buffer, Next};
 use futures_core::Stream;
 use futures_core::stream::FusedStream;
 use std::fmt;
-use std::panic::{self, RefUnwindSafe, UnwindSafe};
+use std::panic;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 /// The message of the panic (or the `Err` payload of [`CatchUnwind`]) when the producer was
 /// dropped before its stream ended.
-const LOST: &str = "bridge::stream: the producer was dropped before its stream ended (the \
-                    executor running it shut down)";
 
 /// A stream driven on another side of the process, as the functions of
 /// `bridge::stream` return it (`spawn_io`, `spawn_cpu`): it yields the producer's items
@@ -51,28 +49,10 @@ pub struct Crossing<T> {
     producer: Producer,
 }
 
-/// The producer's task (an `IoTask`, a rayon `Task`, or nothing when the caller polls the
-/// pump itself), kept by the consumer and dropped with it, which cancels the pump on its
-/// side (the buffer's cancel, which wakes the pump, stops it in any case). Boxed so that
-/// this crate needs to know neither side; its auto traits are the crossing's.
-pub(crate) type Producer = Box<dyn __Producer>;
-
-/// The producer's task as its consumer sees it: kept, dropped, and asked for help. Used by
-/// bridge-rayon (its `Task` pumps a CPU-side stream) and bridge-tokio (its I/O task); not
-/// part of the API.
-#[doc(hidden)]
-pub trait __Producer: Send + Sync + UnwindSafe + RefUnwindSafe {
-    /// The consumer found nothing buffered: run the pump's queued work on this thread if
-    /// the producer's side allows it (a rayon task's waiter on a rayon worker), and wake
-    /// `waker` when more is queued. Whether anything ran. Nothing by default.
-    fn help(&self, waker: &Waker) -> bool {
-        let _ = waker;
-        false
-    }
-}
-
-/// The pump polled by the caller itself (the fuzz body).
-impl __Producer for () {}
+/// The task running the pump (`None` when the caller polls the pump itself, as the fuzz
+/// body does), kept by the consumer and dropped with it, which cancels the pump on its side
+/// (the buffer's cancel, which wakes the pump, stops it in any case).
+pub(crate) type Producer = Option<crate::Task<()>>;
 
 impl<T> Crossing<T> {
     pub(crate) fn new(buffer: Arc<Buffer<T>>, producer: Producer) -> Self {
@@ -101,8 +81,8 @@ impl<T> Crossing<T> {
     /// let mut results = bridge::stream::spawn_io(items, 8).catch_unwind();
     /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 1);
     /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 2);
-    /// let payload = bridge::block_on(results.next()).unwrap().unwrap_err();
-    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"corrupt block"));
+    /// let err = bridge::block_on(results.next()).unwrap().unwrap_err();
+    /// assert_eq!(err.into_panic().downcast_ref::<&str>(), Some(&"corrupt block"));
     /// assert!(bridge::block_on(results.next()).is_none());
     /// ```
     pub fn catch_unwind(self) -> CatchUnwind<T> {
@@ -122,7 +102,7 @@ impl<T> Crossing<T> {
         self.buffer.snapshot().1
     }
 
-    fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Payload>>> {
+    fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, crate::Error>>> {
         if self.terminated {
             return Poll::Ready(None);
         }
@@ -130,7 +110,7 @@ impl<T> Crossing<T> {
             Poll::Ready(next) => next,
             // Nothing buffered: a producer whose work may run here (a rayon worker waiting
             // for its own pool) runs it, and the buffer is looked at again.
-            Poll::Pending if self.producer.help(cx.waker()) => {
+            Poll::Pending if self.producer.as_ref().is_some_and(|p| p.help(cx.waker())) => {
                 match self.buffer.poll_next(cx.waker()) {
                     Poll::Ready(next) => next,
                     Poll::Pending => return Poll::Pending,
@@ -146,11 +126,11 @@ impl<T> Crossing<T> {
             }
             Next::Panicked(payload) => {
                 self.terminated = true;
-                Some(Err(payload))
+                Some(Err(crate::Error::__panicked(payload)))
             }
             Next::Lost => {
                 self.terminated = true;
-                Some(Err(Box::new(LOST.to_string())))
+                Some(Err(crate::Error::__lost()))
             }
         })
     }
@@ -169,7 +149,10 @@ impl<T> Stream for Crossing<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         match self.get_mut().poll_result(cx) {
             Poll::Ready(Some(Ok(item))) => Poll::Ready(Some(item)),
-            Poll::Ready(Some(Err(payload))) => panic::resume_unwind(payload),
+            Poll::Ready(Some(Err(err))) => match err.try_into_panic() {
+                Ok(payload) => panic::resume_unwind(payload),
+                Err(err) => panic!("bridge::stream: {err}"),
+            },
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
@@ -213,7 +196,7 @@ pub struct CatchUnwind<T> {
 }
 
 impl<T> Stream for CatchUnwind<T> {
-    type Item = Result<T, Box<dyn std::any::Any + Send + 'static>>;
+    type Item = Result<T, crate::Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.get_mut().inner.poll_result(cx)

@@ -24,8 +24,10 @@
 //! Tasks a call spawns (a pooled client's connection drivers) stay on its driver's runtime,
 //! which the backstop drives when the turn has been free for [`GRACE`].
 
-use crate::BridgeError;
-use crate::gate::{Flag, Gate, Take};
+mod gate;
+
+use bridge_core::Error;
+use gate::{Flag, Gate, Take};
 use crate::shutdown::classify;
 use std::cell::Cell;
 use std::future::Future;
@@ -127,7 +129,7 @@ impl Drop for Outside {
 pub(crate) fn run<F: Future>(
     future: F,
     deadline: Option<Instant>,
-) -> Result<Result<F::Output, BridgeError>, F> {
+) -> Result<Result<F::Output, Error>, F> {
     match drivers() {
         Some(drivers) => Ok(pick(drivers).run(future, deadline)),
         None => Err(future),
@@ -190,14 +192,14 @@ impl Driver {
         }
     }
 
-    /// Runs `future` to completion (or until `deadline`, then [`BridgeError::TimedOut`])
+    /// Runs `future` to completion (or until `deadline`, then [`Error::TimedOut`])
     /// on this thread, driving this driver's runtime between polls when it is this call's
     /// turn, and waiting on its own flag otherwise.
     fn run<F: Future>(
         &self,
         future: F,
         deadline: Option<Instant>,
-    ) -> Result<F::Output, BridgeError> {
+    ) -> Result<F::Output, Error> {
         let lease = Lease::take();
         let (flag, waker) = lease.parts();
         // Out of the line (and the turn handed on) however the call ends.
@@ -219,7 +221,7 @@ impl Driver {
                 Err(payload) => return Err(classify(payload)),
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
+                return Err(Error::__timed_out(false));
             }
             match self.gate.take(flag) {
                 Take::Drive => {
@@ -228,14 +230,14 @@ impl Driver {
                     match driven {
                         Ok(true) => {}
                         Ok(false) => {
-                            return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
+                            return Err(Error::__timed_out(false));
                         }
                         Err(payload) => return Err(classify(payload)),
                     }
                 }
                 Take::Wait(turns) => {
                     if !self.wait(flag, deadline, turns, &mut warned) {
-                        return Err(BridgeError::TimedOut(crate::Timeout::elapsed()));
+                        return Err(Error::__timed_out(false));
                     }
                 }
             }
@@ -284,7 +286,7 @@ impl Driver {
             return true;
         }
         if !*warned {
-            let threshold = bridge_core::__stall::get();
+            let threshold = bridge_core::__config::stall_warning();
             if let Some(stall_at) = Instant::now().checked_add(threshold) {
                 if deadline.is_none_or(|deadline| stall_at < deadline) {
                     if flag.wait_blocking(Some(stall_at)) {
@@ -292,7 +294,7 @@ impl Driver {
                     }
                     if !self.gate.moved_since(turns) {
                         *warned = true;
-                        crate::stall::driver_held(threshold);
+                        driver_held(threshold);
                     }
                 }
             }
@@ -308,4 +310,24 @@ impl Drop for Leave<'_> {
     fn drop(&mut self) {
         self.0.leave(self.1);
     }
+}
+
+/// A call with no time limit, made with no runtime, waited past `threshold` for its driver
+/// while one holder kept the driver's turn all along: count it, and warn once.
+#[cold]
+#[inline(never)]
+fn driver_held(threshold: Duration) {
+    crate::metrics::stalled_driver();
+    #[cfg(not(feature = "tracing"))]
+    let _ = threshold;
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        waited = ?threshold,
+        "run_blocking: a call made with no runtime is still waiting for one of the bridge's \
+         I/O drivers, whose thread has been held by the same poll all along: most likely a \
+         task on that driver blocks its thread (a sync call, a lock or long CPU work inside \
+         a task spawned from a run_blocking future), and no I/O or timer of that driver runs \
+         meanwhile. Move the blocking work out of the task (tokio::task::spawn_blocking, \
+         bridge::spawn), or bound the call with try_run_blocking_timeout"
+    );
 }

@@ -6,12 +6,12 @@
 //! live on that runtime, which its own workers always drive: nothing is stranded between jobs.
 //!
 //! The pool is bounded. A job goes to an idle worker if there is one, else to a new worker
-//! while fewer than the cap are alive ([`set_max_handoff_threads`], 512 by default), else to
+//! while fewer than the cap are alive (`Config::handoff_threads`, 512 by default), else to
 //! the back of a FIFO queue. A worker that finishes a job takes the queue's oldest job before
 //! it goes idle, so a queued job waits only for the first worker to free up, and no worker is
 //! idle while a job is queued. An idle worker spins for a moment (a caller in a loop hands
 //! over the next job within microseconds, and catching it awake saves two cross-thread
-//! wake-ups), then sleeps; after [`IDLE`] without a job it retires.
+//! wake-ups), then sleeps; after its keep-alive without a job it retires.
 //!
 //! A caller whose deadline passes while its job is still queued takes the job back out of the
 //! queue and drops it unrun, on its own thread (where what the future borrows is alive), and
@@ -49,10 +49,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// How long a worker waits for a job before it retires.
+/// How long a worker waits for a job before it retires (a pool of the tests; the process's
+/// follows `bridge::config()`).
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
-/// The default cap on handoff threads: tokio's default for its blocking pool.
+/// The cap of a pool of the tests (the process's follows `bridge::config()`).
 pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
 
 /// The name of every handoff thread.
@@ -127,6 +128,9 @@ pub struct Ticket(Option<u64>);
 /// The handoff workers and the jobs queued for them.
 pub struct Pool {
     state: Mutex<State>,
+    /// The process's pool takes its cap and idle time from `bridge::config()` at each
+    /// submit and each job's end; a pool of the tests keeps its own.
+    follows_config: bool,
 }
 
 /// What `submit` decided under the lock, carried out after it.
@@ -199,6 +203,7 @@ impl Pool {
     /// A pool of at most `max` threads (0 counts as 1) for submits from outside it.
     pub fn new(max: usize) -> Self {
         Self {
+            follows_config: false,
             state: Mutex::new(State {
                 idle: Vec::new(),
                 queue: VecDeque::new(),
@@ -215,30 +220,38 @@ impl Pool {
     #[cfg(not(bridge_loom))]
     pub(crate) fn global() -> &'static Arc<Pool> {
         static POOL: std::sync::OnceLock<Arc<Pool>> = std::sync::OnceLock::new();
-        POOL.get_or_init(|| Arc::new(Pool::default()))
+        POOL.get_or_init(|| {
+            Arc::new(Pool {
+                follows_config: true,
+                ..Pool::default()
+            })
+        })
+    }
+
+    /// The process's pool takes the settings in force (see `follows_config`).
+    fn configure(&self, state: &mut State) {
+        #[cfg(not(bridge_loom))]
+        if self.follows_config {
+            state.max = bridge_core::__config::handoff_threads();
+            state.idle_time = bridge_core::__config::handoff_keep_alive();
+        }
+        #[cfg(bridge_loom)]
+        let _ = state;
     }
 
     /// Sets the cap (0 counts as 1); returns the previous one.
+    #[cfg(bridge_loom)]
     pub fn set_max(&self, max: usize) -> usize {
         self.state
             .with(|state| std::mem::replace(&mut state.max, max.max(1)))
     }
 
-    /// The cap.
-    pub fn max(&self) -> usize {
-        self.state.with(|state| state.max)
-    }
-
     /// Sets how long an idle worker waits before it retires (from its next wait on); returns
     /// the previous time.
+    #[cfg(test)]
     pub fn set_idle_time(&self, idle_time: Duration) -> Duration {
         self.state
             .with(|state| std::mem::replace(&mut state.idle_time, idle_time))
-    }
-
-    /// How long an idle worker waits before it retires.
-    pub fn idle_time(&self) -> Duration {
-        self.state.with(|state| state.idle_time)
     }
 
     /// Workers alive, idle workers, queued jobs.
@@ -260,6 +273,7 @@ impl Pool {
         // The job is delivered inside the pool's critical section: a worker that then fails
         // to retire (it locks the pool after us) is sure to see it.
         let (placement, ticket) = pool.state.with(|state| {
+            pool.configure(state);
             if let Some(worker) = state.idle.pop() {
                 arm!("submit", deliver_idle);
                 worker.put(job);
@@ -396,6 +410,7 @@ impl Pool {
     /// its own mailbox, or joins the idle list if none is queued. Returns the idle time.
     fn after_job(&self, me: &Arc<Mailbox>) -> Duration {
         self.state.with(|state| {
+            self.configure(state);
             match state.queue.pop_front() {
                 Some((_, job)) => {
                     arm!("after_job", take_queued);
@@ -472,95 +487,6 @@ impl Mailbox {
             Some(job)
         })
     }
-}
-
-/// Sets the cap on the threads of the handoff pool, and returns the previous cap.
-///
-/// A call to [`run_blocking`](crate::run_blocking) from a current-thread runtime or a
-/// `LocalSet` hands its future to a pooled thread and blocks until it is done. At most `max`
-/// such threads run at once (512 by default, as tokio's blocking pool); calls beyond the cap
-/// wait in a FIFO queue for the first thread to free up. A queued call whose deadline passes
-/// ([`try_run_blocking_timeout`](crate::try_run_blocking_timeout)) leaves the queue, its
-/// future dropped unpolled, and returns [`TimedOut`](crate::BridgeError::TimedOut) then.
-/// Idle threads end after [`handoff_keep_alive`] (10 s by default).
-///
-/// `0` counts as `1`: the pool always has room for one thread, or no handoff could ever run.
-/// A new cap applies to the calls made after it: threads already running are not stopped
-/// (they end when idle), and queued calls start as threads free up or as later calls find
-/// room under a raised cap.
-///
-/// A call made from a handoff thread itself (a handed-off future that builds a current-thread
-/// runtime and hands off again) never waits for the pool: it runs at once, on a thread
-/// beyond the cap if need be, since queued it could wait for the very thread that waits for
-/// it. Only the handoff thread itself is recognized: a call made on another thread that a
-/// handed-off future blocks on queues like any other, so at the cap such a future can wait
-/// forever (as with any bounded pool).
-///
-/// # Examples
-///
-/// ```
-/// // Few handoff threads: calls beyond 4 at once queue instead of starting threads.
-/// let default = bridge::rt::set_max_handoff_threads(4);
-/// assert_eq!(default, 512);
-/// assert_eq!(bridge::rt::max_handoff_threads(), 4);
-///
-/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-/// assert_eq!(rt.block_on(async { bridge::run_blocking(async { 7 }) }), 7);
-///
-/// // 0 counts as 1.
-/// bridge::rt::set_max_handoff_threads(0);
-/// assert_eq!(bridge::rt::max_handoff_threads(), 1);
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn set_max_handoff_threads(max: usize) -> usize {
-    Pool::global().set_max(max)
-}
-
-/// The cap on the threads of the handoff pool: 512 unless [`set_max_handoff_threads`] changed
-/// it.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(bridge::rt::max_handoff_threads(), 512);
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn max_handoff_threads() -> usize {
-    Pool::global().max()
-}
-
-/// Sets how long an idle handoff thread waits for its next call before it ends, and returns
-/// the previous time (10 s by default, as tokio's `thread_keep_alive` for its blocking pool).
-///
-/// A short time returns threads to the OS soon after a burst of calls from current-thread
-/// runtimes; a long one keeps them for the next burst (a call that finds an idle thread costs
-/// no thread start). The new time applies from each idle thread's next wait on.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-///
-/// let default = bridge::rt::set_handoff_keep_alive(Duration::from_millis(500));
-/// assert_eq!(default, Duration::from_secs(10));
-/// assert_eq!(bridge::rt::handoff_keep_alive(), Duration::from_millis(500));
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn set_handoff_keep_alive(keep_alive: Duration) -> Duration {
-    Pool::global().set_idle_time(keep_alive)
-}
-
-/// How long an idle handoff thread waits for its next call before it ends: 10 s unless
-/// [`set_handoff_keep_alive`] changed it.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(bridge::rt::handoff_keep_alive(), std::time::Duration::from_secs(10));
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn handoff_keep_alive() -> Duration {
-    Pool::global().idle_time()
 }
 
 /// Test hook for the loom models: the next `n` spawns of handoff workers made from this model

@@ -9,8 +9,11 @@
 //! then waits for the drop. A job still queued for the pool's cap at the deadline is taken
 //! back out of the queue instead, and dropped unpolled on the calling thread.
 
-use crate::BridgeError;
-use crate::handoff_pool::Pool;
+pub(crate) mod pool;
+mod stall;
+
+use bridge_core::Error;
+use pool::Pool;
 use crate::sync::Arc;
 use bridge_core::__scoped::{Job, run_elsewhere};
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
@@ -64,7 +67,7 @@ pub(crate) fn run<F>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError>
+) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
@@ -91,7 +94,7 @@ fn via_pool<F>(
     handle: Option<Handle>,
     future: F,
     deadline: Option<Instant>,
-) -> Result<F::Output, BridgeError>
+) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
@@ -121,7 +124,7 @@ fn hand_off<F, Q>(
     deadline: Option<Instant>,
     hand_over: impl FnOnce(Job) -> Q,
     take_back: impl FnOnce(Q) -> bool,
-) -> Result<F::Output, BridgeError>
+) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
@@ -140,7 +143,7 @@ where
     let placed = Cell::new(None);
     let hand_over = |job| placed.set(Some(hand_over(job)));
     let ended = run_elsewhere(work, hand_over, |pending| {
-        match crate::stall::recv_until(pending, deadline) {
+        match stall::recv_until(pending, deadline) {
             Err(RecvTimeoutError::Timeout) => {
                 // A job still queued, unstarted, leaves the queue: dropped, it closes the
                 // channel, and the call ends at its deadline.
@@ -158,7 +161,7 @@ where
     match ended {
         Ok(Ended::Finished(output)) => Ok(output),
         Ok(Ended::Panicked(payload)) => Err(crate::shutdown::classify(payload)),
-        Ok(Ended::Cancelled) => Err(BridgeError::TimedOut(crate::Timeout::on_handoff())),
+        Ok(Ended::Cancelled) => Err(stall::timed_out()),
         // ORDERING: Relaxed: see the store.
         Err(_) if !started.load(Ordering::Relaxed) => Err(crate::trace::unavailable(
             std::io::Error::other("no handoff worker thread could be started"),
@@ -175,7 +178,7 @@ pub fn __loom_handoff<F>(
     future: F,
     deadline: Option<Instant>,
     hand_over: impl FnOnce(Job),
-) -> Result<F::Output, BridgeError>
+) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
@@ -192,7 +195,7 @@ impl Pool {
         pool: &Arc<Self>,
         future: F,
         deadline: Option<Instant>,
-    ) -> Result<F::Output, BridgeError>
+    ) -> Result<F::Output, Error>
     where
         F: Future + Send,
         F::Output: Send,

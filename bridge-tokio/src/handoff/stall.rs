@@ -4,85 +4,22 @@
 //! `Runtime::block_on`. A call made there hands its future to a handoff worker and blocks that
 //! thread: a future that needs a task of the same runtime (a mock server spawned in a
 //! `#[tokio::test]`, then a sync client call) can never finish. The caller's wait is split at a
-//! threshold ([`stall_warning`]): a call still waiting then, whose caller is a current-thread
+//! threshold (`Config::stall_warning`): a call still waiting then, whose caller is a current-thread
 //! runtime, logs one warning (feature `tracing`) and counts in
-//! [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs), and a deadline that passes
-//! on such a call gives a [`Timeout`] whose message says the same. It only warns: the call
+//! [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs), and a deadline that
+//! passes on such a call gives a timeout error whose message says the same. It only warns: the call
 //! waits on as before.
 //!
 //! The caller's context is read only when the threshold or the deadline has passed, on the
 //! calling thread (which is still inside the call, so still in its runtime's context): a call
 //! that finishes in time pays one clock read and one relaxed load, nothing of tokio.
 
-use crate::Timeout;
+use bridge_core::Error;
 use bridge_core::__scoped::Pending;
 use bridge_core::oneshot::RecvTimeoutError;
 #[cfg(not(bridge_loom))]
 use std::time::Duration;
 use std::time::Instant;
-
-/// Sets how long a `run_blocking` call made on a current-thread runtime may wait for its
-/// handed-off future before the bridge says why it may never finish; returns the previous
-/// threshold. [`stall_warning`] has the default (5 s) and why.
-///
-/// A call made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
-/// `spawn_blocking` thread there) hands its future to another thread and blocks this one. The
-/// runtime runs none of its tasks meanwhile: a future that needs one of them (a server spawned
-/// on it, a socket created on it) never finishes. A call that is still waiting at the
-/// threshold logs one warning (feature `tracing`, level warn) that names the cause and the
-/// remedies (await the future there instead of calling `run_blocking`; run those tasks on
-/// another runtime, such as a multi-thread test runtime, `#[tokio::test(flavor =
-/// "multi_thread")]`; bound the wait with [`try_run_blocking_timeout`](crate::try_run_blocking_timeout)),
-/// and counts in [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs). Nothing is
-/// cancelled: the call waits on, until its future finishes or its deadline passes.
-///
-/// Calls made anywhere else never warn, whatever their route: a multi-thread runtime's
-/// threads, a plain thread, a rayon worker, a thread-local destructor at thread exit.
-///
-/// A new threshold applies to the calls that start waiting after it. `Duration::MAX` (or any
-/// threshold too large for the clock) turns the warning off; `Duration::ZERO` warns for every
-/// such call whose future was not done when its wait began.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-///
-/// // A test suite whose calls should never wait for long: a warning after 1 s.
-/// let default = bridge::rt::set_stall_warning(Duration::from_secs(1));
-/// assert_eq!(default, Duration::from_secs(5));
-/// assert_eq!(bridge::rt::stall_warning(), Duration::from_secs(1));
-///
-/// // Off.
-/// bridge::rt::set_stall_warning(Duration::MAX);
-/// assert_eq!(bridge::rt::stall_warning(), Duration::MAX);
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn set_stall_warning(threshold: Duration) -> Duration {
-    bridge_core::__stall::set(threshold)
-}
-
-/// How long a `run_blocking` call made on a current-thread runtime may wait for its
-/// handed-off future before it logs a warning (feature `tracing`) and counts in
-/// [`Metrics::stalled_handoffs`](crate::Metrics::stalled_handoffs): 5 seconds unless
-/// [`set_stall_warning`] changed it.
-///
-/// Why 5 s: a stalled call never finishes, so a later warning only delays the hint, while an
-/// earlier one would fire for calls that are merely slow. A handoff itself is a couple of
-/// wake-ups across threads, and ordinary slow I/O that does finish stays under a few
-/// seconds: a request that lost a packet or two waits for TCP's retransmission timer, 1 s
-/// and then 2 s more. Past 5 s the runtime has been held for that long either way, its timers and other tasks
-/// with it. The warning never cancels anything.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(bridge::rt::stall_warning(), std::time::Duration::from_secs(5));
-/// ```
-#[cfg(not(bridge_loom))]
-pub fn stall_warning() -> Duration {
-    bridge_core::__stall::get()
-}
 
 /// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold
 /// (after the handoff's watch, so the receive itself does not spin again):
@@ -115,7 +52,7 @@ pub(crate) fn recv_until<R>(
 #[cfg(not(bridge_loom))]
 #[inline]
 fn threshold_from_now() -> Option<(Duration, Instant)> {
-    let threshold = bridge_core::__stall::get();
+    let threshold = bridge_core::__config::stall_warning();
     Some((threshold, Instant::now().checked_add(threshold)?))
 }
 
@@ -143,27 +80,6 @@ fn passed_threshold(threshold: Duration) {
     }
 }
 
-/// A call with no time limit, made with no runtime, waited past `threshold` for its driver
-/// while one holder kept the driver's turn all along: count it, and warn once.
-#[cfg(not(bridge_loom))]
-#[cold]
-#[inline(never)]
-pub(crate) fn driver_held(threshold: Duration) {
-    crate::metrics::stalled_driver();
-    #[cfg(not(feature = "tracing"))]
-    let _ = threshold;
-    #[cfg(feature = "tracing")]
-    tracing::warn!(
-        waited = ?threshold,
-        "run_blocking: a call made with no runtime is still waiting for one of the bridge's \
-         I/O drivers, whose thread has been held by the same poll all along: most likely a \
-         task on that driver blocks its thread (a sync call, a lock or long CPU work inside \
-         a task spawned from a run_blocking future), and no I/O or timer of that driver runs \
-         meanwhile. Move the blocking work out of the task (tokio::task::spawn_blocking, \
-         bridge::spawn), or bound the call with try_run_blocking_timeout"
-    );
-}
-
 /// Whether the calling thread is in a current-thread runtime's context. Never panics: in a
 /// thread-local destructor after tokio's, `try_current` says the context is gone (not a
 /// current-thread runtime). Another flavor (a multi-thread runtime's thread, which the
@@ -176,21 +92,19 @@ fn caller_is_current_thread() -> bool {
     )
 }
 
-impl Timeout {
-    /// The timeout of a handoff whose deadline passed, read on the calling thread after the
-    /// wait: it names the stalled current-thread runtime when the caller is one.
-    pub(crate) fn on_handoff() -> Self {
-        #[cfg(not(bridge_loom))]
-        if caller_is_current_thread() {
-            return Self::stalled_current_thread();
-        }
-        Self::elapsed()
-    }
+/// The error of a handoff whose deadline passed, read on the calling thread after the
+/// wait: it names the stalled current-thread runtime when the caller is one.
+pub(crate) fn timed_out() -> Error {
+    #[cfg(not(bridge_loom))]
+    let stalled = caller_is_current_thread();
+    #[cfg(bridge_loom)]
+    let stalled = false;
+    Error::__timed_out(stalled)
 }
 
 #[cfg(all(test, not(bridge_loom)))]
 mod tests {
-    use crate::{BridgeError, IoRuntime};
+    use crate::IoRuntime;
     use std::sync::Mutex;
     use std::time::Duration;
 
@@ -205,19 +119,21 @@ mod tests {
         let _serial = SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = super::set_stall_warning(Duration::from_millis(100));
+        let previous = bridge_core::config();
+        bridge_core::configure()
+            .stall_warning(Duration::from_millis(100))
+            .apply();
         context(&|| {
             let before = crate::metrics().stalled_handoffs;
             let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
             let deadline = std::time::Instant::now() + Duration::from_millis(300);
             let result = crate::handoff::run(IoRuntime::global().handle(), slow, Some(deadline));
-            let Err(BridgeError::TimedOut(timeout)) = result else {
-                panic!("not timed out: {result:?}");
-            };
+            let err = result.expect_err("not timed out");
+            assert!(err.is_timeout(), "{err:?}");
             let added = crate::metrics().stalled_handoffs - before;
-            (added, timeout.is_stalled_current_thread())
+            (added, err.to_string().contains("current-thread runtime"))
         });
-        super::set_stall_warning(previous);
+        previous.apply();
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! [`IterBlocking`]: synchronous code iterates over a stream, each item taken by
 //! `run_blocking`'s route from wherever the iterator is advanced.
 
-use futures::Stream;
+use bridge_core::Error;
+use futures_core::Stream;
 use std::fmt;
 use std::future::poll_fn;
 use std::iter::FusedIterator;
@@ -23,7 +24,7 @@ use std::pin::Pin;
 /// a handoff worker. The iterator never reads ahead of what it is asked for; for a stream
 /// of many small items read on such a thread, batch them in the stream
 /// (`StreamExt::ready_chunks`), or read them through a crossing
-/// ([`stream::spawn_io`](crate::stream::spawn_io)) whose producer runs ahead by its bound.
+/// ([`stream::on_io`](crate::stream::on_io)) whose producer runs ahead by its bound.
 ///
 /// The stream may borrow (a client, a buffer), as `run_blocking`'s future may; it needs to
 /// be `Send` (a handoff may poll it on another thread), and so do its items. It is kept in a
@@ -93,10 +94,8 @@ where
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Panicked`](crate::BridgeError::Panicked) with the stream's panic;
-    /// [`BridgeError::Lost`](crate::BridgeError::Lost) if the runtime driving the stream
-    /// shut down first; [`BridgeError::Unavailable`](crate::BridgeError::Unavailable) if no
-    /// handoff worker could be started.
+    /// The stream's panic ([`Error::is_panic`]); the runtime driving the stream shut down
+    /// first ([`Error::is_lost`]); no handoff worker could be started.
     ///
     /// # Examples
     ///
@@ -111,14 +110,14 @@ where
     /// assert!(items.try_next().unwrap_err().is_panic());
     /// assert_eq!(items.try_next().unwrap(), None);
     /// ```
-    pub fn try_next(&mut self) -> Result<Option<S::Item>, bridge_tokio::BridgeError> {
+    pub fn try_next(&mut self) -> Result<Option<S::Item>, Error> {
         if self.done {
             return Ok(None);
         }
         // Done until this item is known not to be the end: a panic leaves it done.
         self.done = true;
         let stream = &mut self.stream;
-        let next = bridge_tokio::try_run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)))?;
+        let next = crate::try_run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)))?;
         self.done = next.is_none();
         Ok(next)
     }
@@ -154,7 +153,7 @@ where
         }
         self.done = true;
         let stream = &mut self.stream;
-        let next = bridge_tokio::run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)));
+        let next = crate::run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)));
         self.done = next.is_none();
         next
     }

@@ -1,0 +1,438 @@
+//! The family's one handle for work running elsewhere.
+
+use crate::Error;
+use crate::oneshot::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
+use futures_core::future::FusedFuture;
+use std::any::Any;
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::panic::{self, AssertUnwindSafe, RefUnwindSafe, UnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker, ready};
+use std::time::{Duration, Instant};
+
+/// What a task's work sends: its value, or its panic's payload.
+#[doc(hidden)]
+pub type __Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
+
+/// The side that runs a task's work, as its [`Task`] sees it. Implemented by bridge-rayon
+/// (a rayon job or future task) and bridge-tokio (a task of an I/O runtime).
+#[doc(hidden)]
+pub trait __Work: Send + Sync {
+    /// Runs here the task's queued work that no other thread has taken, where this side
+    /// allows it (a rayon worker), and wakes `waker` when more is queued. Whether it ran any.
+    fn help(&self, waker: &Waker) -> bool {
+        let _ = waker;
+        false
+    }
+
+    /// The waiter took the outcome or dropped the task: its waker is not woken again.
+    fn stop_helping(&self) {}
+
+    /// The task was dropped before its outcome was taken: stop the work.
+    fn cancel(&self) {}
+
+    /// A blocking join waits by polling the task here (on a rayon worker it runs the work).
+    fn joins_by_polling(&self) -> bool {
+        false
+    }
+
+    /// Blocks this thread in `wait` the way this side needs (inside `block_in_place` on a
+    /// tokio worker); `false` when waiting here could hang (a worker of the runtime that is
+    /// shutting down under the task), and `wait` did not run.
+    fn block(&self, wait: &mut dyn FnMut()) -> bool {
+        wait();
+        true
+    }
+
+    /// A blocking wait has waited for the stall threshold (`Config::stall_warning`).
+    fn waited(&self, waited: Duration) {
+        let _ = waited;
+    }
+
+    /// The error for the work's panic with `payload`.
+    fn error(&self, payload: Box<dyn Any + Send + 'static>) -> Error {
+        Error::__panicked(payload)
+    }
+}
+
+/// A handle for work running elsewhere: a closure or future on rayon ([`spawn`],
+/// [`cpu::spawn_future`]) or a future on the I/O runtime ([`spawn_io`]). Its value is taken
+/// once, by `.await` (any executor), [`wait`](Self::wait) or [`join`](Self::join) (blocking),
+/// [`wait_timeout`](Self::wait_timeout) / [`wait_deadline`](Self::wait_deadline) (blocking,
+/// bounded) or [`try_get`](Self::try_get) (never blocks).
+///
+/// - **Panics** come back to whoever takes the value: `.await`, `wait` and the bounded
+///   waits resume them; [`join`](Self::join) and [`catch_unwind`](Self::catch_unwind)
+///   return them as an [`Error`].
+/// - **Dropping** the task cancels its work: a closure that has not started never starts,
+///   a future is dropped at its next wake-up. [`detach`](Self::detach) lets it run on.
+/// - **Waiting on a rayon worker** runs the task's queued work on that worker, so the
+///   workers of a pool (even a pool of one thread) never wait for work queued behind them.
+///
+/// [`spawn`]: https://docs.rs/threadbridge/latest/bridge/fn.spawn.html
+/// [`cpu::spawn_future`]: https://docs.rs/threadbridge/latest/bridge/cpu/fn.spawn_future.html
+/// [`spawn_io`]: https://docs.rs/threadbridge/latest/bridge/fn.spawn_io.html
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let cpu = bridge::spawn(|| (1..=10u64).product::<u64>());
+/// let io = bridge::spawn_io(async { 7 });
+/// assert_eq!(cpu.await + io.wait(), 3_628_807);
+/// # }
+/// ```
+#[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
+pub struct Task<T> {
+    rx: Option<Receiver<__Outcome<T>>>,
+    work: Arc<dyn __Work>,
+}
+
+impl<T> UnwindSafe for Task<T> {}
+impl<T> RefUnwindSafe for Task<T> {}
+
+impl<T> Task<T> {
+    /// A task whose outcome arrives on `rx`, run by `work`. Used by bridge-rayon and
+    /// bridge-tokio.
+    #[doc(hidden)]
+    pub fn __new(rx: Receiver<__Outcome<T>>, work: Arc<dyn __Work>) -> Self {
+        Self { rx: Some(rx), work }
+    }
+
+    /// Blocks until the task finishes and returns its value.
+    ///
+    /// # Panics
+    ///
+    /// Resumes the work's panic; panics if the work was lost (see [`Error::is_lost`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(bridge::spawn(|| 6 * 7).wait(), 42);
+    /// ```
+    #[track_caller]
+    pub fn wait(self) -> T {
+        unwrap(self.join())
+    }
+
+    /// Blocks until the task finishes: its value, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// The work panicked ([`Error::is_panic`]) or was lost ([`Error::is_lost`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bridge::spawn(|| -> u8 { panic!("corrupt page") }).join().unwrap_err();
+    /// assert_eq!(err.to_string(), "the work panicked: corrupt page");
+    /// ```
+    pub fn join(mut self) -> Result<T, Error> {
+        if self.work.joins_by_polling() {
+            return crate::block_on(poll_fn(|cx| self.poll_outcome(cx)));
+        }
+        let Some(mut rx) = self.rx.take() else {
+            return Err(Error::__lost());
+        };
+        let mut received = match rx.try_recv() {
+            Ok(outcome) => Some(Ok(outcome)),
+            Err(TryRecvError::Closed) => Some(Err(RecvError)),
+            Err(TryRecvError::Empty) => None,
+        };
+        if received.is_none() {
+            let threshold = crate::__config::stall_warning();
+            let work = &*self.work;
+            work.block(&mut || {
+                received = Some(match rx.recv_timeout(threshold) {
+                    Ok(outcome) => Ok(outcome),
+                    Err(RecvTimeoutError::Closed) => Err(RecvError),
+                    Err(RecvTimeoutError::Timeout) => {
+                        work.waited(threshold);
+                        recv_forever(&mut rx)
+                    }
+                });
+            });
+        }
+        self.work.stop_helping();
+        match received {
+            Some(received) => self.outcome(received),
+            None => rx.try_recv().map_or_else(|_| Err(Error::__lost()), |o| self.outcome(Ok(o))),
+        }
+    }
+
+    /// Blocks for at most `timeout`: `Some(value)` if the task finished by then, `None` if
+    /// not (the task goes on; wait again or drop it).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Self::wait) does, and if the value was already taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let mut task = bridge::spawn(|| 5);
+    /// assert_eq!(task.wait_timeout(Duration::from_secs(10)), Some(5));
+    /// ```
+    #[track_caller]
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<T> {
+        self.wait_until(Instant::now().checked_add(timeout))
+    }
+
+    /// Blocks until `deadline` at the latest: as [`wait_timeout`](Self::wait_timeout).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Self::wait) does, and if the value was already taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let mut task = bridge::spawn_io(std::future::pending::<()>());
+    /// assert_eq!(task.wait_deadline(Instant::now() + Duration::from_millis(5)), None);
+    /// ```
+    #[track_caller]
+    pub fn wait_deadline(&mut self, deadline: Instant) -> Option<T> {
+        self.wait_until(Some(deadline))
+    }
+
+    #[track_caller]
+    fn wait_until(&mut self, deadline: Option<Instant>) -> Option<T> {
+        let Some(rx) = self.rx.as_mut() else {
+            taken();
+        };
+        let mut received = match rx.try_recv() {
+            Ok(outcome) => Some(Ok(outcome)),
+            Err(TryRecvError::Closed) => Some(Err(RecvTimeoutError::Closed)),
+            Err(TryRecvError::Empty) => None,
+        };
+        if received.is_none() {
+            let waited = self.work.block(&mut || {
+                received = Some(match deadline {
+                    Some(deadline) => rx.recv_deadline(deadline),
+                    None => rx.recv_timeout(Duration::MAX),
+                });
+            });
+            if !waited {
+                received = Some(Err(RecvTimeoutError::Closed));
+            }
+        }
+        let received = match received? {
+            Err(RecvTimeoutError::Timeout) => return None,
+            Ok(outcome) => Ok(outcome),
+            Err(RecvTimeoutError::Closed) => Err(RecvError),
+        };
+        Some(unwrap(self.took(received)))
+    }
+
+    /// The value if the task has finished, `None` if not; never blocks.
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Self::wait) does, and if the value was already taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut task = bridge::spawn(|| 1);
+    /// while !task.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(task.try_get(), Some(1));
+    /// ```
+    #[track_caller]
+    pub fn try_get(&mut self) -> Option<T> {
+        let Some(rx) = self.rx.as_mut() else {
+            taken();
+        };
+        let received = match rx.try_recv() {
+            Err(TryRecvError::Empty) => return None,
+            Ok(outcome) => Ok(outcome),
+            Err(TryRecvError::Closed) => Err(RecvError),
+        };
+        Some(unwrap(self.took(received)))
+    }
+
+    /// Whether the task has finished (or its value was taken): a wait would not block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let task = bridge::spawn(|| 1);
+    /// let _ = task.is_finished(); // true once the closure has run
+    /// assert_eq!(task.wait(), 1);
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.rx.as_ref().is_none_or(Receiver::is_ready)
+    }
+
+    /// A future that returns the value, or the [`Error`] that [`join`](Self::join) would,
+    /// instead of resuming a panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let result = bridge::spawn(|| -> u8 { panic!("no") }).catch_unwind().await;
+    /// assert!(result.unwrap_err().is_panic());
+    /// # }
+    /// ```
+    pub fn catch_unwind(self) -> CatchUnwind<T> {
+        CatchUnwind { task: self }
+    }
+
+    /// Lets the work run on with nobody to take its value (dropping the task would cancel
+    /// it). A panic of detached work is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (tx, rx) = bridge::oneshot::channel();
+    /// bridge::spawn(move || tx.send(3).unwrap()).detach();
+    /// assert_eq!(rx.recv_blocking(), Ok(3));
+    /// ```
+    pub fn detach(mut self) {
+        if let Some(rx) = self.rx.take() {
+            self.work.stop_helping();
+            contain(move || rx.abandon());
+        }
+    }
+
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, Error>> {
+        let Some(rx) = self.rx.as_mut() else {
+            taken();
+        };
+        self.work.help(cx.waker());
+        let received = ready!(Pin::new(rx).poll(cx));
+        Poll::Ready(self.took(received))
+    }
+
+    fn took(&mut self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+        self.rx = None;
+        self.work.stop_helping();
+        self.outcome(received)
+    }
+
+    fn outcome(&self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+        match received {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(payload)) => Err(self.work.error(payload)),
+            Err(RecvError) => Err(Error::__lost()),
+        }
+    }
+
+    /// On a consumer's empty poll: runs the producing task's queued work here where its side
+    /// allows it. Used by the stream crossing.
+    pub(crate) fn help(&self, waker: &Waker) -> bool {
+        self.rx.is_some() && self.work.help(waker)
+    }
+}
+
+impl<T> Drop for Task<T> {
+    fn drop(&mut self) {
+        if let Some(rx) = self.rx.take() {
+            contain(move || drop(rx));
+            self.work.stop_helping();
+            self.work.cancel();
+        }
+    }
+}
+
+impl<T> Future for Task<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        self.get_mut().poll_outcome(cx).map(unwrap)
+    }
+}
+
+impl<T> FusedFuture for Task<T> {
+    fn is_terminated(&self) -> bool {
+        self.rx.is_none()
+    }
+}
+
+impl<T> fmt::Debug for Task<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("is_finished", &self.is_finished())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Task::catch_unwind`]: the task's value, or the [`Error`] saying why there
+/// is none. Dropping it cancels the task.
+///
+/// # Examples
+///
+/// ```
+/// let err = bridge::block_on(bridge::spawn(|| -> () { panic!("x") }).catch_unwind());
+/// assert!(err.unwrap_err().is_panic());
+/// ```
+#[must_use = "futures do nothing unless awaited; dropping this cancels the task"]
+#[derive(Debug)]
+pub struct CatchUnwind<T> {
+    task: Task<T>,
+}
+
+impl<T> Future for CatchUnwind<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().task.poll_outcome(cx)
+    }
+}
+
+impl<T> FusedFuture for CatchUnwind<T> {
+    fn is_terminated(&self) -> bool {
+        self.task.is_terminated()
+    }
+}
+
+/// Runs `f`, dropping a panic from it (and a panic from dropping that panic's payload).
+/// Used by bridge-rayon and bridge-tokio where a user's value is dropped on the bridge's
+/// own path.
+#[doc(hidden)]
+pub fn __contain(f: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
+        if let Err(second) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(second);
+        }
+    }
+}
+
+use __contain as contain;
+
+#[track_caller]
+fn unwrap<T>(result: Result<T, Error>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(err) => match err.try_into_panic() {
+            Ok(payload) => panic::resume_unwind(payload),
+            Err(err) => panic!("bridge::Task: no value: {err}"),
+        },
+    }
+}
+
+fn recv_forever<T>(rx: &mut Receiver<T>) -> Result<T, RecvError> {
+    loop {
+        match rx.recv_timeout(Duration::MAX) {
+            Ok(value) => return Ok(value),
+            Err(RecvTimeoutError::Closed) => return Err(RecvError),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn taken() -> ! {
+    panic!("bridge::Task: no value: it was already taken (the task was polled after it completed)")
+}
