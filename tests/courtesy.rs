@@ -1,8 +1,8 @@
 //! Which side yields its CPU after long polls: none by default; with
-//! `bridge::cpu::set_yield_after_long_polls(true)`, a stream driven by
-//! `bridge::stream::spawn_cpu` (and a future of `bridge::cpu::spawn_future`) yields after each
-//! item or poll that ran past the threshold, counted in `bridge::cpu::metrics().yielded`; a
-//! stream driven by `bridge::stream::spawn_io` on the I/O runtime never does (a long poll
+//! `bridge::configure().yield_after_long_polls(true).apply()`, a stream driven by
+//! `bridge::stream::on_cpu` (and a future of `bridge::cpu::spawn_future`) yields after each
+//! item or poll that ran past the threshold, counted in `bridge::metrics().cpu.yielded`; a
+//! stream driven by `bridge::stream::on_io` on the I/O runtime never does (a long poll
 //! there is the caller's to split).
 //!
 //! One test, so that nothing else in this process polls on the CPU side while it counts.
@@ -30,7 +30,7 @@ fn long_items() -> impl futures::Stream<Item = u32> + Send + 'static {
 }
 
 fn yielded() -> u64 {
-    bridge::cpu::metrics().yielded
+    bridge::metrics().cpu.yielded
 }
 
 #[test]
@@ -39,23 +39,23 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
     std::thread::spawn(move || {
         // The I/O side first: nothing has polled on the CPU side in this process yet.
         let before = yielded();
-        let items: Vec<u32> = bridge::block_on(bridge::stream::spawn_io(long_items(), 4).collect());
+        let items: Vec<u32> = bridge::block_on(bridge::stream::on_io(long_items(), 4).collect());
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         assert_eq!(yielded() - before, 0, "the I/O side yielded");
 
         // The CPU side, off (the default).
         let before = yielded();
         let items: Vec<u32> =
-            bridge::block_on(bridge::stream::spawn_cpu(long_items(), 4).collect());
+            bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         bridge::cpu::spawn_future(async { spin_for(LONG) }).wait();
         rayon::broadcast(|_| ());
         assert_eq!(yielded() - before, 0, "the CPU side yielded unasked");
 
-        bridge::cpu::set_yield_after_long_polls(true);
+        bridge::configure().yield_after_long_polls(true).apply();
         let before = yielded();
         let items: Vec<u32> =
-            bridge::block_on(bridge::stream::spawn_cpu(long_items(), 4).collect());
+            bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         let cpu_items = yielded() - before;
         assert!(
@@ -70,7 +70,7 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
         rayon::broadcast(|_| ());
         let cpu_poll = yielded() - before;
         assert!(cpu_poll >= 1, "no yield after a long poll of spawn_future");
-        bridge::cpu::set_yield_after_long_polls(false);
+        bridge::configure().yield_after_long_polls(false).apply();
         done.send(()).unwrap();
     });
     match finished.recv_timeout(Duration::from_secs(20)) {

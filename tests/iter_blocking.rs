@@ -81,11 +81,11 @@ const CONTEXTS: [Context; 7] = [
 ];
 
 impl Context {
-    fn route(self) -> bridge::Route {
+    fn route(self) -> bridge_tokio::Route {
         match self {
-            Context::MultiThreadTask => bridge::Route::BlockInPlace,
-            Context::Rayon | Context::Plain => bridge::Route::Inline,
-            _ => bridge::Route::Handoff,
+            Context::MultiThreadTask => bridge_tokio::Route::BlockInPlace,
+            Context::Rayon | Context::Plain => bridge_tokio::Route::Inline,
+            _ => bridge_tokio::Route::Handoff,
         }
     }
 
@@ -93,7 +93,7 @@ impl Context {
     fn run<T: Send + 'static>(self, f: impl FnOnce() -> T + Send + 'static) -> T {
         let route = self.route();
         let f = move || {
-            assert_eq!(bridge::route(), route, "{self:?}");
+            assert_eq!(bridge_tokio::route(), route, "{self:?}");
             f()
         };
         match self {
@@ -152,7 +152,7 @@ fn a_hundred_thousand_ready_items_from_every_context() {
 /// runtime fills: each item is a tokio operation that spends cooperative budget.
 fn channel_stream(n: u64) -> impl Stream<Item = u64> + Send + 'static {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    bridge::IoRuntime::global().handle().spawn(async move {
+    bridge::rt::IoRuntime::global().handle().spawn(async move {
         for i in 0..n {
             if tx.send(i).await.is_err() {
                 return;
@@ -185,8 +185,8 @@ fn a_crossing_read_by_sync_code_in_every_context() {
     watchdog(60, || {
         for context in CONTEXTS {
             let got = context.run(|| {
-                let items = bridge::stream::spawn_io(channel_stream(10_000), 8);
-                let decoded = bridge::stream::spawn_cpu(items.map(|x| x * 2), 8);
+                let items = bridge::stream::on_io(channel_stream(10_000), 8);
+                let decoded = bridge::stream::on_cpu(items.map(|x| x * 2), 8);
                 bridge::iter_blocking(decoded).collect::<Vec<u64>>()
             });
             assert_eq!(

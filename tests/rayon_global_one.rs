@@ -56,7 +56,7 @@ fn the_only_worker_waits_for_its_work() {
     assert_eq!(
         on_the_worker("run_blocking(spawn_cpu.next)", || {
             bridge::run_blocking(async {
-                bridge::stream::spawn_cpu(futures::stream::iter([3u64]), 1)
+                bridge::stream::on_cpu(futures::stream::iter([3u64]), 1)
                     .next()
                     .await
             })
@@ -65,7 +65,7 @@ fn the_only_worker_waits_for_its_work() {
     );
     assert_eq!(
         on_the_worker("iter_blocking(spawn_cpu)", || {
-            bridge::iter_blocking(bridge::stream::spawn_cpu(
+            bridge::iter_blocking(bridge::stream::on_cpu(
                 futures::stream::iter(0..500u64),
                 2,
             ))

@@ -117,7 +117,7 @@ fn io_side_feeding_a_cpu_stream() {
     // The shape of a query over an object store: reads on the I/O side, each decoded on the
     // pool, consumed by the synchronous call.
     every_worker_waits("spawn_io -> spawn_stream", SUM * 2, |pool| {
-        let reads = bridge::stream::spawn_io(
+        let reads = bridge::stream::on_io(
             futures::stream::iter(0..ITEMS).then(|n| async move {
                 tokio::task::yield_now().await;
                 n

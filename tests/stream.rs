@@ -1,4 +1,4 @@
-//! `bridge::stream::spawn_io`, `spawn_cpu` and `ThreadPoolExt::spawn_stream`: volume through a small bound on every
+//! `bridge::stream::on_io`, `spawn_cpu` and `ThreadPoolExt::spawn_stream`: volume through a small bound on every
 //! executor, the bound itself (counted at every step), order, cancellation of a producer
 //! that waits for ever, panics after items, storms of both with drop and thread counts, and
 //! a differential check against reading the stream directly (with `bridge::iter_blocking`
@@ -71,8 +71,8 @@ where
     S::Item: Send + 'static,
 {
     match side {
-        Side::Io => bridge::stream::spawn_io(stream, bound),
-        Side::Cpu => bridge::stream::spawn_cpu(stream, bound),
+        Side::Io => bridge::stream::on_io(stream, bound),
+        Side::Cpu => bridge::stream::on_cpu(stream, bound),
         Side::Pool => {
             use bridge::cpu::ThreadPoolExt;
             own_pool().spawn_stream(stream, bound)
@@ -642,17 +642,17 @@ fn every_shape_yields_the_same_items_directly_and_across() {
                 Shape::Tcp => assert_eq!(direct.concat(), pattern()),
                 _ => assert!(!direct.is_empty()),
             }
-            let io: Vec<_> = bridge::block_on(bridge::stream::spawn_io(shape(s), 8).collect());
+            let io: Vec<_> = bridge::block_on(bridge::stream::on_io(shape(s), 8).collect());
             assert_eq!(io, direct, "{s:?} through spawn_io");
             let cpu: Vec<_> =
-                futures::executor::block_on(bridge::stream::spawn_cpu(shape(s), 8).collect());
+                futures::executor::block_on(bridge::stream::on_cpu(shape(s), 8).collect());
             assert_eq!(cpu, direct, "{s:?} through spawn_cpu");
             let sync: Vec<_> = bridge::iter_blocking(shape(s)).collect();
             assert_eq!(sync, direct, "{s:?} through iter_blocking");
             // Across twice, the second hop consumed by sync code on a rayon worker.
             let hops: Vec<_> = bridge::spawn(move || {
-                let io = bridge::stream::spawn_io(shape(s), 3);
-                bridge::iter_blocking(bridge::stream::spawn_cpu(io, 0)).collect::<Vec<_>>()
+                let io = bridge::stream::on_io(shape(s), 3);
+                bridge::iter_blocking(bridge::stream::on_cpu(io, 0)).collect::<Vec<_>>()
             })
             .wait();
             assert_eq!(
@@ -666,11 +666,11 @@ fn every_shape_yields_the_same_items_directly_and_across() {
 #[test]
 fn a_crossing_is_debug_send_sync_unpin_and_fused() {
     fn check<X: Send + Sync + Unpin + FusedStream + std::fmt::Debug>(_: &X) {}
-    let crossing = bridge::stream::spawn_io(stream::iter([1u8, 2]), 4);
+    let crossing = bridge::stream::on_io(stream::iter([1u8, 2]), 4);
     check(&crossing);
     let shown = format!("{crossing:?}");
     assert!(shown.starts_with("Crossing { bound: 4"), "{shown}");
-    let results = bridge::stream::spawn_cpu(stream::iter([1u8]), 1).catch_unwind();
+    let results = bridge::stream::on_cpu(stream::iter([1u8]), 1).catch_unwind();
     check(&results);
 }
 
@@ -696,7 +696,7 @@ fn spawn_stream_polls_on_the_given_pool_with_the_io_runtime_entered() {
             assert!(entered, "item {n}: no runtime entered");
         }
         // The global pool's spawn_cpu does not land there.
-        let name = bridge::iter_blocking(bridge::stream::spawn_cpu(
+        let name = bridge::iter_blocking(bridge::stream::on_cpu(
             stream::once(async { std::thread::current().name().map(str::to_owned) }),
             0,
         ))
@@ -711,11 +711,11 @@ fn spawn_stream_polls_on_the_given_pool_with_the_io_runtime_entered() {
 /// (`panicked`), as a panic of a future task does.
 #[test]
 fn a_cpu_side_stream_panic_counts_in_the_cpu_metrics() {
-    let before = bridge::cpu::metrics().panicked;
+    let before = bridge::metrics().cpu.panicked;
     let items = stream::iter([1u8]).chain(stream::poll_fn(|_| -> Poll<Option<u8>> {
         panic!("corrupt block")
     }));
-    let crossing = bridge::stream::spawn_cpu(items, 1);
+    let crossing = bridge::stream::on_cpu(items, 1);
     let taken = panic::catch_unwind(AssertUnwindSafe(|| {
         bridge::iter_blocking(crossing).collect::<Vec<_>>()
     }));
@@ -724,6 +724,6 @@ fn a_cpu_side_stream_panic_counts_in_the_cpu_metrics() {
     // The pump's task counts the panic when its poll ends, which may come just after the
     // consumer took the payload.
     eventually("the CPU metrics count the stream's panic", || {
-        bridge::cpu::metrics().panicked > before
+        bridge::metrics().cpu.panicked > before
     });
 }

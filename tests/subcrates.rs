@@ -19,23 +19,23 @@ fn rayon_paths_resolve() {
     assert_eq!(bridge::block_on(task), 1);
     assert_eq!(bridge::spawn_fifo(|| 2).wait(), 2);
     assert!(!bridge::spawn_cancellable(|flag: bridge::CancelFlag<'_>| flag.is_cancelled()).wait());
-    let err: bridge::TaskError = bridge::spawn(|| -> u8 { panic!("x") }).join().unwrap_err();
+    let err: bridge::Error = bridge::spawn(|| -> u8 { panic!("x") }).join().unwrap_err();
     assert!(err.is_panic());
     let _: Option<bridge::CatchUnwind<u8>> = None;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .unwrap();
-    let task: bridge::cpu::Task<u8> = pool.spawn_task(|| 3);
+    let task: bridge::Task<u8> = pool.spawn_task(|| 3);
     assert_eq!(task.wait(), 3);
-    let limit: bridge::Limit = bridge::cpu::Limit::new(1);
+    let limit: bridge::cpu::Limit = bridge::cpu::Limit::new(1);
     assert_eq!(limit.spawn_or_wait(|| 4).wait(), 4);
 }
 
 #[cfg(feature = "tokio")]
 #[test]
 fn tokio_paths_resolve() {
-    assert_eq!(bridge::route(), bridge::Route::Inline);
+    assert_eq!(bridge_tokio::route(), bridge_tokio::Route::Inline);
     assert_eq!(bridge::run_blocking(async { 1 }), 1);
     assert_eq!(bridge::try_run_blocking(async { 2 }).unwrap(), 2);
     let timeout = std::time::Duration::from_secs(60);
@@ -44,15 +44,15 @@ fn tokio_paths_resolve() {
         3
     );
     assert_eq!(bridge::run_blocking_local(async { 4 }).unwrap(), 4);
-    let err: bridge::BridgeError = bridge::try_run_blocking(async { panic!("x") }).unwrap_err();
-    assert!(matches!(err, bridge::BridgeError::Panicked(_)));
-    let io: &bridge::IoRuntime = bridge::IoRuntime::global();
+    let err: bridge::Error = bridge::try_run_blocking(async { panic!("x") }).unwrap_err();
+    assert!(matches!(err, bridge::Error::Panicked(_)));
+    let io: &bridge::rt::IoRuntime = bridge::rt::IoRuntime::global();
     assert_eq!(io.run_blocking(async { 5 }), 5);
     let _ = bridge::rt::RunBlocking::new();
     let slow = async { tokio::time::sleep(std::time::Duration::from_secs(60)).await };
     let limit = std::time::Duration::from_millis(1);
     let err = bridge::try_run_blocking_timeout(slow, limit).unwrap_err();
-    let bridge::BridgeError::TimedOut(timeout) = err else {
+    let bridge::Error::TimedOut(timeout) = err else {
         panic!("not a timeout: {err:?}");
     };
     let timeout: bridge::rt::Timeout = timeout;
@@ -89,26 +89,26 @@ fn glob_import_keeps_tokio_and_rayon() {
 fn io_crossing_paths_resolve() {
     use futures::StreamExt;
 
-    let task: bridge::IoTask<u8> = bridge::spawn_io(async { 1 });
+    let task: bridge::Task<u8> = bridge::spawn_io(async { 1 });
     assert_eq!(task.wait(), 1);
-    let err: bridge::BridgeError = bridge::rt::spawn_io(async { panic!("x") })
+    let err: bridge::Error = bridge::spawn_io(async { panic!("x") })
         .join()
         .unwrap_err();
-    assert!(matches!(err, bridge::BridgeError::Panicked(_)));
-    let _: Option<bridge::rt::IoTask<u8>> = None::<bridge::IoTask<u8>>;
-    let caught: bridge::rt::IoCatchUnwind<u8> = bridge::spawn_io(async { 7 }).catch_unwind();
+    assert!(matches!(err, bridge::Error::Panicked(_)));
+    let _: Option<bridge::Task<u8>> = None::<bridge::Task<u8>>;
+    let caught: bridge::CatchUnwind<u8> = bridge::spawn_io(async { 7 }).catch_unwind();
     assert_eq!(bridge::block_on(caught).unwrap(), 7);
 
     let crossing: bridge::stream::Crossing<u8> =
-        bridge::stream::spawn_io(futures::stream::iter([2, 3]), 1);
+        bridge::stream::on_io(futures::stream::iter([2, 3]), 1);
     let results: bridge::stream::CatchUnwind<u8> = crossing.catch_unwind();
     let items: Vec<u8> = bridge::block_on(results.map(Result::unwrap).collect());
     assert_eq!(items, [2, 3]);
 
     let iter: bridge::IterBlocking<_> = bridge::iter_blocking(futures::stream::iter([4u8, 5]));
     assert_eq!(iter.collect::<Vec<_>>(), [4, 5]);
-    let iter: bridge::stream::IterBlocking<_> =
-        bridge::stream::iter_blocking(futures::stream::iter([6u8]));
+    let iter: bridge::IterBlocking<_> =
+        bridge::iter_blocking(futures::stream::iter([6u8]));
     assert_eq!(iter.sum::<u8>(), 6);
 }
 
@@ -133,7 +133,7 @@ fn cpu_crossing_paths_resolve() {
     assert_eq!(task.wait(), Some(0));
 
     let crossing: bridge::stream::Crossing<u8> =
-        bridge::stream::spawn_cpu(futures::stream::iter([2, 3]), 1);
+        bridge::stream::on_cpu(futures::stream::iter([2, 3]), 1);
     assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [2, 3]);
 }
 
@@ -162,10 +162,10 @@ fn cpu_crossing_paths_enter_the_io_runtime() {
     assert_eq!(pool.spawn_future_task(nap(2)).wait(), 2);
     let naps = futures::stream::iter([3, 4]).then(nap);
     assert_eq!(
-        bridge::iter_blocking(bridge::stream::spawn_cpu(naps, 1)).collect::<Vec<_>>(),
+        bridge::iter_blocking(bridge::stream::on_cpu(naps, 1)).collect::<Vec<_>>(),
         [3, 4]
     );
-    let limit = bridge::Limit::new(1);
+    let limit = bridge::cpu::Limit::new(1);
     let task = bridge::block_on(limit.spawn_future(bridge::cpu::io_entered(nap(5))));
     assert_eq!(task.wait(), 5);
     // Unwrapped, `Limit::spawn_future` polls with no runtime entered: tokio's timer panics.

@@ -1,6 +1,6 @@
 //! The crossing API's volume figures, side by side in one run: items per second through a
-//! stream of 100,000 `u64` items crossing with bound 8 (`bridge::stream::spawn_io`,
-//! `bridge::stream::spawn_cpu`) or read by synchronous code (`bridge::iter_blocking` from a
+//! stream of 100,000 `u64` items crossing with bound 8 (`bridge::stream::on_io`,
+//! `bridge::stream::on_cpu`) or read by synchronous code (`bridge::iter_blocking` from a
 //! plain thread and from a current-thread runtime's `block_on` body), beside the same stream
 //! read directly; and what a poll of `bridge::cpu::spawn_future` costs against a task of
 //! `bridge::spawn`.
@@ -73,18 +73,18 @@ fn direct() -> Duration {
 
 fn crossing_io() -> Duration {
     let started = Instant::now();
-    drain(bridge::stream::spawn_io(items(), BOUND));
+    drain(bridge::stream::on_io(items(), BOUND));
     started.elapsed()
 }
 
 fn crossing_cpu() -> Duration {
     let started = Instant::now();
-    drain(bridge::stream::spawn_cpu(items(), BOUND));
+    drain(bridge::stream::on_cpu(items(), BOUND));
     started.elapsed()
 }
 
 fn iter_plain() -> Duration {
-    assert_eq!(bridge::route(), bridge::Route::Inline);
+    assert_eq!(bridge_tokio::route(), bridge_tokio::Route::Inline);
     let started = Instant::now();
     check_sum(bridge::iter_blocking(items()).map(black_box).sum());
     started.elapsed()
@@ -96,7 +96,7 @@ fn iter_current_thread() -> Duration {
         .build()
         .expect("a current-thread runtime");
     rt.block_on(async {
-        assert_eq!(bridge::route(), bridge::Route::Handoff);
+        assert_eq!(bridge_tokio::route(), bridge_tokio::Route::Handoff);
         let started = Instant::now();
         check_sum(bridge::iter_blocking(items()).map(black_box).sum());
         started.elapsed()

@@ -21,10 +21,10 @@ use std::sync::{Mutex, PoisonError};
 /// assert!(err.is_panic());
 /// assert_eq!(err.to_string(), "the work panicked: bad range");
 ///
-/// fn with_anyhow() -> anyhow::Result<u32> {
+/// fn boxed() -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
 ///     Ok(bridge::try_run_blocking(async { 8 })?)
 /// }
-/// assert_eq!(with_anyhow().unwrap(), 8);
+/// assert_eq!(boxed().unwrap(), 8);
 /// ```
 pub struct Error {
     repr: Repr,
@@ -42,6 +42,11 @@ enum Repr {
     Lost,
     Unavailable(std::io::Error),
 }
+
+// No method changes an `Error` through a shared reference, and the payload's `Mutex` is
+// never locked: nothing can be seen half-updated after a panic.
+impl std::panic::UnwindSafe for Error {}
+impl std::panic::RefUnwindSafe for Error {}
 
 impl Error {
     /// The work panicked with `payload`. Used by bridge-rayon and bridge-tokio.

@@ -12,7 +12,7 @@
 //! ```
 //! use futures::StreamExt;
 //!
-//! let crossing: bridge::stream::Crossing<u8> = bridge::stream::spawn_io(futures::stream::iter([1, 2]), 1);
+//! let crossing: bridge::stream::Crossing<u8> = bridge::stream::on_io(futures::stream::iter([1, 2]), 1);
 //! assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [1, 2]);
 //! ```
 //

@@ -363,7 +363,7 @@ impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
             .field("is_finished", &self.is_finished())
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
@@ -386,7 +386,12 @@ impl<T> Future for CatchUnwind<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().task.poll_outcome(cx)
+        let task = &mut self.get_mut().task;
+        assert!(
+            !task.is_terminated(),
+            "bridge::CatchUnwind: no value: the future was polled after it completed"
+        );
+        task.poll_outcome(cx)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The errors IoStore makes itself: a method whose task on the I/O runtime did not finish,
 //! a stream whose producer panicked or was lost. The wrapped store's errors pass through.
 
-use bridge_tokio::BridgeError;
+use bridge_core::Error;
 use std::any::Any;
 use std::fmt;
 
@@ -44,8 +44,8 @@ pub(crate) fn not_finished(method: &'static str, error: &BridgeError) -> object_
 /// same error as when its own task panics.
 pub(crate) fn panicked(method: &'static str, payload: &(dyn Any + Send)) -> object_store::Error {
     let cause = match message(payload) {
-        Some(message) => format!("the future panicked: {message}"),
-        None => "the future panicked".to_string(),
+        Some(message) => format!("the work panicked: {message}"),
+        None => "the work panicked".to_string(),
     };
     generic(method, cause)
 }

@@ -3,7 +3,7 @@
 //! # What is here
 //!
 //! - [`IoStore`]: the wrapper. [`IoStore::new`] runs the store on the shared I/O runtime
-//!   (`bridge::IoRuntime::global`), [`IoStore::with_runtime`] on one of yours.
+//!   (`bridge::rt::IoRuntime::global`), [`IoStore::with_runtime`] on one of yours.
 //! - [`DEFAULT_BOUND`]: how far its streams read ahead of their consumer, unless
 //!   [`IoStore::with_bound`] says otherwise.
 //!

@@ -120,7 +120,7 @@ impl<S: ObjectStore> IoStore<S> {
     /// use bridge::object_store::IoStore;
     /// use object_store::{ObjectStoreExt, memory::InMemory, path::Path};
     ///
-    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
     /// let store = IoStore::with_runtime(InMemory::new(), io);
     /// let missing = bridge::run_blocking(store.head(&Path::from("nothing")));
     /// assert!(matches!(missing, Err(object_store::Error::NotFound { .. })));
@@ -138,7 +138,7 @@ impl<S: ObjectStore> IoStore<S> {
     /// use std::sync::Arc;
     ///
     /// let shared = Arc::new(object_store::memory::InMemory::new());
-    /// let store = IoStore::from_arc(Arc::clone(&shared), bridge::IoRuntime::global().clone());
+    /// let store = IoStore::from_arc(Arc::clone(&shared), bridge::rt::IoRuntime::global().clone());
     /// assert!(Arc::ptr_eq(store.inner(), &shared));
     /// ```
     pub fn from_arc(store: Arc<S>, io: IoRuntime) -> Self {
@@ -182,7 +182,7 @@ impl<S: ObjectStore> IoStore<S> {
     /// # Examples
     ///
     /// ```
-    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
     /// let store = bridge::object_store::IoStore::with_runtime(object_store::memory::InMemory::new(), io.clone());
     /// assert_eq!(store.io().handle().id(), io.handle().id());
     /// ```

@@ -236,7 +236,7 @@ fn a_lost_runtime_is_a_generic_error() {
             .unwrap();
         let store = IoStore::with_runtime(
             InMemory::new(),
-            bridge::IoRuntime::from_handle(rt.handle().clone()),
+            bridge::rt::IoRuntime::from_handle(rt.handle().clone()),
         );
         let path = Path::from("p");
         bridge::run_blocking(store.put(&path, PutPayload::from_static(b"1")))

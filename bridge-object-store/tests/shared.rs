@@ -35,7 +35,7 @@ async fn within<F: std::future::Future>(who: &str, what: &str, future: F) -> F::
 
 /// The output of a bounded synchronous call, or a failure if it did not finish.
 #[track_caller]
-fn bounded<T>(who: &str, what: &str, result: Result<T, bridge::BridgeError>) -> T {
+fn bounded<T>(who: &str, what: &str, result: Result<T, bridge::Error>) -> T {
     result.unwrap_or_else(|error| panic!("{who}: {what}: {error}"))
 }
 

@@ -52,7 +52,7 @@
 //! counts and what a snapshot taken while tasks run may see.
 //!
 //! ```
-//! let m = bridge::cpu::metrics();
+//! let m = bridge::metrics().cpu;
 //! println!(
 //!     "cpu: spawned={} started={} finished={} panicked={} cancelled={} queued={} p99_wait={:?}",
 //!     m.spawned, m.started, m.finished, m.panicked, m.cancelled, m.queued(),
@@ -144,7 +144,7 @@ pub use bridge_core::{CatchUnwind, Error, Task};
 /// use std::panic::{RefUnwindSafe, UnwindSafe};
 ///
 /// fn check<X: Send + Sync + Unpin + UnwindSafe + RefUnwindSafe + 'static>() {}
-/// check::<bridge_rayon::TaskError>();
+/// check::<bridge_core::Error>();
 /// ```
 ///
 /// A [`CancelFlag`] is `Copy`, `Send` and `Sync`: the closure can read it from any job it

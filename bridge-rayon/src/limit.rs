@@ -79,7 +79,7 @@ use std::task::{Context, Poll, Waker};
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// let limit = bridge::Limit::new(2);
+/// let limit = bridge::cpu::Limit::new(2);
 /// let mut tasks = Vec::new();
 /// for n in 0..8u64 {
 ///     // Never more than 2 of these queued or running at once.
@@ -203,7 +203,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge::Limit::new(4);
+    /// let limit = bridge::cpu::Limit::new(4);
     /// assert_eq!(limit.max_in_flight(), 4);
     /// assert_eq!(limit.in_flight(), 0);
     /// ```
@@ -237,7 +237,7 @@ impl Limit {
     /// use std::sync::Arc;
     ///
     /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-    /// let limit = bridge::Limit::new(2).pool(pool.clone());
+    /// let limit = bridge::cpu::Limit::new(2).pool(pool.clone());
     /// let task = limit.spawn_or_wait(rayon::current_num_threads);
     /// assert_eq!(task.wait(), 2);
     /// ```
@@ -251,7 +251,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(bridge::Limit::new(3).max_in_flight(), 3);
+    /// assert_eq!(bridge::cpu::Limit::new(3).max_in_flight(), 3);
     /// ```
     pub fn max_in_flight(&self) -> usize {
         self.shared.max
@@ -263,7 +263,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge::Limit::new(2);
+    /// let limit = bridge::cpu::Limit::new(2);
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
     /// let task = limit.spawn_or_wait(move || gate_rx.recv().is_ok());
     /// assert_eq!(limit.in_flight(), 1);
@@ -292,7 +292,7 @@ impl Limit {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// let limit = bridge::Limit::new(1);
+    /// let limit = bridge::cpu::Limit::new(1);
     /// let first = limit.spawn(|| 1).await;
     /// // Full: this waits until `first`'s closure has returned.
     /// let second = limit.spawn(|| 2).await;
@@ -328,7 +328,7 @@ impl Limit {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// let limit = bridge::Limit::new(1);
+    /// let limit = bridge::cpu::Limit::new(1);
     /// let first = limit.spawn_future(async { 20 }).await;
     /// // Full until the first future has completed.
     /// let second = limit.spawn_future(async { 22 }).await;
@@ -384,7 +384,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge::Limit::new(2);
+    /// let limit = bridge::cpu::Limit::new(2);
     /// let tasks: Vec<_> = (0..6u32).map(|n| limit.spawn_or_wait(move || n * n)).collect();
     /// let squares: Vec<u32> = tasks.into_iter().map(|t| t.wait()).collect();
     /// assert_eq!(squares, [0, 1, 4, 9, 16, 25]);
@@ -408,7 +408,7 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// let limit = bridge::Limit::new(1);
+    /// let limit = bridge::cpu::Limit::new(1);
     /// let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
     /// let held = limit.try_spawn(move || gate_rx.recv().is_ok()).ok().unwrap();
     /// let refused = limit.try_spawn(|| "shed").unwrap_err();

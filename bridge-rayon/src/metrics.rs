@@ -119,9 +119,9 @@ fn upper_bound(k: usize) -> Duration {
 /// # Examples
 ///
 /// ```
-/// let before = bridge::cpu::metrics();
+/// let before = bridge::metrics().cpu;
 /// assert_eq!(bridge::spawn(|| 2 + 2).wait(), 4);
-/// let after = bridge::cpu::metrics();
+/// let after = bridge::metrics().cpu;
 /// assert!(after.spawned > before.spawned);
 /// assert!(after.finished > before.finished);
 /// ```
@@ -151,7 +151,7 @@ pub struct CpuMetrics {
     pub queue_wait: QueueWait,
     /// Times a pool thread yielded its CPU to the OS scheduler after a long poll of a future
     /// task (`spawn_future`, `spawn_future_task`) or a long poll of a CPU-side stream's item
-    /// (`spawn_stream`, and the facade's `bridge::stream::spawn_cpu`), with
+    /// (`spawn_stream`, and the facade's `bridge::stream::on_cpu`), with
     /// [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) on (0 otherwise): a
     /// thread woken meanwhile on that CPU (an I/O worker, a timer's thread) ran before the
     /// pool thread went on. Closures (`spawn`, `spawn_task` ...) never yield.
@@ -185,7 +185,7 @@ impl CpuMetrics {
     ///
     /// // Behind the blocker on the pool's only thread, the task is queued.
     /// let waiting = pool.spawn_task(|| 1);
-    /// println!("{} CPU tasks queued", bridge::cpu::metrics().queued());
+    /// println!("{} CPU tasks queued", bridge::metrics().cpu.queued());
     /// open.send(()).unwrap();
     /// blocker.wait();
     /// assert_eq!(waiting.wait(), 1);
@@ -209,7 +209,7 @@ impl CpuMetrics {
     ///     gate.recv().unwrap();
     /// });
     /// has_started.recv().unwrap();
-    /// println!("{} CPU tasks running", bridge::cpu::metrics().running());
+    /// println!("{} CPU tasks running", bridge::metrics().cpu.running());
     /// open.send(()).unwrap();
     /// task.wait();
     /// ```
@@ -226,9 +226,9 @@ impl CpuMetrics {
     /// # Examples
     ///
     /// ```
-    /// let before = bridge::cpu::metrics();
+    /// let before = bridge::metrics().cpu;
     /// bridge::spawn(|| ()).wait();
-    /// let delta = bridge::cpu::metrics().since(&before);
+    /// let delta = bridge::metrics().cpu.since(&before);
     /// // This thread's spawn and start are in; other threads may have added theirs.
     /// assert!(delta.spawned >= 1 && delta.finished >= 1);
     /// ```
@@ -265,7 +265,7 @@ impl CpuMetrics {
 /// # Examples
 ///
 /// ```
-/// let waits = bridge::cpu::metrics().queue_wait;
+/// let waits = bridge::metrics().cpu.queue_wait;
 /// if let Some(p99) = waits.percentile(99.0) {
 ///     println!("p99 queue wait below {p99:?}, from {} samples", waits.samples());
 /// }
@@ -281,7 +281,7 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let waits = bridge::cpu::metrics().queue_wait;
+    /// let waits = bridge::metrics().cpu.queue_wait;
     /// assert_eq!(waits.samples(), waits.buckets().map(|(_, n)| n).sum::<u64>());
     /// ```
     pub fn samples(&self) -> u64 {
@@ -297,7 +297,7 @@ impl QueueWait {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let waits = bridge::cpu::metrics().queue_wait;
+    /// let waits = bridge::metrics().cpu.queue_wait;
     /// let bounds: Vec<Duration> = waits.buckets().map(|(bound, _)| bound).collect();
     /// assert_eq!(bounds[0], Duration::from_micros(1));
     /// assert_eq!(bounds[1], Duration::from_micros(2));
@@ -323,7 +323,7 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let waits = bridge::cpu::metrics().queue_wait;
+    /// let waits = bridge::metrics().cpu.queue_wait;
     /// match (waits.percentile(50.0), waits.percentile(99.0)) {
     ///     (Some(p50), Some(p99)) => assert!(p50 <= p99),
     ///     (p50, p99) => assert!(p50.is_none() && p99.is_none() && waits.samples() == 0),
@@ -353,8 +353,8 @@ impl QueueWait {
     /// # Examples
     ///
     /// ```
-    /// let before = bridge::cpu::metrics().queue_wait;
-    /// let now = bridge::cpu::metrics().queue_wait;
+    /// let before = bridge::metrics().cpu.queue_wait;
+    /// let now = bridge::metrics().cpu.queue_wait;
     /// assert!(now.since(&before).samples() <= now.samples());
     /// ```
     #[must_use]
@@ -376,10 +376,10 @@ impl QueueWait {
 /// # Examples
 ///
 /// ```
-/// let before = bridge::cpu::metrics();
+/// let before = bridge::metrics().cpu;
 /// let task = bridge::spawn(|| -> u8 { panic!("bad input") });
 /// assert!(task.join().is_err());
-/// let after = bridge::cpu::metrics();
+/// let after = bridge::metrics().cpu;
 /// assert!(after.panicked > before.panicked);
 /// println!(
 ///     "cpu tasks: {} spawned, {} queued, p99 queue wait {:?}",

@@ -277,7 +277,7 @@ fn a_panic_in_a_poll_reaches_whoever_takes_the_result() {
         let first = spawn_future(async { panic!("first poll") });
         let err = first.join().unwrap_err();
         assert!(err.is_panic());
-        assert_eq!(err.to_string(), "the task panicked: first poll");
+        assert_eq!(err.to_string(), "the work panicked: first poll");
 
         let (drops, on_pool) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let probe = DropProbe {

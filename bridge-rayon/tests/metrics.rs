@@ -6,7 +6,7 @@
 
 mod common;
 
-use bridge_rayon::{Metrics, ThreadPoolExt};
+use bridge_rayon::{CpuMetrics as Metrics, ThreadPoolExt};
 use common::{gate, pool};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

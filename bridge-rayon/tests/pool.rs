@@ -2,7 +2,7 @@
 
 mod common;
 
-use bridge_rayon::{TaskError, ThreadPoolExt};
+use bridge_rayon::{Error, ThreadPoolExt};
 use common::{gate, pool};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -55,13 +55,13 @@ fn the_non_panicking_forms_carry_the_payload() {
     let err = bridge_rayon::spawn(|| -> u8 { panic!("{}", String::from("owned")) })
         .join()
         .unwrap_err();
-    assert_eq!(err.to_string(), "the task panicked: owned");
+    assert_eq!(err.to_string(), "the work panicked: owned");
     assert_eq!(format!("{err:?}"), "Panicked(\"owned\")");
     // The error is Send + Sync + 'static: it boxes into the usual error types and crosses
     // threads, payload included. (A lost job's message is checked by the crate's unit tests:
     // only the crate can make one.)
     let boxed: Box<dyn std::error::Error + Send + Sync> = err.into();
-    assert_eq!(boxed.to_string(), "the task panicked: owned");
+    assert_eq!(boxed.to_string(), "the work panicked: owned");
     let err = bridge_rayon::spawn(|| -> u8 { std::panic::panic_any(23u32) })
         .join()
         .unwrap_err();
@@ -73,7 +73,7 @@ fn the_non_panicking_forms_carry_the_payload() {
     assert!(seen.join().unwrap());
     let err = std::sync::Arc::into_inner(shared).unwrap();
     let err: anyhow::Error = err.into();
-    let payload = err.downcast::<TaskError>().unwrap().into_panic();
+    let payload = err.downcast::<Error>().unwrap().into_panic();
     assert_eq!(payload.downcast_ref::<u32>(), Some(&23));
 }
 

@@ -8,7 +8,7 @@
 
 mod common;
 
-use bridge_rayon::{Task, TaskError, ThreadPoolExt};
+use bridge_rayon::{Task, Error, ThreadPoolExt};
 use proptest::prelude::*;
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -108,7 +108,7 @@ type Payload = Box<dyn Any + Send + 'static>;
 /// What a non-panicking take gave, as a value or a payload; a lost job fails the case.
 fn taken(
     live_id: usize,
-    got: Result<Counted, TaskError>,
+    got: Result<Counted, Error>,
 ) -> Result<Result<Counted, Payload>, TestCaseError> {
     match got {
         Ok(value) => Ok(Ok(value)),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use bridge_rayon::{Task, TaskError, ThreadPoolExt};
+use bridge_rayon::{Task, Error, ThreadPoolExt};
 use common::{WATCHDOG, drain, gate, pool, watchdog};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -327,7 +327,7 @@ fn a_claimed_job_runs_once_inline_and_gives_its_value_or_panic() {
         });
         let (inline, joined, polled, resumed) = outcome.wait();
         assert!(inline, "the closure did not run on the waiting worker");
-        let payload = |result: Result<u8, TaskError>| {
+        let payload = |result: Result<u8, Error>| {
             *result
                 .unwrap_err()
                 .try_into_panic()

@@ -11,7 +11,7 @@
 //! ```
 //! use futures::StreamExt;
 //!
-//! let io = bridge::IoRuntime::new(1).unwrap();
+//! let io = bridge::rt::IoRuntime::new(1).unwrap();
 //! let squares = io.spawn_stream(futures::stream::iter(1..=3u32).map(|n| n * n), 2);
 //! assert_eq!(bridge::block_on(squares.collect::<Vec<_>>()), [1, 4, 9]);
 //! ```
@@ -86,7 +86,7 @@ impl IoRuntime {
     /// ```
     /// use futures::StreamExt;
     ///
-    /// let io = bridge::IoRuntime::new(1).unwrap();
+    /// let io = bridge::rt::IoRuntime::new(1).unwrap();
     /// let names = io.spawn_stream(futures::stream::iter(["a", "b"]).map(str::to_uppercase), 8);
     /// let current = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// assert_eq!(current.block_on(names.collect::<Vec<_>>()), ["A", "B"]);

@@ -247,14 +247,14 @@ fn an_io_runtime_dropped_with_calls_in_flight() {
         for caller in callers {
             let result = caller.join().unwrap();
             assert!(
-                matches!(result, Err(bridge_tokio::BridgeError::Lost)),
+                matches!(result, Err(bridge_core::Error::Lost)),
                 "{result:?}"
             );
         }
         let late = bridge_tokio::IoRuntime::from_handle(handle);
         let result = late.try_run_blocking(work(31));
         assert!(
-            matches!(result, Err(bridge_tokio::BridgeError::Lost)),
+            matches!(result, Err(bridge_core::Error::Lost)),
             "{result:?}"
         );
     });

@@ -15,7 +15,7 @@
 //!   `RunBlocking::new().run` and `.try_run`), and, in tables of their own, the crossing entry
 //!   points: `bridge::spawn_io(work)` taken with `.wait()` and with `.join()`,
 //!   `bridge::cpu::spawn_future(work)` the same, `bridge::iter_blocking(stream::once(work))
-//!   .next()`, and `bridge::stream::spawn_cpu(stream::once(work), 1)` read through
+//!   .next()`, and `bridge::stream::on_cpu(stream::once(work), 1)` read through
 //!   `iter_blocking` (with `.next().await` where the call site is async: the sibling
 //!   shapes). The contexts: a plain thread, a rayon worker,
 //!   `futures::executor::block_on`; a multi-thread runtime's worker task, `block_on` body and

@@ -272,7 +272,7 @@ fn a_worker_of_a_one_worker_io_runtime_waits_for_its_own_task() {
                 .spawn(async { panic!("own runtime") })
                 .join()
                 .unwrap_err();
-            assert_eq!(err.to_string(), "the future panicked: own runtime");
+            assert_eq!(err.to_string(), "the work panicked: own runtime");
             assert_eq!(inner.spawn(work(804)).await, 804);
             let mut task = inner.spawn(async { 805 });
             let deadline = Instant::now() + LIMIT;
@@ -388,7 +388,7 @@ impl Drop for PanicsOnDrop {
 fn a_panic_of_the_futures_destructor_is_its_panic() {
     watchdog(30, || {
         let err = spawn_io(PanicsOnDrop).join().unwrap_err();
-        assert_eq!(err.to_string(), "the future panicked: dropping the future");
+        assert_eq!(err.to_string(), "the work panicked: dropping the future");
     });
 }
 

@@ -125,7 +125,7 @@ fn every_form_of_the_call_counts_once() {
         .block_on(async { bridge_tokio::run_blocking_local(async { std::rc::Rc::new(1) }) });
     assert!(matches!(
         refused,
-        Err(bridge_tokio::BridgeError::NotSendOnHandoff)
+        Err(bridge_core::Error::NotSendOnHandoff)
     ));
     assert_eq!(calls_since(&before), [0, 1, 2]);
 }

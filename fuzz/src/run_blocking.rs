@@ -313,7 +313,7 @@ fn make_call(call: u8, want: Route, local_refused: bool, i: u32) {
                     panic::panic_any(Expected(tag))
                 })
             });
-            let payload = caught.expect_err("the future panicked");
+            let payload = caught.expect_err("the work panicked");
             assert!(
                 is_expected(payload.as_ref(), tag),
                 "call {i}: run_blocking resumed a different panic"

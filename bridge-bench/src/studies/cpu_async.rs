@@ -3,7 +3,7 @@
 //! milliseconds and records its latency. The pipeline and the probe run on one tokio
 //! runtime (the regression: CPU polls delay the I/O), on two tokio runtimes (the
 //! dedicated-executor pattern: a CPU runtime for the pipeline, an I/O runtime for the
-//! store and the probe), or through the bridge (`bridge::stream::spawn_cpu` and
+//! store and the probe), or through the bridge (`bridge::stream::on_cpu` and
 //! `bridge::cpu::spawn_future` for the pipeline, the store through an `IoStore` on the
 //! shared `IoRuntime`, the probe there through `bridge::spawn_io`); the probe alone is the
 //! reference.
@@ -138,7 +138,7 @@ enum Variant {
     /// store through `bridge::object_store::IoStore`, the probe on the `IoRuntime`
     /// (`spawn_io`).
     Bridge,
-    /// As `Bridge`, with `bridge::cpu::set_yield_after_long_polls(true)` while the cell runs,
+    /// As `Bridge`, with `bridge::configure().yield_after_long_polls(true).apply()` while the cell runs,
     /// the pipelines on a rayon pool of the study's own (so the time slices its threads are
     /// given stay off the global pool's).
     BridgeYield,
@@ -746,7 +746,7 @@ impl Rig {
         // CPU); the tokio variants get the same thread counts.
         let cpu_workers = rayon::current_num_threads();
         let io_workers = thread::available_parallelism().map_or(1, usize::from);
-        warm_up_tokio(bridge::IoRuntime::global().handle());
+        warm_up_tokio(bridge::rt::IoRuntime::global().handle());
         Ok(Self {
             one_store: server.store()?,
             two_store: server.store()?,
@@ -850,7 +850,7 @@ impl Rig {
                 Variant::Bridge => {
                     let access = Access::Here(Arc::clone(&self.bridge_store));
                     let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let batches = bridge::stream::spawn_cpu(batches, BOUND);
+                    let batches = bridge::stream::on_cpu(batches, BOUND);
                     let mut task = bridge::cpu::spawn_future(consume(batches, shared));
                     joiners.push(Box::new(move |deadline: Instant| {
                         let left = deadline.saturating_duration_since(Instant::now());
@@ -887,7 +887,7 @@ impl Rig {
             .map(|join| join(deadline))
             .filter(|done| !done)
             .count();
-        bridge::cpu::set_yield_after_long_polls(false);
+        bridge::configure().yield_after_long_polls(false).apply();
         if stuck > 0 {
             return Err(io::Error::other(format!(
                 "{stuck} task(s) of the {} variant did not stop within {STOP_TIMEOUT:?}",
@@ -1106,10 +1106,10 @@ fn varied() -> String {
          with `io_handle.spawn`, which reads the whole body there and sends its chunks back \
          on a bounded tokio channel ({BOUND}); the probe a task of the I/O runtime. \
          `{BRIDGE_DEFAULT}`: each pipeline a stream driven on rayon's global pool by \
-         `bridge::stream::spawn_cpu` (bound {BOUND}) and consumed by a \
+         `bridge::stream::on_cpu` (bound {BOUND}) and consumed by a \
          `bridge::cpu::spawn_future` task, the pool threads' scheduling left as it is (the \
          bridge's default); `{BASELINE}` (`{BRIDGE_YIELD}` in the summary): the same on a \
-         rayon pool of as many threads, with `bridge::cpu::set_yield_after_long_polls(true)`, \
+         rayon pool of as many threads, with `bridge::configure().yield_after_long_polls(true).apply()`, \
          the guide's set-up for this workload (a pool thread yields its CPU to the OS after \
          each item or poll that ran 100 µs or more, and runs with the longest time slice \
          Linux grants); every read through \
@@ -1355,7 +1355,7 @@ fn varied_low() -> String {
          rayon pool of the study's own, as many threads as the global pool, built with \
          `start_handler` lowering each thread, driven by `pool.spawn_stream` and consumed by \
          `pool.spawn_future_task` (`bridge::cpu::ThreadPoolExt`), with \
-         `bridge::cpu::set_yield_after_long_polls(true)`; the store, the IoRuntime \
+         `bridge::configure().yield_after_long_polls(true).apply()`; the store, the IoRuntime \
          and the probe as in `{BASELINE}`. The cells run in the same rounds as the \
          default-priority ones, interleaved with them."
     )

@@ -1,7 +1,7 @@
 //! The io-vs-ingress study: a loopback UDP dataplane built from this crate family, after the
 //! DNS dataplane's `split_io` runtime. Ingress threads receive queries with a blocking
 //! `recv_from`, a policy step runs on a rayon pool through bridge's `Task`, and the exchange
-//! with a slow upstream runs on a `bridge::IoRuntime` whose worker count we vary. A load
+//! with a slow upstream runs on a `bridge::rt::IoRuntime` whose worker count we vary. A load
 //! generator keeps a fixed window of queries outstanding, so the ceiling is Little's law:
 //! QPS = window / latency, whatever the I/O workers.
 //!
@@ -325,7 +325,7 @@ struct Shared {
     pool: Arc<rayon::ThreadPool>,
     /// The dataplane's I/O runtime, by handle: the [`Dataplane`] owns it, so that no task
     /// left on it can keep it alive.
-    io: bridge::IoRuntime,
+    io: bridge::rt::IoRuntime,
     stop: AtomicBool,
     /// Queries the dataplane dropped: an exchange or a reply failed.
     failed: AtomicU64,
@@ -396,7 +396,7 @@ struct Dataplane {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<io::Result<u64>>>,
     /// The owner of the I/O runtime.
-    io: bridge::IoRuntime,
+    io: bridge::rt::IoRuntime,
 }
 
 /// What a dataplane reports when it stops.
@@ -417,13 +417,13 @@ impl Dataplane {
         socket.set_read_timeout(Some(INGRESS_POLL))?;
         socket.set_write_timeout(Some(Duration::from_secs(1)))?;
         let addr = socket.local_addr()?;
-        let io = bridge::IoRuntime::new(io_workers)?;
+        let io = bridge::rt::IoRuntime::new(io_workers)?;
         let shared = Arc::new(Shared {
             mode,
             socket,
             upstream,
             pool: Arc::clone(pool),
-            io: bridge::IoRuntime::from_handle(io.handle().clone()),
+            io: bridge::rt::IoRuntime::from_handle(io.handle().clone()),
             stop: AtomicBool::new(false),
             failed: AtomicU64::new(0),
         });

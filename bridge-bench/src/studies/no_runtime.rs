@@ -230,7 +230,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         .enable_all()
         .build()?;
     warm_up_tokio(shared.handle());
-    warm_up_tokio(bridge::IoRuntime::global().handle());
+    warm_up_tokio(bridge::rt::IoRuntime::global().handle());
     let server = EchoServer::start()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(RAYON_THREADS)
@@ -594,11 +594,11 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     drop(variants);
     let rows = rows(spec.name, &m);
     let route = match caller {
-        Caller::Thread => bridge::route(),
+        Caller::Thread => bridge_tokio::route(),
         Caller::Rayon(pool) => pool.install(bridge::route),
     };
     let mut notes = vec![
-        format!("Route: bridge::route() from the caller returns {route:?}."),
+        format!("Route: bridge_tokio::route() from the caller returns {route:?}."),
         against_shared(&rows),
     ];
     notes.extend(polls.as_ref().map(polls_note));
@@ -618,7 +618,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
              drivers too. {} CPUs.",
             caller_text(spec.caller),
             workload_text(workload),
-            bridge::IoRuntime::global().handle().metrics().num_workers(),
+            bridge::rt::IoRuntime::global().handle().metrics().num_workers(),
             std::thread::available_parallelism().map_or(0, usize::from),
         ),
         goals: vec![goal(workload)],

@@ -15,7 +15,7 @@
 //!
 //! Where the CPU step runs is what we vary: inline on the tokio worker, on tokio's blocking
 //! pool (`spawn_blocking`), on rayon through `bridge::spawn` without a bound, and through a
-//! `bridge::Limit` that either waits for room (`limit.spawn(f).await`) or sheds (`try_spawn`,
+//! `bridge::cpu::Limit` that either waits for room (`limit.spawn(f).await`) or sheds (`try_spawn`,
 //! answering "busy" at once when full).
 //!
 //! Every cell's process builds rayon's global pool before anything uses it, as the guide
@@ -122,9 +122,9 @@ enum Variant {
     /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0):
     /// the contrast to the pool at [`POOL_NICE`] that every other variant runs on.
     BridgeNice0,
-    /// Through a `bridge::Limit`: `limit.spawn(f).await` waits for room.
+    /// Through a `bridge::cpu::Limit`: `limit.spawn(f).await` waits for room.
     Wait,
-    /// Through a `bridge::Limit`: `try_spawn`, answering "busy" at once when full.
+    /// Through a `bridge::cpu::Limit`: `try_spawn`, answering "busy" at once when full.
     Shed,
 }
 
@@ -167,7 +167,7 @@ impl Variant {
         VARIANTS.into_iter().find(|v| v.code() == code)
     }
 
-    /// Whether it goes through a `bridge::Limit`.
+    /// Whether it goes through a `bridge::cpu::Limit`.
     fn bounded(self) -> bool {
         matches!(self, Self::Wait | Self::Shed)
     }
@@ -695,7 +695,7 @@ const SHED: u64 = u64::MAX;
 struct Service {
     variant: Variant,
     passes: u32,
-    limit: Option<bridge::Limit>,
+    limit: Option<bridge::cpu::Limit>,
     backend: Connections,
     /// Set after the cutoff: what is still queued skips its step and read, so the cell
     /// drains at once.
@@ -850,7 +850,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         limit: spec
             .variant
             .bounded()
-            .then(|| bridge::Limit::new(spec.bound)),
+            .then(|| bridge::cpu::Limit::new(spec.bound)),
         backend: connections,
         stop: AtomicBool::new(false),
         arrived: AtomicU64::new(0),
@@ -1505,7 +1505,7 @@ fn reading(cells: &[Cell], bound: usize) -> String {
 fn varied() -> String {
     format!(
         "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool at nice \
-         {POOL_NICE}, no bound); `{}` awaits bridge::Limit::spawn (waits for room, FIFO), `{}` \
+         {POOL_NICE}, no bound); `{}` awaits bridge::cpu::Limit::spawn (waits for room, FIFO), `{}` \
          calls Limit::try_spawn and answers \"busy\" at once when the limit is full (both on \
          the same pool); `{}` is bridge::spawn again, no bound, on a global pool built without \
          the priority handler, so its threads run at the default priority (nice 0) like every \

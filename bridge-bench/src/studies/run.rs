@@ -82,7 +82,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         .enable_all()
         .build()?;
     warm_up_tokio(shared.handle());
-    warm_up_tokio(bridge::IoRuntime::global().handle());
+    warm_up_tokio(bridge::rt::IoRuntime::global().handle());
     let mut reports = vec![
         no_runtime_ready(settings, &shared),
         no_runtime_tcp(settings, &shared, None)?,
@@ -204,8 +204,8 @@ fn loaded_scenario(
     }
 }
 
-fn route_note(route: bridge::Route) -> String {
-    format!("Route: bridge::route() from the calling code returns {route:?}.")
+fn route_note(route: bridge_tokio::Route) -> String {
+    format!("Route: bridge_tokio::route() from the calling code returns {route:?}.")
 }
 
 fn shared_frame(shared: &Runtime) -> String {
@@ -216,7 +216,7 @@ fn shared_frame(shared: &Runtime) -> String {
          current-thread runtime has enable_all; thread-local rt.block_on keeps one per thread \
          in a thread_local!, rt per call builds one per call and drops it at the end of it.",
         shared.metrics().num_workers(),
-        bridge::IoRuntime::global().handle().metrics().num_workers(),
+        bridge::rt::IoRuntime::global().handle().metrics().num_workers(),
     )
 }
 
@@ -256,7 +256,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             })
         }),
     ];
-    let route = bridge::route();
+    let route = bridge_tokio::route();
     scenario(
         "no-runtime-ready",
         "how a plain thread runs the future: bridge::run_blocking (default: polled here with \
@@ -448,7 +448,7 @@ fn no_runtime_tcp(
             })
         }),
     ];
-    let route = bridge::route();
+    let route = bridge_tokio::route();
     let (name, fixed) = busy_frame(
         "no-runtime-tcp",
         "no-runtime-tcp-busy",
@@ -511,7 +511,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
         .build()?;
     warm_up_tokio(rt.handle());
     let route = rt
-        .block_on(rt.spawn(async { bridge::route() }))
+        .block_on(rt.spawn(async { bridge_tokio::route() }))
         .map_err(io::Error::other)?;
     let mut variants = [
         Variant::new(BASELINE, |n| {
@@ -682,7 +682,7 @@ fn current_thread_task(
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
     let _ = worker.run(async {});
-    let route = rt.block_on(async { bridge::route() });
+    let route = rt.block_on(async { bridge_tokio::route() });
     let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
         Pattern::Batches => timed_on(&rt, n, async |i| op(i)),
         Pattern::Steady => {
@@ -745,7 +745,7 @@ fn current_thread_task(
          first poll (async move {{ i }}, i through black_box), its output through black_box; \
          bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned worker \
          (one thread for both of its variants) ran one job first.",
-        bridge::IoRuntime::global().handle().metrics().num_workers()
+        bridge::rt::IoRuntime::global().handle().metrics().num_workers()
     );
     let fixed = match load {
         None => fixed,

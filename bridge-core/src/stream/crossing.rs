@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 /// use futures::StreamExt;
 ///
 /// let numbers = futures::stream::iter(1..=3);
-/// let mut crossing: bridge::stream::Crossing<u32> = bridge::stream::spawn_io(numbers, 2);
+/// let mut crossing: bridge::stream::Crossing<u32> = bridge::stream::on_io(numbers, 2);
 /// assert_eq!(bridge::block_on(crossing.next()), Some(1));
 /// assert_eq!(bridge::block_on(crossing.collect::<Vec<_>>()), [2, 3]);
 /// ```
@@ -78,7 +78,7 @@ impl<T> Crossing<T> {
     /// let items = futures::stream::iter([1, 2]).chain(futures::stream::poll_fn(|_| -> std::task::Poll<Option<i32>> {
     ///     panic!("corrupt block")
     /// }));
-    /// let mut results = bridge::stream::spawn_io(items, 8).catch_unwind();
+    /// let mut results = bridge::stream::on_io(items, 8).catch_unwind();
     /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 1);
     /// assert_eq!(bridge::block_on(results.next()).unwrap().unwrap(), 2);
     /// let err = bridge::block_on(results.next()).unwrap().unwrap_err();
@@ -95,7 +95,7 @@ impl<T> Crossing<T> {
     /// # Examples
     ///
     /// ```
-    /// let crossing = bridge::stream::spawn_io(futures::stream::iter([1u8]), 8);
+    /// let crossing = bridge::stream::on_io(futures::stream::iter([1u8]), 8);
     /// assert_eq!(crossing.bound(), 8);
     /// ```
     pub fn bound(&self) -> usize {
@@ -186,7 +186,7 @@ impl<T> fmt::Debug for Crossing<T> {
 /// ```
 /// use futures::StreamExt;
 ///
-/// let results = bridge::stream::spawn_cpu(futures::stream::iter([7]), 1).catch_unwind();
+/// let results = bridge::stream::on_cpu(futures::stream::iter([7]), 1).catch_unwind();
 /// let all: Vec<_> = bridge::block_on(results.collect());
 /// assert!(matches!(all[..], [Ok(7)]));
 /// ```

@@ -137,7 +137,7 @@ pub enum EntryPoint {
     SpawnFutureJoin,
     /// `bridge::iter_blocking(stream::once(work)).next()`.
     IterBlocking,
-    /// `bridge::stream::spawn_cpu(stream::once(work), 1)`, read through `iter_blocking`
+    /// `bridge::stream::on_cpu(stream::once(work), 1)`, read through `iter_blocking`
     /// where the call site is sync and with `.next().await` where it is async.
     SpawnCpuStream,
 }
@@ -347,7 +347,7 @@ pub fn call(entry: EntryPoint, work: Work) -> Outcome {
             item_outcome(bridge::iter_blocking(futures::stream::once(work)).next())
         }
         EntryPoint::SpawnCpuStream => {
-            let crossing = bridge::stream::spawn_cpu(futures::stream::once(work), 1);
+            let crossing = bridge::stream::on_cpu(futures::stream::once(work), 1);
             item_outcome(bridge::iter_blocking(crossing).next())
         }
     }));
@@ -356,7 +356,7 @@ pub fn call(entry: EntryPoint, work: Work) -> Outcome {
 
 /// The `run_blocking` family's typed result (and `IoTask::join`'s): the panic as a panic,
 /// any other error (a lost runtime, a deadline) as an error.
-fn bridge_outcome(result: Result<u64, bridge_tokio::BridgeError>) -> Outcome {
+fn bridge_outcome(result: Result<u64, bridge_core::Error>) -> Outcome {
     match result {
         Ok(value) => Outcome::Value(value),
         Err(error) => match error.try_into_panic() {
@@ -373,7 +373,7 @@ pub fn call_async(entry: EntryPoint, work: Work) -> AsyncCall {
     use futures::{FutureExt, StreamExt};
     match entry {
         EntryPoint::SpawnCpuStream => Box::pin(async move {
-            let mut crossing = bridge::stream::spawn_cpu(futures::stream::once(work), 1);
+            let mut crossing = bridge::stream::on_cpu(futures::stream::once(work), 1);
             match AssertUnwindSafe(crossing.next()).catch_unwind().await {
                 Ok(item) => item_outcome(item),
                 Err(payload) => panic_outcome(&*payload),
@@ -405,7 +405,7 @@ fn item_outcome(item: Option<u64>) -> Outcome {
 }
 
 /// A rayon `Task`'s `join`: the panic as a panic, a lost job as an error.
-fn task_outcome(result: Result<u64, bridge::TaskError>) -> Outcome {
+fn task_outcome(result: Result<u64, bridge::Error>) -> Outcome {
     match result {
         Ok(value) => Outcome::Value(value),
         Err(error) => match error.try_into_panic() {

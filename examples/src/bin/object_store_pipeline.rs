@@ -6,9 +6,9 @@
 //! newline-separated `id,amount,name` records. Then, from a synchronous `main`:
 //!
 //! 1. `bridge::spawn_io` sends the GET on the shared I/O runtime, and
-//!    `bridge::stream::spawn_io` reads the object's body there (`get(..).into_stream()`), at
+//!    `bridge::stream::on_io` reads the object's body there (`get(..).into_stream()`), at
 //!    most 8 chunks ahead of the decoder;
-//! 2. `bridge::stream::spawn_cpu` runs the decoder on rayon: it splits the chunks into lines
+//! 2. `bridge::stream::on_cpu` runs the decoder on rayon: it splits the chunks into lines
 //!    (a line cut between two chunks is completed by the next), parses each record and
 //!    checksums its bytes, and yields one batch per chunk, at most 4 ahead of the consumer;
 //! 3. `bridge::iter_blocking` gives `main` an `Iterator` over the batches.
@@ -211,10 +211,10 @@ fn main() -> anyhow::Result<()> {
             off_io.fetch_add(1, Ordering::Relaxed);
         }
     });
-    let chunks = bridge::stream::spawn_io(body, READ_AHEAD);
+    let chunks = bridge::stream::on_io(body, READ_AHEAD);
 
     // 2. The decoder, on rayon.
-    let batches = bridge::stream::spawn_cpu(decoder(chunks), DECODE_AHEAD);
+    let batches = bridge::stream::on_cpu(decoder(chunks), DECODE_AHEAD);
 
     // 3. The consumer: this thread, synchronous code.
     let mut found = Totals::default();

@@ -69,7 +69,7 @@ impl ObjectStoreBlobs {
     where
         F::Output: Send,
     {
-        bridge::IoRuntime::global().run_blocking(future)
+        bridge::rt::IoRuntime::global().run_blocking(future)
     }
 }
 
