@@ -75,7 +75,7 @@ impl<T> Stream for EndedByErrors<T> {
         match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(item))) => Poll::Ready(Some(item)),
             Poll::Ready(Some(Err(payload))) => {
-                Poll::Ready(Some(Err(stream_ended(this.method, &*payload))))
+                Poll::Ready(Some(Err(stream_ended(this.method, &payload))))
             }
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,

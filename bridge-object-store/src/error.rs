@@ -36,7 +36,7 @@ fn generic(method: &'static str, cause: String) -> object_store::Error {
 
 /// `method`'s task ended without an output: the wrapped store panicked, or the I/O runtime
 /// shut down first.
-pub(crate) fn not_finished(method: &'static str, error: &BridgeError) -> object_store::Error {
+pub(crate) fn not_finished(method: &'static str, error: &Error) -> object_store::Error {
     generic(method, error.to_string())
 }
 
@@ -58,17 +58,10 @@ fn message(payload: &(dyn Any + Send)) -> Option<&str> {
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
 }
 
-/// A stream of `method` ended by a panic of its poll on the I/O runtime (or the loss of its
-/// producer, whose payload is a `String` that says so).
-pub(crate) fn stream_ended(
-    method: &'static str,
-    payload: &(dyn Any + Send),
-) -> object_store::Error {
-    let cause = match message(payload) {
-        Some(message) => format!("the stream panicked or was lost: {message}"),
-        None => "the stream panicked".to_string(),
-    };
-    generic(method, cause)
+/// A stream of `method` ended by a panic of its poll on the I/O runtime, or by the loss of
+/// its producer.
+pub(crate) fn stream_ended(method: &'static str, error: &Error) -> object_store::Error {
+    generic(method, format!("the stream ended early: {error}"))
 }
 
 /// A call on a multipart upload whose earlier `complete` or `abort` did not finish, which

@@ -5,7 +5,7 @@
 
 mod common;
 
-use bridge_tokio::{BridgeError, IoRuntime, Route, route};
+use bridge_tokio::{IoRuntime, Route, route};
 use common::{current_thread, multi_thread, watchdog, work};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -76,10 +76,7 @@ fn every_path(expected: Route, tag: u64) {
         Duration::from_millis(20),
     );
     timed_out.done();
-    assert!(
-        matches!(result, Err(BridgeError::TimedOut(_))),
-        "{result:?}"
-    );
+    assert!(result.as_ref().is_err_and(|e| e.is_timeout()), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(30));
 
     let panicked = Stack::new(tag + 2);
@@ -119,36 +116,61 @@ fn every_route_keeps_the_borrow_alive() {
     });
 }
 
-/// The I/O runtime is dropped while borrowing futures wait on its timers, on the three
-/// routes: each call ends with `Lost` only once the future is gone.
+/// The I/O runtime is dropped while borrowing futures wait on its timers, on the routes that
+/// run a future with that runtime's handle: a handoff from a thread that entered it, a
+/// call in place in one of its tasks, and a call nested in a handed-off future (polled in
+/// place on the handoff worker). Each call ends with `Lost` only once the future is gone.
 #[test]
 fn a_runtime_dropped_mid_call_keeps_the_borrow_alive() {
     watchdog(60, || {
         let io = IoRuntime::new(1).unwrap();
         let handle = io.handle().clone();
-        let callers: Vec<_> = (0..3)
-            .map(|i| {
-                let io = IoRuntime::from_handle(handle.clone());
-                std::thread::spawn(move || {
-                    let stack = Stack::new(60 + i);
-                    let call = || io.try_run_blocking(borrowing(&stack, Duration::from_secs(30)));
-                    let result = match i {
-                        0 => call(),
-                        1 => multi_thread().block_on(async { call() }),
-                        _ => current_thread().block_on(async { call() }),
-                    };
-                    stack.done();
-                    result
-                })
-            })
-            .collect();
+        let (tx, results) = std::sync::mpsc::channel();
+        for i in 0..3u64 {
+            let tx = tx.clone();
+            let entered = handle.clone();
+            let caller = move || {
+                let stack = Stack::new(60 + i);
+                let result = match i {
+                    0 => {
+                        let _entered = entered.enter();
+                        assert_eq!(route(), Route::Handoff);
+                        bridge_tokio::try_run_blocking(borrowing(&stack, Duration::from_secs(30)))
+                    }
+                    1 => {
+                        assert_eq!(route(), Route::BlockInPlace);
+                        bridge_tokio::try_run_blocking(borrowing(&stack, Duration::from_secs(30)))
+                    }
+                    _ => {
+                        let _entered = entered.enter();
+                        bridge_tokio::try_run_blocking(async {
+                            assert_eq!(route(), Route::BlockInPlace);
+                            bridge_tokio::try_run_blocking(borrowing(
+                                &stack,
+                                Duration::from_secs(30),
+                            ))
+                        })
+                        .and_then(|inner| inner)
+                    }
+                };
+                stack.done();
+                let _ = tx.send((i, result));
+            };
+            if i == 1 {
+                handle.spawn(async move { caller() });
+            } else {
+                std::thread::spawn(caller);
+            }
+        }
+        drop(tx);
         std::thread::sleep(Duration::from_millis(100));
         drop(io);
-        for caller in callers {
-            let result = caller.join().unwrap();
+        let results: Vec<_> = results.iter().collect();
+        assert_eq!(results.len(), 3, "{results:?}");
+        for (i, result) in results {
             assert!(
-                result.as_ref().is_err_and(BridgeError::is_lost),
-                "{result:?}"
+                result.as_ref().is_err_and(|e| e.is_lost()),
+                "caller {i}: {result:?}"
             );
         }
         std::thread::sleep(Duration::from_millis(50));

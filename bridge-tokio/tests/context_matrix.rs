@@ -80,7 +80,7 @@ fn tokio_local_set_on_current_thread() {
 
 /// A `LocalSet` on a multi-thread runtime's `block_on` body, where `block_in_place` panics:
 /// the future runs on a handoff worker with that runtime's handle (outside the `LocalSet`'s
-/// task, its budget and its entered runtime), and a `!Send` one is polled here.
+/// task, its budget and its entered runtime).
 #[test]
 fn tokio_local_set_on_multi_thread() {
     watchdog(30, || {
@@ -91,13 +91,6 @@ fn tokio_local_set_on_multi_thread() {
             tokio::task::spawn_local(async { call(Route::Handoff, 13) })
                 .await
                 .unwrap();
-            // A !Send future, borrowing, on the same route.
-            let local_value = std::rc::Rc::new(40);
-            let n = bridge_tokio::run_blocking_local(async {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                *local_value + 2
-            });
-            assert_eq!(n.unwrap(), 42);
         });
         // The runtime is fine afterwards, in and out of the LocalSet.
         rt.block_on(async { call(Route::Handoff, 14) });
@@ -186,7 +179,7 @@ fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
                 other => format!("{other:?}"),
             };
             let ready = run_blocking(async move { tag });
-            let io = bridge_tokio::IoRuntime::global().run_blocking(work(tag));
+            let io = bridge_tokio::IoRuntime::global().spawn(work(tag)).wait();
             let _ = self.1.send((
                 tag,
                 route,
@@ -217,9 +210,9 @@ fn values_dropped_while_a_multi_thread_runtime_shuts_down() {
     }
 }
 
-/// An `IoRuntime` dropped while calls wait on its timers: each call ends with `Lost`,
-/// never with a `Panicked` that the future did not raise; and so does a call made after the
-/// drop through a handle of it.
+/// An `IoRuntime` dropped while its tasks wait on its timers: each task's join ends with
+/// `Lost`, never with a panic that the future did not raise; and so does a task spawned
+/// after the drop through a handle of it.
 #[test]
 fn an_io_runtime_dropped_with_calls_in_flight() {
     watchdog(60, || {
@@ -232,12 +225,12 @@ fn an_io_runtime_dropped_with_calls_in_flight() {
                 std::thread::spawn(move || {
                     let slow =
                         async { tokio::time::sleep(std::time::Duration::from_secs(30)).await };
-                    // Three routes: inline on a plain thread, in place on a multi-thread
-                    // runtime's body, and a handoff from a current-thread runtime.
+                    // Joined from three contexts: a plain thread, a multi-thread runtime's
+                    // body, and a current-thread runtime.
                     match i % 3 {
-                        0 => io.try_run_blocking(slow),
-                        1 => multi_thread().block_on(async move { io.try_run_blocking(slow) }),
-                        _ => current_thread().block_on(async move { io.try_run_blocking(slow) }),
+                        0 => io.spawn(slow).join(),
+                        1 => multi_thread().block_on(async move { io.spawn(slow).join() }),
+                        _ => current_thread().block_on(async move { io.spawn(slow).join() }),
                     }
                 })
             })
@@ -246,17 +239,11 @@ fn an_io_runtime_dropped_with_calls_in_flight() {
         drop(io);
         for caller in callers {
             let result = caller.join().unwrap();
-            assert!(
-                matches!(result, Err(bridge_core::Error::Lost)),
-                "{result:?}"
-            );
+            assert!(result.as_ref().is_err_and(|e| e.is_lost()), "{result:?}");
         }
         let late = bridge_tokio::IoRuntime::from_handle(handle);
-        let result = late.try_run_blocking(work(31));
-        assert!(
-            matches!(result, Err(bridge_core::Error::Lost)),
-            "{result:?}"
-        );
+        let result = late.spawn(work(31)).join();
+        assert!(result.as_ref().is_err_and(|e| e.is_lost()), "{result:?}");
     });
 }
 
@@ -270,7 +257,7 @@ fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
         let handle = rt.handle().clone();
         rt.shutdown_background();
         // The shutdown finishes on the runtime's own threads; a stale guard is one used after
-        // that. (A runtime that dies during the call fails the call: see BridgeError::Lost.)
+        // that. (A runtime that dies during the call fails the call: see `Error::is_lost`.)
         std::thread::sleep(std::time::Duration::from_millis(100));
         let _guard = handle.enter();
         assert_eq!(run_blocking(work(23)), 23);
@@ -284,7 +271,7 @@ fn a_stale_guard_of_a_runtime_shut_down_in_the_background() {
 fn an_io_runtime_dropped_inside_an_async_context() {
     watchdog(30, || {
         let io = bridge_tokio::IoRuntime::new(1).unwrap();
-        assert_eq!(io.run_blocking(work(30)), 30);
+        assert_eq!(io.spawn(work(30)).wait(), 30);
         let rt = multi_thread();
         rt.block_on(async move { tokio::spawn(async move { drop(io) }).await.unwrap() });
         let io = bridge_tokio::IoRuntime::new(1).unwrap();
@@ -292,8 +279,8 @@ fn an_io_runtime_dropped_inside_an_async_context() {
     });
 }
 
-/// A limit too long for an `Instant` means no limit, the same way for the free function,
-/// `RunBlocking` and `IoRuntime`, on every route.
+/// A limit too long for an `Instant` means no limit, the same way for the free function and
+/// a wait on an `IoRuntime`'s task, on every route.
 #[test]
 fn limits_too_long_to_represent_mean_no_limit() {
     use std::time::Duration;
@@ -303,18 +290,8 @@ fn limits_too_long_to_represent_mean_no_limit() {
             bridge_tokio::try_run_blocking_timeout(work(tag), Duration::MAX).unwrap(),
             tag
         );
-        assert_eq!(
-            bridge_tokio::RunBlocking::new()
-                .timeout(Duration::MAX)
-                .try_run(work(tag))
-                .unwrap(),
-            tag
-        );
-        assert_eq!(
-            io.try_run_blocking_timeout(work(tag), Duration::MAX)
-                .unwrap(),
-            tag
-        );
+        let mut task = io.spawn(work(tag));
+        assert_eq!(task.wait_timeout(Duration::MAX), Some(tag));
     };
     watchdog(30, move || {
         calls(40);

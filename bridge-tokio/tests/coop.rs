@@ -124,20 +124,6 @@ fn the_callers_budget_is_left_as_it_was() {
     });
 }
 
-/// A `!Send` future on a multi-thread runtime's `LocalSet` cannot move: it is polled there,
-/// and spends no budget of the `LocalSet`'s task.
-#[test]
-fn a_local_future_in_a_local_set_spends_no_budget() {
-    watchdog(60, || {
-        let rt = multi_thread();
-        tokio::task::LocalSet::new().block_on(&rt, async {
-            let local = std::rc::Rc::new(1);
-            let n = bridge_tokio::run_blocking_local(async move { drain().await + *local });
-            assert_eq!(n.unwrap(), drained() + 1);
-        });
-    });
-}
-
 /// On a worker the first poll happens before the worker leaves the scheduler, with its
 /// runtime still entered; a caller whose future starts a runtime of its own at once leaves
 /// the scheduler first, and the whole call then runs outside the runtime.

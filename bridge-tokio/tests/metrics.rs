@@ -8,7 +8,7 @@
 
 mod common;
 
-use bridge_tokio::{InlineStrategy, IoRuntime, Metrics, Route, RunBlocking};
+use bridge_tokio::{IoMetrics, Route};
 use common::{current_thread, multi_thread};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -22,7 +22,7 @@ const IDLE: Duration = Duration::from_millis(300);
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    bridge_tokio::set_handoff_keep_alive(IDLE);
+    bridge_core::configure().handoff_keep_alive(IDLE).apply();
     wait_until("the earlier handoff threads to retire", || {
         bridge_tokio::metrics().handoff_threads_alive == 0
     });
@@ -39,7 +39,7 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 }
 
 /// The calls counted since `before`: block in place, handoff, inline.
-fn calls_since(before: &Metrics) -> [u64; 3] {
+fn calls_since(before: &IoMetrics) -> [u64; 3] {
     let now = bridge_tokio::metrics();
     [Route::BlockInPlace, Route::Handoff, Route::Inline]
         .map(|route| now.calls_by(route) - before.calls_by(route))
@@ -89,44 +89,24 @@ fn each_call_counts_once_by_the_route_of_its_context() {
 #[test]
 fn every_form_of_the_call_counts_once() {
     let _serial = serial();
-    let io = IoRuntime::new(1).unwrap();
     let before = bridge_tokio::metrics();
     let results = [
         bridge_tokio::run_blocking(async { 1 }),
         bridge_tokio::try_run_blocking(async { 1 }).unwrap(),
         bridge_tokio::try_run_blocking_timeout(async { 1 }, Duration::from_secs(60)).unwrap(),
-        bridge_tokio::run_blocking_local(async { 1 }).unwrap(),
-        RunBlocking::new().run(async { 1 }),
-        RunBlocking::new().try_run(async { 1 }).unwrap(),
-        RunBlocking::new()
-            .inline(InlineStrategy::RuntimePerCall)
-            .run(async { 1 }),
-        RunBlocking::new()
-            .inline(InlineStrategy::RuntimePerThread)
-            .run(async { 1 }),
-        RunBlocking::new()
-            .timeout(Duration::from_secs(60))
-            .run(async { 1 }),
-        io.run_blocking(async { 1 }),
-        io.try_run_blocking(async { 1 }).unwrap(),
-        io.try_run_blocking_timeout(async { 1 }, Duration::from_secs(60))
-            .unwrap(),
     ];
-    assert_eq!(results.iter().sum::<i32>(), 12);
-    assert_eq!(calls_since(&before), [0, 0, 12]);
+    assert_eq!(results.iter().sum::<i32>(), 3);
+    assert_eq!(calls_since(&before), [0, 0, 3]);
 
-    // Failed calls count too: a panic, a timeout, a `!Send` future refused on a
-    // current-thread runtime.
+    // Failed calls count too: a panic, a timeout, a panic handed off from a current-thread
+    // runtime.
     let before = bridge_tokio::metrics();
     assert!(bridge_tokio::try_run_blocking(async { panic!("bad frame") }).is_err());
     let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
     assert!(bridge_tokio::try_run_blocking_timeout(slow, Duration::from_millis(1)).is_err());
-    let refused = current_thread()
-        .block_on(async { bridge_tokio::run_blocking_local(async { std::rc::Rc::new(1) }) });
-    assert!(matches!(
-        refused,
-        Err(bridge_core::Error::NotSendOnHandoff)
-    ));
+    let handed_off = current_thread()
+        .block_on(async { bridge_tokio::try_run_blocking(async { panic!("bad frame") }) });
+    assert!(handed_off.is_err_and(|err| err.is_panic()));
     assert_eq!(calls_since(&before), [0, 1, 2]);
 }
 
@@ -203,7 +183,8 @@ fn handoff_threads_alive_idle_and_peak_follow_a_burst() {
 #[test]
 fn calls_waiting_for_the_cap_count_as_queued() {
     let _serial = serial();
-    let cap = bridge_tokio::set_max_handoff_threads(1);
+    let before = bridge_core::config();
+    bridge_core::configure().handoff_threads(1).apply();
     let hold = Arc::new(Barrier::new(2));
     // The first call takes the only thread and holds it.
     let first = held_handoffs(1, &hold);
@@ -228,6 +209,6 @@ fn calls_waiting_for_the_cap_count_as_queued() {
     for caller in queued {
         assert_eq!(caller.join().unwrap(), 5);
     }
-    bridge_tokio::set_max_handoff_threads(cap);
+    before.apply();
     assert_eq!(bridge_tokio::metrics().handoff_queued, 0);
 }

@@ -1,7 +1,7 @@
 //! A call made on a current-thread runtime whose future needs a task of that runtime can
 //! never finish: the runtime cannot run while its thread waits in the call. Past the stall
 //! threshold such a call is named: a warning (feature `tracing`), a count in
-//! `metrics().stalled_handoffs`, and a `TimedOut` whose message gives the cause and the
+//! `metrics().stalled_handoffs`, and a timeout whose message gives the cause and the
 //! remedy. Calls made anywhere else, and calls that finish in time, are not.
 //!
 //! The threshold, the counters and the recorded events are the process's: each test holds
@@ -12,7 +12,8 @@
 #[cfg(feature = "tracing")]
 mod trace_recorder;
 
-use bridge_tokio::{BridgeError, Route};
+use bridge_core::Error;
+use bridge_tokio::Route;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,13 +31,15 @@ struct Threshold(Duration);
 
 impl Threshold {
     fn set(threshold: Duration) -> Self {
-        Self(bridge_tokio::set_stall_warning(threshold))
+        let before = bridge_core::config().stall_warning;
+        bridge_core::configure().stall_warning(threshold).apply();
+        Self(before)
     }
 }
 
 impl Drop for Threshold {
     fn drop(&mut self) {
-        bridge_tokio::set_stall_warning(self.0);
+        bridge_core::configure().stall_warning(self.0).apply();
     }
 }
 
@@ -96,17 +99,15 @@ async fn connect_write_read(addr: SocketAddr) -> std::io::Result<[u8; 4]> {
 }
 
 /// A synchronous client, as a library offers one: it blocks on the request, for 2 s at most.
-fn sync_client(addr: SocketAddr) -> Result<std::io::Result<[u8; 4]>, BridgeError> {
+fn sync_client(addr: SocketAddr) -> Result<std::io::Result<[u8; 4]>, Error> {
     bridge_tokio::try_run_blocking_timeout(connect_write_read(addr), Duration::from_secs(2))
 }
 
 /// The message of a timeout on a stalled current-thread runtime gives the cause and the
 /// remedy.
-fn assert_names_the_stall(err: &BridgeError) {
-    let BridgeError::TimedOut(timeout) = err else {
-        panic!("not a timeout: {err:?}");
-    };
-    assert!(timeout.is_stalled_current_thread(), "{err:?}");
+fn assert_names_the_stall(err: &Error) {
+    assert!(err.is_timeout(), "not a timeout: {err:?}");
+    assert!(!err.is_panic() && !err.is_lost(), "{err:?}");
     let message = err.to_string();
     for part in [
         "the deadline passed",
@@ -258,10 +259,8 @@ fn calls_off_current_thread_runtimes_are_not_named() {
     let err = rt
         .block_on(async { bridge_tokio::try_run_blocking_timeout(slow, limit) })
         .unwrap_err();
-    let BridgeError::TimedOut(timeout) = &err else {
-        panic!("not a timeout: {err:?}");
-    };
-    assert!(!timeout.is_stalled_current_thread());
+    assert!(err.is_timeout(), "not a timeout: {err:?}");
+    assert!(!err.to_string().contains("current-thread runtime"), "{err}");
     assert_eq!(
         err.to_string(),
         "the deadline passed before the future finished"

@@ -23,14 +23,13 @@
 //! | 3        | `run_blocking` of a future that panics: the payload comes back      |
 //! | 4        | `try_run_blocking` of a panicking future: `Panicked` with the payload |
 //! | 5        | `try_run_blocking_timeout`: a borrowing future that never finishes times out, a quick one does not |
-//! | 6        | `run_blocking_local` of a `!Send` future: its output, or `NotSendOnHandoff` on a handoff route |
+//! | 6        | `spawn_io(..).wait()` of a future that yields once: its output      |
 //!
 //! A program ends when the whole stack has unwound; one that hangs fails after 60 seconds.
 
 use crate::{Expected, Input, is_expected};
-use bridge_tokio::{BridgeError, Route, route, run_blocking};
+use bridge_tokio::{Route, route, run_blocking};
 use std::panic::{self, AssertUnwindSafe};
-use std::rc::Rc;
 use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -63,16 +62,10 @@ pub fn run(data: &[u8]) {
     let (tx, rx) = mpsc::channel();
     let done = tx.clone();
     let want = expected(&stack);
-    let local_refused = refuses_local(&stack);
     let leaf: Leaf = Box::new(move || {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
             for (i, &call) in calls.iter().enumerate() {
-                make_call(
-                    call,
-                    want,
-                    local_refused,
-                    u32::try_from(i).expect("few calls"),
-                );
+                make_call(call, want, u32::try_from(i).expect("few calls"));
             }
         }));
         tx.send(Report::Leaf(outcome))
@@ -173,23 +166,6 @@ fn expected(stack: &[Ctx]) -> Route {
     })
 }
 
-/// Whether `run_blocking_local` is refused at the top of `stack`: on a current-thread
-/// runtime, where the only route is a handoff. A multi-thread runtime's other threads hand a
-/// `Send` future off too, but poll a `!Send` one in place.
-fn refuses_local(stack: &[Ctx]) -> bool {
-    stack
-        .iter()
-        .rev()
-        .find_map(|ctx| match ctx {
-            Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal | Ctx::CurrentBlocking => {
-                Some(true)
-            }
-            Ctx::BlockOn => None,
-            _ => Some(false),
-        })
-        .unwrap_or(false)
-}
-
 type Leaf = Box<dyn FnOnce() + Send>;
 
 fn multi_thread() -> tokio::runtime::Runtime {
@@ -286,7 +262,7 @@ fn enter(stack: &[Ctx], leaf: Leaf) {
 }
 
 /// Makes call `call` (the i-th of the program) and checks its result; `want` is the route.
-fn make_call(call: u8, want: Route, local_refused: bool, i: u32) {
+fn make_call(call: u8, want: Route, i: u32) {
     let tag = 1000 + i;
     match call {
         0 => assert_eq!(route(), want, "call {i}: route()"),
@@ -320,8 +296,8 @@ fn make_call(call: u8, want: Route, local_refused: bool, i: u32) {
             );
         }
         4 => match bridge_tokio::try_run_blocking(async move { panic::panic_any(Expected(tag)) }) {
-            Err(BridgeError::Panicked(panic)) => assert!(
-                is_expected(panic.into_payload().as_ref(), tag),
+            Err(err) if err.is_panic() => assert!(
+                is_expected(err.into_panic().as_ref(), tag),
                 "call {i}: try_run_blocking returned a different panic"
             ),
             other => panic!("call {i}: try_run_blocking of a panic gave {other:?}"),
@@ -337,7 +313,7 @@ fn make_call(call: u8, want: Route, local_refused: bool, i: u32) {
             let got = bridge_tokio::try_run_blocking_timeout(never, Duration::from_millis(1));
             drop(borrowed);
             assert!(
-                matches!(got, Err(BridgeError::TimedOut(_))),
+                got.as_ref().is_err_and(bridge_core::Error::is_timeout),
                 "call {i}: a future that never finishes gave {got:?}"
             );
             let quick = async move { tag };
@@ -349,19 +325,13 @@ fn make_call(call: u8, want: Route, local_refused: bool, i: u32) {
             );
         }
         6 => {
-            let shared = Rc::new(tag);
-            let got = bridge_tokio::run_blocking_local(async move {
+            // Always on the I/O runtime, whatever the context: a task of it, waited for here.
+            let got = bridge_tokio::spawn_io(async move {
                 tokio::task::yield_now().await;
-                *shared
-            });
-            if local_refused {
-                assert!(
-                    matches!(got, Err(BridgeError::NotSendOnHandoff)),
-                    "call {i}: a !Send future on a current-thread runtime gave {got:?}"
-                );
-            } else {
-                assert_eq!(got.ok(), Some(tag), "call {i}: run_blocking_local");
-            }
+                tag
+            })
+            .wait();
+            assert_eq!(got, tag, "call {i}: spawn_io(..).wait()");
         }
         _ => unreachable!("call is below 7"),
     }

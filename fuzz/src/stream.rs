@@ -1,7 +1,7 @@
 //! Fuzz body (4): the buffer of a `bridge::stream` crossing, both sides driven step by step
 //! on this thread, against a sequential model.
 //!
-//! The producer side is the crossing's real pump (from the hidden `bridge::stream::__manual`,
+//! The producer side is the crossing's real pump (from the hidden `bridge_core::stream::__start`,
 //! which builds a crossing without spawning its producer) over a scripted stream; the
 //! consumer side is the real [`Crossing`] (or its `catch_unwind` form). The first byte picks
 //! the bound (`byte % 5`) and the consumer's form (`byte & 8`); then each byte picks an
@@ -31,6 +31,7 @@
 
 use crate::{Drops, Expected, Input, Tracked, is_expected};
 use bridge::stream::Crossing;
+use bridge_core::stream::__Side;
 use futures::Stream;
 use futures::stream::FusedStream;
 use std::collections::VecDeque;
@@ -227,22 +228,28 @@ impl Consumer {
             Consumer::Plain(c) => Pin::new(c).poll_next(cx).map(|item| item.map(Ok)),
             Consumer::Catching(c) => Pin::new(c).poll_next(cx),
         }));
-        let outcome = match polled {
+        let payload = match polled {
             Ok(Poll::Pending) => return Got::Pending,
             Ok(Poll::Ready(None)) => return Got::Ended,
             Ok(Poll::Ready(Some(Ok(item)))) => return Got::Item(item.id),
-            // The plain consumer resumes the payload; the catching one gives it.
-            Ok(Poll::Ready(Some(Err(payload)))) | Err(payload) => payload,
+            // The catching consumer gives the error; the plain one resumes the panic, or
+            // panics with the error's message when the producer was lost.
+            Ok(Poll::Ready(Some(Err(err)))) => match err.try_into_panic() {
+                Ok(payload) => payload,
+                Err(err) if err.is_lost() => return Got::Lost,
+                Err(err) => panic!("the crossing gave an error of no kind it makes: {err}"),
+            },
+            Err(payload) => payload,
         };
-        if is_expected(outcome.as_ref(), 0) {
+        if is_expected(payload.as_ref(), 0) {
             Got::Panicked
-        } else if outcome
+        } else if payload
             .downcast_ref::<String>()
-            .is_some_and(|m| m.contains("producer was dropped"))
+            .is_some_and(|m| m.contains("was lost"))
         {
             Got::Lost
         } else {
-            panic::resume_unwind(outcome)
+            panic::resume_unwind(payload)
         }
     }
 }
@@ -275,7 +282,8 @@ pub fn run(data: &[u8]) {
         drops: Arc::clone(&drops),
         _alive: Tracked::new(STREAM_ID, &drops),
     };
-    let (pump, crossing) = bridge::stream::__manual(stream, bound);
+    let (pump, unstarted) = bridge_core::stream::__start(stream, bound, __Side::Io);
+    let crossing = unstarted.with_producer(None);
     assert_eq!(crossing.bound(), bound);
     let mut world = World {
         model: Model {

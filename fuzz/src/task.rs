@@ -22,7 +22,7 @@
 //! pool to get there), that no dropped unstarted task ran, and that every detached one did.
 
 use crate::{Drops, Expected, Input, Tracked, is_expected};
-use bridge_rayon::{TaskError, ThreadPoolExt};
+use bridge_rayon::ThreadPoolExt;
 use rayon::ThreadPool;
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
@@ -201,7 +201,7 @@ impl World {
                     } else {
                         s.task.join()
                     };
-                    check_outcome(index, panics, outcome.map_err(TaskError::into_panic), step);
+                    check_outcome(index, panics, outcome.map_err(bridge_core::Error::into_panic), step);
                 }
             }
             4 | 5 => {

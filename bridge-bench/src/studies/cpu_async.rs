@@ -870,7 +870,7 @@ impl Rig {
     fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
         let shared = Arc::new(Shared::default());
         let courtesy = matches!(variant, Variant::BridgeYield | Variant::BridgeLow);
-        bridge::cpu::set_yield_after_long_polls(courtesy);
+        bridge::configure().yield_after_long_polls(courtesy).apply();
         let joiners = self.start_cell(variant, &shared);
         thread::sleep(warm);
         let (bytes0, batches0) = shared.counts();

@@ -380,7 +380,7 @@ fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
             Mode::Sync => {
                 let verdict = verdict.wait();
                 let upstream = shared.upstream;
-                match shared.io.run_blocking(exchange(upstream, query, verdict)) {
+                match shared.io.spawn(exchange(upstream, query, verdict)).wait() {
                     Ok(answer) if shared.socket.send_to(&answer, client).is_ok() => {}
                     _ => shared.fail(),
                 }

@@ -10,7 +10,6 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
 use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
-use bridge::rt::{InlineStrategy, RunBlocking};
 use futures::future::join_all;
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -49,8 +48,6 @@ const PER_CALL: &str = "rt per call";
 const PER_THREAD: &str = "rt per thread";
 const SHARED: &str = "shared1 handle.block_on";
 const SHARED_SPAWN: &str = "shared1 spawn+wait";
-const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
-const BRIDGE_SHARED: &str = "bridge Shared";
 
 /// A way for a caller with no runtime to drive a future to completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,22 +63,15 @@ enum Strategy {
     /// `Handle::spawn` on the shared one-worker runtime, then `recv_blocking` on a bridge
     /// oneshot that the task sends the output on.
     SharedSpawn,
-    /// `RunBlocking` with `InlineStrategy::RuntimePerThread`.
-    BridgePerThread,
-    /// `RunBlocking` with `InlineStrategy::Shared`: polled here, the I/O runtime's workers
-    /// drive the I/O (the default before the drivers).
-    BridgeShared,
 }
 
 impl Strategy {
-    const ALL: [Self; 7] = [
+    const ALL: [Self; 5] = [
         Self::Bridge,
         Self::PerCall,
         Self::PerThread,
         Self::Shared,
         Self::SharedSpawn,
-        Self::BridgePerThread,
-        Self::BridgeShared,
     ];
 
     fn name(self) -> &'static str {
@@ -91,8 +81,6 @@ impl Strategy {
             Self::PerThread => PER_THREAD,
             Self::Shared => SHARED,
             Self::SharedSpawn => SHARED_SPAWN,
-            Self::BridgePerThread => BRIDGE_PER_THREAD,
-            Self::BridgeShared => BRIDGE_SHARED,
         }
     }
 
@@ -115,16 +103,6 @@ impl Strategy {
                 }));
                 rx.recv_blocking().ok()
             }
-            Self::BridgePerThread => Some(
-                RunBlocking::new()
-                    .inline(InlineStrategy::RuntimePerThread)
-                    .run(future),
-            ),
-            Self::BridgeShared => Some(
-                RunBlocking::new()
-                    .inline(InlineStrategy::Shared)
-                    .run(future),
-            ),
         }
     }
 }
@@ -559,16 +537,14 @@ fn workload_text(workload: Workload) -> String {
 }
 
 const VARIED: &str = "how the caller, with no runtime entered, drives the call's future: \
-     bridge::run_blocking (default, InlineStrategy::Drive: polled here, the caller driving one \
-     of bridge's shared current-thread runtimes, one per CPU, while it waits); a \
+     bridge::run_blocking (polled here, the caller driving one of bridge's shared \
+     current-thread runtimes, one per CPU, while it waits); a \
      current-thread runtime built per call (rt per call) or \
      kept per thread in a thread_local! (rt per thread); the shared multi-thread runtime with \
      1 worker entered with Handle::block_on (shared1 handle.block_on, the published \
      configuration and the reference of the ratios below) or given the future with \
      Handle::spawn while the caller blocks on a bridge oneshot with recv_blocking (shared1 \
-     spawn+wait); bridge's RunBlocking with InlineStrategy::RuntimePerThread, and with \
-     InlineStrategy::Shared (bridge Shared: polled here with the handle of bridge's shared \
-     IoRuntime, whose workers drive its I/O; the default before the drivers).";
+     spawn+wait).";
 
 /// A scenario's report and, on TCP, the polls per call of each strategy.
 struct Done {
@@ -595,7 +571,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     let rows = rows(spec.name, &m);
     let route = match caller {
         Caller::Thread => bridge_tokio::route(),
-        Caller::Rayon(pool) => pool.install(bridge::route),
+        Caller::Rayon(pool) => pool.install(bridge_tokio::route),
     };
     let mut notes = vec![
         format!("Route: bridge_tokio::route() from the caller returns {route:?}."),
@@ -984,7 +960,7 @@ mod tests {
                     load_goals: Vec::new(),
                     ..Default::default()
                 },
-                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
+                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),
             }
         };
         let all = [

@@ -8,7 +8,6 @@ use crate::harness::{self, warm_up_tokio};
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
 use crate::stats::{Summary, ratio};
-use bridge::rt::{InlineStrategy, RunBlocking};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
@@ -44,8 +43,6 @@ const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
 const HANDLE: &str = "handle.block_on";
 const THREAD_LOCAL: &str = "thread-local rt.block_on";
 const PER_CALL: &str = "rt per call";
-const BRIDGE_PER_THREAD: &str = "bridge RuntimePerThread";
-const BRIDGE_PER_CALL: &str = "bridge RuntimePerCall";
 const BLOCK_IN_PLACE: &str = "block_in_place+block_on";
 const PRE_SPAWNED: &str = "pre-spawned worker";
 const PRE_SPAWNED_MPSC: &str = "pre-spawned worker (mpsc)";
@@ -237,24 +234,6 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
                 current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))))
             })
         }),
-        Variant::new(BRIDGE_PER_THREAD, |n| {
-            timed(n, |i| {
-                black_box(
-                    RunBlocking::new()
-                        .inline(InlineStrategy::RuntimePerThread)
-                        .run(ready(i)),
-                )
-            })
-        }),
-        Variant::new(BRIDGE_PER_CALL, |n| {
-            timed(n, |i| {
-                black_box(
-                    RunBlocking::new()
-                        .inline(InlineStrategy::RuntimePerCall)
-                        .run(ready(i)),
-                )
-            })
-        }),
     ];
     let route = bridge_tokio::route();
     scenario(
@@ -263,8 +242,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
          the handle of one of bridge's drivers, shared current-thread runtimes); raw \
          Handle::block_on of a shared \
          multi-thread runtime; a current-thread runtime cached in a thread_local!; a \
-         current-thread runtime built per call; bridge's RunBlocking with \
-         InlineStrategy::RuntimePerThread and ::RuntimePerCall.",
+         current-thread runtime built per call.",
         format!(
             "the main thread, no runtime entered; per call: a future that is ready at its first \
              poll (async move {{ i }}, i through black_box), its output through black_box; {}",

@@ -57,19 +57,22 @@ struct ObjectStoreBlobs {
 impl ObjectStoreBlobs {
     /// Runs one store call from synchronous code, wherever that is.
     ///
-    /// `IoRuntime::global().run_blocking` rather than the plain `bridge::run_blocking`, as
-    /// the guide advises for clients shared across threads and runtimes: the client's pooled
+    /// `bridge::spawn_io(..).wait()` rather than the plain `bridge::run_blocking`, as the
+    /// guide advises for clients shared across threads and runtimes: the client's pooled
     /// connections are driven by tasks spawned on whichever runtime drives the call that
-    /// opens them. Through the shared `IoRuntime` that is always the bridge's own runtime,
-    /// which outlives the program's; through the plain call, a connection opened from a
-    /// tokio task is driven by that task's runtime, and a request that another thread has
-    /// in flight on it fails if that runtime is dropped meanwhile. (This program drops its
-    /// runtime only between phases, so the plain call passes here too.)
-    fn run<F: Future + Send>(&self, future: F) -> F::Output
+    /// opens them. On the shared I/O runtime that is always the bridge's own runtime, which
+    /// outlives the program's; through the plain call, a connection opened from a tokio task
+    /// is driven by that task's runtime, and a request that another thread has in flight on
+    /// it fails if that runtime is dropped meanwhile. (This program drops its runtime only
+    /// between phases, so the plain call passes here too.) The task is `'static`: the call
+    /// gets its own handle on the store.
+    fn run<F, Fut>(&self, call: F) -> Fut::Output
     where
-        F::Output: Send,
+        F: FnOnce(Arc<dyn ObjectStore>) -> Fut,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
     {
-        bridge::rt::IoRuntime::global().run_blocking(future)
+        bridge::spawn_io(call(Arc::clone(&self.store))).wait()
     }
 }
 
@@ -77,19 +80,19 @@ impl BlobStore for ObjectStoreBlobs {
     fn put(&self, key: &str, value: &[u8]) -> anyhow::Result<()> {
         let path = Path::parse(key)?;
         let payload = PutPayload::from(value.to_vec());
-        self.run(async { self.store.put(&path, payload).await })?;
+        self.run(|store| async move { store.put(&path, payload).await })?;
         Ok(())
     }
 
     fn get(&self, key: &str) -> anyhow::Result<Vec<u8>> {
         let path = Path::parse(key)?;
-        let bytes = self.run(async { self.store.get(&path).await?.bytes().await })?;
+        let bytes = self.run(|store| async move { store.get(&path).await?.bytes().await })?;
         Ok(bytes.to_vec())
     }
 
     fn delete(&self, key: &str) -> anyhow::Result<()> {
         let path = Path::parse(key)?;
-        self.run(async { self.store.delete(&path).await })?;
+        self.run(|store| async move { store.delete(&path).await })?;
         Ok(())
     }
 }
