@@ -25,8 +25,8 @@
 //! - [`oneshot`]: one value from one thread or task to another, received sync, blocking or
 //!   async; [`block_on`]: a future run on this thread with no runtime.
 //! - [`configure()`] and [`config()`]: the process's settings; [`metrics()`]: the counters.
-//! - [`object_store`] (feature `object_store`, off by default): an `ObjectStore` whose
-//!   requests run on the I/O runtime whoever calls it.
+//! - `object_store` (feature `object_store`, off by default): `IoStore`, an `ObjectStore`
+//!   whose requests run on the I/O runtime whoever calls it.
 //! - Feature `tracing` (off by default): the span current where work is handed over is
 //!   current where it runs, and the bridge logs its notable events (a stall, a lost
 //!   runtime, the handoff pool at its cap).
@@ -54,7 +54,7 @@ pub use bridge_tokio::{
     try_run_blocking_timeout,
 };
 
-/// CPU work on rayon beyond [`spawn`](crate::spawn): async CPU work, pools of your own, a
+/// CPU work on rayon beyond [`spawn`]: async CPU work, pools of your own, a
 /// bound on the work in flight, a lower priority for a pool's threads. (Named `cpu`, not
 /// `rayon`, so that `use bridge::*` does not hide the `rayon` crate.)
 ///
@@ -78,7 +78,7 @@ pub mod cpu {
 }
 
 /// The I/O side: [`IoRuntime`](rt::IoRuntime), the shared multi-thread runtime that runs
-/// [`spawn_io`](crate::spawn_io)'s futures and drives the I/O of synchronous callers, or
+/// [`spawn_io`]'s futures and drives the I/O of synchronous callers, or
 /// one of your own. (Named `rt`, not `tokio`, so that `use bridge::*` does not hide the
 /// `tokio` crate.)
 ///
@@ -102,7 +102,7 @@ pub mod rt {
 /// A crossing keeps the producer at most `bound` items ahead of the consumer, keeps their
 /// order, cancels the producer when the consumer drops it, and carries the producer's panic
 /// to the consumer after the items made before it. The consumer may poll it on any
-/// executor; [`iter_blocking`](crate::iter_blocking) reads it from synchronous code.
+/// executor; [`iter_blocking`] reads it from synchronous code.
 ///
 /// # Examples
 ///

@@ -45,8 +45,7 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
 
         // The CPU side, off (the default).
         let before = yielded();
-        let items: Vec<u32> =
-            bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
+        let items: Vec<u32> = bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         bridge::cpu::spawn_future(async { spin_for(LONG) }).wait();
         rayon::broadcast(|_| ());
@@ -54,8 +53,7 @@ fn the_cpu_side_yields_after_long_items_and_the_io_side_does_not() {
 
         bridge::configure().yield_after_long_polls(true).apply();
         let before = yielded();
-        let items: Vec<u32> =
-            bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
+        let items: Vec<u32> = bridge::block_on(bridge::stream::on_cpu(long_items(), 4).collect());
         assert_eq!(items, (0..10).collect::<Vec<_>>());
         let cpu_items = yielded() - before;
         assert!(

@@ -65,11 +65,8 @@ fn the_only_worker_waits_for_its_work() {
     );
     assert_eq!(
         on_the_worker("iter_blocking(spawn_cpu)", || {
-            bridge::iter_blocking(bridge::stream::on_cpu(
-                futures::stream::iter(0..500u64),
-                2,
-            ))
-            .sum::<u64>()
+            bridge::iter_blocking(bridge::stream::on_cpu(futures::stream::iter(0..500u64), 2))
+                .sum::<u64>()
         }),
         (0..500u64).sum::<u64>()
     );

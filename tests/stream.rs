@@ -364,11 +364,13 @@ fn a_producer_panic_reaches_the_consumer_after_its_items() {
                 bridge::block_on(cross(side, panics_after(2), 0).catch_unwind().collect());
             assert_eq!(results.len(), 3);
             assert!(matches!(results[..2], [Ok(0), Ok(1)]));
-            let Err(payload) = &results[2] else {
+            let Some(Err(err)) = results.into_iter().nth(2) else {
                 panic!("no panic item")
             };
             assert_eq!(
-                payload.downcast_ref::<String>().map(String::as_str),
+                err.into_panic()
+                    .downcast_ref::<String>()
+                    .map(String::as_str),
                 Some("producer panic")
             );
         }
@@ -488,7 +490,8 @@ fn storms() {
                             assert_eq!(item.0, got, "stream {i} out of order");
                             got += 1;
                         }
-                        Some(Err(payload)) => {
+                        Some(Err(err)) => {
+                            let payload = err.into_panic();
                             assert_eq!(payload.downcast_ref::<u64>(), panic_at.as_ref());
                             assert_eq!(Some(got), panic_at, "stream {i}: panic before its items");
                             assert!(crossing.next().await.is_none());

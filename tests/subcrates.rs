@@ -90,9 +90,7 @@ fn io_crossing_paths_resolve() {
 
     let task: bridge::Task<u8> = bridge::spawn_io(async { 1 });
     assert_eq!(task.wait(), 1);
-    let err: bridge::Error = bridge::spawn_io(async { panic!("x") })
-        .join()
-        .unwrap_err();
+    let err: bridge::Error = bridge::spawn_io(async { panic!("x") }).join().unwrap_err();
     assert!(err.is_panic());
     let _: Option<bridge::Task<u8>> = None::<bridge::Task<u8>>;
     let caught: bridge::CatchUnwind<u8> = bridge::spawn_io(async { 7 }).catch_unwind();
@@ -106,8 +104,7 @@ fn io_crossing_paths_resolve() {
 
     let iter: bridge::IterBlocking<_> = bridge::iter_blocking(futures::stream::iter([4u8, 5]));
     assert_eq!(iter.collect::<Vec<_>>(), [4, 5]);
-    let iter: bridge::IterBlocking<_> =
-        bridge::iter_blocking(futures::stream::iter([6u8]));
+    let iter: bridge::IterBlocking<_> = bridge::iter_blocking(futures::stream::iter([6u8]));
     assert_eq!(iter.sum::<u8>(), 6);
 }
 

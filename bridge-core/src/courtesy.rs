@@ -1,10 +1,10 @@
 //! The CPU side's courtesy to the threads it shares CPUs with, **off unless the user turns it
-//! on** (`bridge::cpu::set_yield_after_long_polls`): after a poll of CPU-side async work that
+//! on** (`bridge::configure().yield_after_long_polls(true)`): after a poll of CPU-side async work that
 //! ran long, the pool thread yields its CPU to the OS scheduler (`sched_yield`), and a pool
 //! thread asks, at its first such poll, for the longest time slice the OS grants.
 //!
 //! Internal to the bridge crates (hidden from the docs, no stability promise); bridge-rayon
-//! calls it around its polls and exposes the switch.
+//! calls it around its polls; the switch is `Config::yield_after_long_polls`.
 //!
 //! A thread woken while a CPU-bound thread runs on its CPU (an I/O worker whose socket became
 //! ready, a runtime's timer) waits for that thread's time slice to end unless the scheduler
@@ -12,8 +12,8 @@
 //! can hand the CPU over at no risk (nothing of the poll is half done), and `sched_yield`
 //! costs a system call when nobody waits. So at the end of a poll, a thread that has run
 //! for at least [`THRESHOLD`] since it last checked yields: the woken thread runs now, and
-//! the pool thread carries on after it. The threshold is fixed: a `sched_yield` with nobody
-//! waiting costs about a microsecond, so the yields take about 1% of the work they follow.
+//! the pool thread carries on after it. The threshold is fixed and long next to the cost of a
+//! `sched_yield` with nobody waiting, so the yields take a small share of the work they follow.
 //!
 //! A yield can only come between polls, and one poll may last milliseconds. So a thread that
 //! runs the CPU side's polls also asks for the longest slice

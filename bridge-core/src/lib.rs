@@ -14,8 +14,12 @@
 //!   the receiver is a `Future` on any executor and also offers `try_recv`,
 //!   `recv_blocking`, `recv_timeout` and `recv_deadline`.
 //! - [`block_on`]: drive a future to completion on the calling thread without any runtime.
+//! - [`Task`] and [`Error`]: the family's one handle for work running elsewhere and its one
+//!   error; bridge-rayon and bridge-tokio plug their sides in.
+//! - [`Config`], [`configure`] and [`config`]: the process's settings.
 //! - [`stream`]: the bounded buffer of a stream crossing and its consumer,
-//!   [`stream::Crossing`]; the family's `spawn_io` and `spawn_cpu` start its producer.
+//!   [`stream::Crossing`]; the family's `stream::on_io` and `stream::on_cpu` start its
+//!   producer.
 //!
 //! This crate knows nothing of tokio or rayon; `bridge-tokio` and `bridge-rayon` build on it,
 //! and the `bridge` crate re-exports all of them. It is the only crate of the family with
@@ -27,14 +31,14 @@
 #[path = "backoff.rs"]
 pub mod __backoff;
 #[doc(hidden)]
+#[path = "config.rs"]
+pub mod __config;
+#[doc(hidden)]
 #[path = "counters.rs"]
 pub mod __counters;
 #[doc(hidden)]
 #[path = "courtesy.rs"]
 pub mod __courtesy;
-#[doc(hidden)]
-#[path = "config.rs"]
-pub mod __config;
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
@@ -54,8 +58,8 @@ pub mod stream;
 mod sync;
 mod task;
 
-pub use block_on::{__block_on_deadline, block_on};
 pub use __config::{Config, config, configure};
+pub use block_on::{__block_on_deadline, block_on};
 pub use error::Error;
 pub use task::{__Outcome, __Work, __contain, CatchUnwind, Task};
 

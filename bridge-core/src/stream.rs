@@ -2,10 +2,10 @@
 //! producer and its consumer, the pump that polls the stream into it, and [`Crossing`], the
 //! consumer's `Stream`.
 //!
-//! Nothing here spawns: the family's `spawn_io` (on the I/O runtime) and `spawn_cpu` (on
-//! rayon) start the pump on their side and hand the consumer a [`Crossing`]. The buffer
-//! needs only a lock and the wakers of both sides, so the consumer may poll it on any
-//! executor, and the crates of both sides (which do not depend on each other) share it.
+//! Nothing here spawns: the family's `on_io` (on the I/O runtime) and `on_cpu` (on rayon)
+//! start the pump on their side and hand the consumer a [`Crossing`]. The buffer needs only
+//! a lock and the wakers of both sides, so the consumer may poll it on any executor, and the
+//! crates of both sides share it.
 //!
 //! # Examples
 //!
@@ -46,8 +46,8 @@ pub enum __Side {
 
 /// Builds a crossing over `stream` without starting its producer: the pump (the future that
 /// polls `stream` into the buffer, for `side`) and the consumer's half, which becomes a
-/// [`Crossing`] once the pump has been given to that side. For the family's `spawn_io` and
-/// `spawn_cpu`, and the fuzz body's hook, which polls the pump itself. Not part of the API.
+/// [`Crossing`] once the pump has been given to that side. For the family's `on_io` and
+/// `on_cpu`, and the fuzz body, which polls the pump itself. Not part of the API.
 #[doc(hidden)]
 pub fn __start<S>(
     stream: S,

@@ -159,7 +159,9 @@ impl<T> Task<T> {
         self.work.stop_helping();
         match received {
             Some(received) => self.outcome(received),
-            None => rx.try_recv().map_or_else(|_| Err(Error::__lost()), |o| self.outcome(Ok(o))),
+            None => rx
+                .try_recv()
+                .map_or_else(|_| Err(Error::__lost()), |o| self.outcome(Ok(o))),
         }
     }
 

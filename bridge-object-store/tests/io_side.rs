@@ -293,7 +293,10 @@ fn a_given_runtime_runs_the_calls() {
                 .build()
                 .unwrap()
         });
-        IoStore::with_runtime(store, bridge::rt::IoRuntime::from_handle(rt.handle().clone()))
+        IoStore::with_runtime(
+            store,
+            bridge::rt::IoRuntime::from_handle(rt.handle().clone()),
+        )
     }
     check("with_runtime", on_custom, "custom-io", |store| {
         bridge::cpu::spawn_future(every_method(

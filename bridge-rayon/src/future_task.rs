@@ -39,7 +39,6 @@
 //! before the first poll. So the counts keep the closures' invariants at rest: `spawned ==
 //! started + cancelled`, `started == finished + panicked`.
 
-use bridge_core::Task;
 use crate::coverage_arms::arm;
 use crate::job::{self, Outcome};
 use crate::job_claim::may_help;
@@ -48,6 +47,7 @@ use crate::sync::AtomicU8;
 use crate::sync::Mutex as HelperLock;
 use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use bridge_core::__Work;
+use bridge_core::Task;
 use bridge_core::oneshot::{self, SendError, Sender};
 use std::cell::Cell;
 use std::future::Future;
@@ -105,8 +105,9 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// the span current here is current during every poll.
 ///
 /// The pool thread's scheduling is left as it is, unless
-/// [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) asked for yields after
-/// long polls and a long time slice.
+/// `bridge::configure().yield_after_long_polls(true)` asked for yields after long polls and
+/// a long time slice. With feature `tokio` each poll enters the shared I/O runtime, so
+/// tokio's timers and sockets work in the future.
 ///
 /// # Examples
 ///

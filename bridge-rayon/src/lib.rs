@@ -8,12 +8,14 @@
 //!   ([`ThreadPoolExt::spawn_future_task`] on a pool of your own); it gives the same [`Task`].
 //! - [`Task`]: the handle. `.await` it on any executor, block on it ([`Task::wait`] and its
 //!   timed forms), or poll it ([`Task::try_get`]). A panic in the closure comes back to
-//!   whoever takes the result; [`Task::join`] and [`Task::catch_unwind`] give it as a
-//!   [`TaskError`] instead.
+//!   whoever takes the result; [`Task::join`] and [`Task::catch_unwind`] give it as an
+//!   [`Error`] instead. `Task` and `Error` are the family's (from bridge-core): the same
+//!   handle and error as bridge-tokio's I/O tasks.
 //! - Dropping a `Task` cancels the job if it has not started; [`CancelFlag`] lets a running
 //!   closure notice; [`Task::detach`] lets it run unobserved.
 //! - [`Limit`]: backpressure. At most N tasks of a limit in flight at once; callers wait for
 //!   room (async or blocking, one FIFO line) or are refused ([`Limit::try_spawn`]).
+//! - [`stream::on_cpu`]: a `Stream` driven on rayon, consumed anywhere.
 //! - [`metrics`]: counts of the tasks spawned, started, finished, panicked and cancelled,
 //!   queued now, and a histogram of their queue wait (see [Metrics](#metrics)).
 //!
@@ -34,7 +36,7 @@
 //! program builds: jobs on different workers that wait for each other's tasks; a thread
 //! outside rayon that waits for a task while every worker of the pool is blocked in
 //! something the bridge cannot see (such a wait is counted in
-//! [`Metrics::stalled_waits`] and named by a warning at the stall threshold). See [`Task`]
+//! [`CpuMetrics::stalled_waits`] and named by a warning at the stall threshold). See [`Task`]
 //! for the rules.
 //!
 //! The result travels through `bridge::oneshot`, whose send happens-before the
@@ -48,7 +50,7 @@
 //! histogram of sampled tasks ([`QueueWait`]). Counting costs a relaxed increment on a cache
 //! line that the counting thread owns (each thread counts on a shard of its own, which a
 //! snapshot sums), so the hot path takes no lock and writes nothing shared; the queue wait
-//! reads the clock for one spawn in 64 per thread. See [`Metrics`] for what each field
+//! reads the clock for one spawn in 64 per thread. See [`CpuMetrics`] for what each field
 //! counts and what a snapshot taken while tasks run may see.
 //!
 //! ```
@@ -100,6 +102,7 @@ mod task;
 #[cfg(feature = "tracing")]
 mod trace;
 
+pub use bridge_core::{CatchUnwind, Error, Task};
 pub use future_task::spawn_future;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
@@ -115,7 +118,6 @@ pub use priority::lower_thread_priority;
 #[doc(hidden)]
 pub use spawn::{__loom_claimable_task, __loom_task};
 pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
-pub use bridge_core::{CatchUnwind, Error, Task};
 
 /// Compile-time checks of the handles' auto traits, run as doctests.
 ///
@@ -137,7 +139,7 @@ pub use bridge_core::{CatchUnwind, Error, Task};
 /// assert!(std::panic::catch_unwind(move || task.wait()).is_err());
 /// ```
 ///
-/// A [`TaskError`] is `Send + Sync + 'static` and unwind-safe, whatever its panic payload:
+/// An [`Error`] is `Send + Sync + 'static` and unwind-safe, whatever its panic payload:
 /// `?` takes it into `Box<dyn Error + Send + Sync>` and `anyhow::Error`.
 ///
 /// ```

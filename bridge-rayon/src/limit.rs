@@ -318,11 +318,8 @@ impl Limit {
     /// of its task, and it comes back before the task receives the output.
     ///
     /// The wait queues in the same line as [`spawn`](Self::spawn)'s and is cancel-safe in
-    /// the same way. A limit made with [`pool`](Self::pool) runs the future there. The
-    /// future is polled as given: nothing here enters a tokio runtime, so a future that uses
-    /// tokio's timers or sockets goes in wrapped, `limit.spawn_future(bridge::cpu::io_entered(fut))`
-    /// (the shared `IoRuntime` entered around each poll, as `bridge::cpu::spawn_future`
-    /// does).
+    /// the same way. A limit made with [`pool`](Self::pool) runs the future there. With
+    /// feature `tokio` each poll enters the shared I/O runtime, as `spawn_future`'s do.
     ///
     /// # Examples
     ///

@@ -99,7 +99,7 @@ fn upper_bound(k: usize) -> Duration {
     }
 }
 
-/// A snapshot of the CPU tasks' counters, from [`metrics`].
+/// A snapshot of the CPU tasks' counters, from `bridge::metrics().cpu`.
 ///
 /// The counters count from the start of the process, across every pool (the global one and
 /// every `rayon::ThreadPool` the `ThreadPoolExt` methods use) and
@@ -113,7 +113,7 @@ fn upper_bound(k: usize) -> Duration {
 /// on its own shard, and the snapshot reads the shards one after the other, so it may see a
 /// task's start (counted on the thread that ran it) without its spawn (counted on the
 /// thread that spawned it). [`queued`](Self::queued) and [`running`](Self::running)
-/// saturate at zero for that reason. Whatever happened-before the call to [`metrics`] is in
+/// saturate at zero for that reason. Whatever happened-before the snapshot is in
 /// the snapshot: after `task.wait()` returns, the task's start and finish are counted.
 ///
 /// # Examples
@@ -152,12 +152,12 @@ pub struct CpuMetrics {
     /// Times a pool thread yielded its CPU to the OS scheduler after a long poll of a future
     /// task (`spawn_future`, `spawn_future_task`) or a long poll of a CPU-side stream's item
     /// (`spawn_stream`, and the facade's `bridge::stream::on_cpu`), with
-    /// [`set_yield_after_long_polls`](crate::set_yield_after_long_polls) on (0 otherwise): a
+    /// `bridge::config().yield_after_long_polls` on (0 otherwise): a
     /// thread woken meanwhile on that CPU (an I/O worker, a timer's thread) ran before the
     /// pool thread went on. Closures (`spawn`, `spawn_task` ...) never yield.
     pub yielded: u64,
     /// Waits from outside rayon (`wait`, `join` on a thread that is not a rayon worker) that
-    /// reached the stall threshold (`bridge::rt::stall_warning`, 5 s by default) with their
+    /// reached the stall threshold (`bridge::config().stall_warning`, 5 s by default) with their
     /// task still queued: every thread of its pool was busy or blocked. Each also logs one
     /// warning (feature `tracing`). A waiter on a rayon worker runs the work it waits for,
     /// so it never counts here.

@@ -1,8 +1,8 @@
 //! Streams driven on rayon: [`on_cpu`] (the global pool) and
 //! [`ThreadPoolExt::spawn_stream`](crate::ThreadPoolExt::spawn_stream) (a pool of yours).
 
-use bridge_core::stream::{__Side, __start};
 use bridge_core::stream::Crossing;
+use bridge_core::stream::{__Side, __start};
 use futures_core::Stream;
 
 /// Drives `stream` on rayon's global pool, one poll per wake-up as a rayon job, and returns

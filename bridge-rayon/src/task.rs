@@ -39,5 +39,7 @@ where
         helpable,
     );
     let pool_job = PoolJob::new(Arc::clone(&job));
-    (Task::__new(rx, job as Arc<dyn __Work>), move || pool_job.run())
+    (Task::__new(rx, job as Arc<dyn __Work>), move || {
+        pool_job.run()
+    })
 }

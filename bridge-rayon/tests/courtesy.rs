@@ -74,7 +74,9 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
         common::drain(&pool);
         assert_eq!(yielded() - before, 0, "yields with the courtesy off");
 
-        bridge_core::configure().yield_after_long_polls(true).apply();
+        bridge_core::configure()
+            .yield_after_long_polls(true)
+            .apply();
         // 10 polls of 2 ms each: each ends past the threshold.
         let before = yielded();
         pool.spawn_future_task(Polls {
@@ -125,6 +127,8 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
             short_items < 100,
             "{short_items} yields after 10,000 short items"
         );
-        bridge_core::configure().yield_after_long_polls(false).apply();
+        bridge_core::configure()
+            .yield_after_long_polls(false)
+            .apply();
     });
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use bridge_rayon::{Task, Error, ThreadPoolExt};
+use bridge_rayon::{Error, Task, ThreadPoolExt};
 use proptest::prelude::*;
 use std::any::Any;
 use std::collections::BTreeMap;

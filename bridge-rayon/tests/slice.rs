@@ -84,11 +84,15 @@ fn the_pool_threads_slice_changes_only_when_the_user_asks() {
         // On: a future task's poll and a stream's items run with the longest slice, at the
         // same nice value; a thread started in a poll has the default; the pool thread keeps
         // the slice afterwards; the caller's never changes.
-        bridge_core::configure().yield_after_long_polls(true).apply();
+        bridge_core::configure()
+            .yield_after_long_polls(true)
+            .apply();
         let pool = pool_at_nice_3();
         assert_eq!(pool.install(|| thread_slice().unwrap()), default);
         let seen = look(&pool);
-        bridge_core::configure().yield_after_long_polls(false).apply();
+        bridge_core::configure()
+            .yield_after_long_polls(false)
+            .apply();
         assert_eq!(seen.poll, long);
         assert_eq!(seen.nice, 3);
         assert_eq!(seen.started, default);

@@ -16,7 +16,9 @@ use std::time::Duration;
 fn a_wait_for_a_task_that_never_starts_is_counted_at_the_threshold() {
     watchdog(|| {
         let previous = bridge::config();
-        bridge::configure().stall_warning(Duration::from_millis(100)).apply();
+        bridge::configure()
+            .stall_warning(Duration::from_millis(100))
+            .apply();
         let pool = pool(1);
         let hold = gate(&pool);
         let before = bridge_rayon::metrics().stalled_waits;

@@ -6,7 +6,7 @@
 
 mod common;
 
-use bridge_rayon::{Task, Error, ThreadPoolExt};
+use bridge_rayon::{Error, Task, ThreadPoolExt};
 use common::{WATCHDOG, drain, gate, pool, watchdog};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};

@@ -19,8 +19,8 @@
 //! be had here (see `run.rs`), and a free loop mark (`MarkFree`) marks the loops that run on a thread no
 //! runtime has entered, so that a call nested in them may stay on this thread.
 
-use bridge_core::Error;
 use crate::shutdown;
+use bridge_core::Error;
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};

@@ -103,9 +103,9 @@ mod drivers;
 mod handoff;
 mod in_place;
 mod io_runtime;
+mod io_task;
 #[cfg(not(bridge_loom))]
 mod iter_blocking;
-mod io_task;
 mod metrics;
 mod run;
 mod shutdown;
@@ -144,9 +144,9 @@ pub use handoff::pool::{__loom_fail_spawns, Pool as __LoomPool};
 #[doc(hidden)]
 pub use in_place::__enter_cpu_poll;
 pub use io_runtime::IoRuntime;
+pub use io_task::spawn_io;
 #[cfg(not(bridge_loom))]
 pub use iter_blocking::{IterBlocking, iter_blocking};
-pub use io_task::spawn_io;
 pub use metrics::IoMetrics;
 #[cfg(not(bridge_loom))]
 pub use metrics::metrics;

@@ -1,8 +1,8 @@
 //! Counts of the `run_blocking` calls by route, and the handoff pool's threads.
 //!
 //! A call counts on the calling thread's shard of bridge-core's `__counters` (a relaxed
-//! load and store on a cache line that thread owns), once, where its plan is made
-//! (`run::Plan::of` and `Plan::on`), or where `RunBlocking` runs it on a runtime of its own.
+//! load and store on a cache line that thread owns), once, where its route is decided
+//! (`run::run`).
 //! A handoff made on a current-thread runtime that waits past the stall threshold counts on
 //! the same shard, once, where its wait passes the threshold (`stall`).
 //! The pool's numbers are read under its lock at snapshot time.
@@ -50,16 +50,14 @@ pub(crate) fn stalled_driver() {
     COUNTERS.add(&SHARD, STALLED_DRIVER, 1);
 }
 
-/// A snapshot of the synchronous side's counters, from [`metrics`].
+/// A snapshot of the I/O side's counters, from `bridge::metrics().io`.
 ///
 /// The call counters count from the start of the process, every public form of the call
 /// alike: [`run_blocking`](crate::run_blocking), [`try_run_blocking`](crate::try_run_blocking),
-/// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout),
-/// [`run_blocking_local`](crate::run_blocking_local), [`RunBlocking`](crate::RunBlocking)'s
-/// `run` and `try_run`, and [`IoRuntime`](crate::IoRuntime)'s methods. A call is counted
-/// once, when it starts, by the [`Route`] that [`route`](crate::route) gives for the calling
-/// context, whatever the call's outcome (a panic, a timeout, [`Lost`](crate::BridgeError::Lost),
-/// [`NotSendOnHandoff`](crate::BridgeError::NotSendOnHandoff)). Each thread counts on a shard
+/// [`try_run_blocking_timeout`](crate::try_run_blocking_timeout). A call is counted once,
+/// when it starts, by the route it takes from the calling
+/// context, whatever the call's outcome (a panic, a timeout, its runtime lost). Each thread
+/// counts on a shard
 /// of its own, which the snapshot sums: a call made on another thread at the moment of the
 /// snapshot may or may not be in it, one that happened-before it always is.
 ///
@@ -77,46 +75,41 @@ pub(crate) fn stalled_driver() {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IoMetrics {
-    /// Calls made in a task of a live multi-thread runtime ([`Route::BlockInPlace`]), whose
+    /// Calls made in a task of a live multi-thread runtime (route `BlockInPlace`), whose
     /// worker leaves the scheduler with `block_in_place` unless the future is ready at its
     /// first poll, and calls nested in a future that the bridge polls on a thread no runtime
-    /// has entered with a multi-thread runtime's handle (a handoff worker, a call given an
-    /// I/O runtime of its own with [`RunBlocking::io`](crate::RunBlocking::io)), which block
-    /// as they are.
+    /// has entered with a multi-thread runtime's handle (a handoff worker), which block as
+    /// they are.
     pub block_in_place: u64,
     /// Calls made on a current-thread runtime, its `LocalSet`s and `spawn_blocking` threads,
     /// on a multi-thread runtime's threads other than its workers (its `block_on` body, a
     /// `LocalSet` there, a `spawn_blocking` thread), or in a thread-local destructor after
-    /// tokio's ([`Route::Handoff`]): the future went to a handoff thread (a
-    /// `run_blocking_local` on a current-thread runtime is refused, and counted here too; one
-    /// on a multi-thread runtime's other threads is polled in place and counted as
-    /// [`block_in_place`](Self::block_in_place)).
+    /// tokio's (route `Handoff`): the future went to a handoff thread.
     pub handoff: u64,
     /// Calls made with no runtime (calls nested in such a call's future too), or on a
-    /// multi-thread runtime that is shutting down ([`Route::Inline`]): the future was polled
-    /// on the calling thread. The runtimes that
-    /// [`RunBlocking`](crate::RunBlocking)'s [`InlineStrategy`](crate::InlineStrategy) builds
-    /// count here too.
+    /// multi-thread runtime that is shutting down (route `Inline`): the future was polled
+    /// on the calling thread.
     pub inline: u64,
     /// Handoff threads alive now, busy or idle (a thread counts from the moment the pool
-    /// decides to start it until it retires after 10 s idle).
+    /// decides to start it until it retires after its keep-alive,
+    /// `bridge::config().handoff_keep_alive`).
     pub handoff_threads_alive: usize,
     /// Handoff threads idle now, waiting for a call.
     pub handoff_threads_idle: usize,
     /// The most handoff threads alive at once since the process started.
     pub handoff_threads_peak: usize,
     /// Handoff calls waiting now for a thread: the pool is at its cap
-    /// ([`set_max_handoff_threads`](crate::set_max_handoff_threads)) and none is idle.
+    /// (`bridge::config().handoff_threads`) and none is idle.
     pub handoff_queued: usize,
     /// Calls made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
     /// `spawn_blocking` thread there) that waited for their handed-off future longer than
-    /// [`stall_warning`](crate::stall_warning), counted once each when the wait passed it
+    /// the stall warning (`bridge::config().stall_warning`), counted once each when the wait passed it
     /// (and logged, feature `tracing`). That runtime runs none of its tasks while such a call
     /// waits: a future that needs one of them never finishes. Each is one of the
     /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
     pub stalled_handoffs: u64,
     /// Calls made with no runtime (the [`inline`](Self::inline) route, with no time limit)
-    /// that waited longer than [`stall_warning`](crate::stall_warning) for their I/O driver
+    /// that waited longer than the stall warning for their I/O driver
     /// while one poll held the driver's thread all along (a task that blocks its thread
     /// inside the driver's runtime), counted once each (and logged, feature `tracing`). The
     /// call waits on; one with a time limit returns `TimedOut` at its limit instead.
@@ -136,26 +129,6 @@ impl IoMetrics {
         self.block_in_place
             .wrapping_add(self.handoff)
             .wrapping_add(self.inline)
-    }
-
-    /// The calls counted for `route`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use bridge_tokio::Route;
-    ///
-    /// let before = bridge_tokio::metrics().calls_by(Route::Handoff);
-    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async { bridge::run_blocking(async { 1 }) });
-    /// assert!(bridge_tokio::metrics().calls_by(Route::Handoff) > before);
-    /// ```
-    pub fn calls_by(&self, route: Route) -> u64 {
-        match route {
-            Route::BlockInPlace => self.block_in_place,
-            Route::Handoff => self.handoff,
-            Route::Inline => self.inline,
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 /// thread, a rayon worker, a task or `block_on` body of any tokio runtime, a `spawn_blocking`
 /// thread, a `LocalSet`, or inside another `run_blocking`.
 ///
-/// The route (see [`Route`]):
+/// The route:
 ///
 /// - in a **multi-thread runtime's task** the future is polled here with that runtime's
 ///   handle, so its I/O stays where it lives; the worker polls it once first and leaves the

@@ -11,8 +11,7 @@
 //!
 //! - **the plain shape**, the full product: every future x every entry point x every
 //!   context. The entry points are the `run_blocking` family (`run_blocking`,
-//!   `try_run_blocking`, `try_run_blocking_timeout` with a 20 s limit,
-//!   `RunBlocking::new().run` and `.try_run`), and, in tables of their own, the crossing entry
+//!   `try_run_blocking`, `try_run_blocking_timeout` with a 20 s limit), and, in tables of their own, the crossing entry
 //!   points: `bridge::spawn_io(work)` taken with `.wait()` and with `.join()`,
 //!   `bridge::cpu::spawn_future(work)` the same, `bridge::iter_blocking(stream::once(work))
 //!   .next()`, and `bridge::stream::on_cpu(stream::once(work), 1)` read through
@@ -167,7 +166,7 @@ fn from_a_thread_local_destructor_at_thread_exit() {
 }
 
 // The crossing entry points (`spawn_io`, `cpu::spawn_future`, `iter_blocking`,
-// `stream::spawn_cpu`) in the plain shape; the other shapes above take them in their turn.
+// `stream::on_cpu`) in the plain shape; the other shapes above take them in their turn.
 
 #[test]
 fn crossing_plain_without_a_runtime() {

@@ -1,7 +1,7 @@
-//! The no-runtime route's drivers (`InlineStrategy::Drive`, the default): tasks a call spawns
-//! keep running between calls, a poll that blocks stalls no other call, sync code in the
-//! future may start a runtime of its own, nested calls, time limits, and many threads
-//! sharing the few drivers at volume, each checked against tokio's own `block_on`.
+//! The no-runtime route's drivers: tasks a call spawns keep running between calls, a poll
+//! that blocks stalls no other call, sync code in the future may start a runtime of its own,
+//! nested calls, time limits, and many threads sharing the few drivers at volume, each
+//! checked against tokio's own `block_on`.
 #![cfg(not(bridge_loom))]
 
 mod common;
@@ -143,7 +143,7 @@ fn nested_calls_drive_too() {
     });
 }
 
-/// A time limit that passes while the call drives: `TimedOut`, the future dropped, and the
+/// A time limit that passes while the call drives: a timeout, the future dropped, and the
 /// thread's next calls work.
 #[test]
 fn a_time_limit_passes_while_driving() {

@@ -1,6 +1,6 @@
 //! A time limit is the caller's own: with a task blocked in a sync call on every one of the
 //! no-runtime route's drivers (a misbehaving background task of some client), a
-//! time-limited call from unrelated sync code returns `TimedOut` at its limit, not when the
+//! time-limited call from unrelated sync code returns a timeout at its limit, not when the
 //! blockers let go. Alone in its test binary: it holds every driver of the process.
 #![cfg(not(bridge_loom))]
 
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// Every driver has a task blocked in a sync call (a misbehaving background task of some
-/// client): a time-limited call from unrelated sync code returns `TimedOut` at its limit,
+/// client): a time-limited call from unrelated sync code returns a timeout at its limit,
 /// not when the blockers let go.
 #[test]
 fn a_time_limit_holds_beside_blocked_tasks_on_every_driver() {

@@ -9,7 +9,7 @@
 
 mod common;
 
-use bridge_tokio::{BridgeError, run_blocking, try_run_blocking_timeout};
+use bridge_tokio::{run_blocking, try_run_blocking_timeout};
 use common::{current_thread, watchdog};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
@@ -64,7 +64,9 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 
 /// Short idle time, and no worker left from an earlier test.
 fn empty_pool() {
-    bridge_tokio::set_handoff_keep_alive(Duration::from_millis(50));
+    bridge_core::configure()
+        .handoff_keep_alive(Duration::from_millis(50))
+        .apply();
     wait_until("the earlier workers to retire", || workers() == 0);
     wait_until("their threads to end", || handoff_threads() == 0);
 }
@@ -85,7 +87,7 @@ fn two_thousand_callers_share_eight_threads() {
     const CAP: usize = 8;
     let _serial = serial();
     empty_pool();
-    bridge_tokio::set_max_handoff_threads(CAP);
+    bridge_core::configure().handoff_threads(CAP).apply();
 
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -128,7 +130,7 @@ fn two_thousand_callers_share_eight_threads() {
     );
     // The cap was reached: calls queued.
     assert!(peak_queued > 0, "no call ever queued");
-    bridge_tokio::set_max_handoff_threads(512);
+    bridge_core::configure().handoff_threads(512).apply();
 }
 
 /// With the cap at 1, a handed-off future builds a current-thread runtime on the handoff
@@ -138,7 +140,7 @@ fn two_thousand_callers_share_eight_threads() {
 fn nested_handoff_does_not_wait_for_the_pool() {
     let _serial = serial();
     empty_pool();
-    bridge_tokio::set_max_handoff_threads(1);
+    bridge_core::configure().handoff_threads(1).apply();
     let (value, workers_inside) = watchdog(60, || {
         hand_off(async {
             // On the handoff thread: leave the I/O runtime's context to start a runtime.
@@ -154,7 +156,7 @@ fn nested_handoff_does_not_wait_for_the_pool() {
     });
     assert_eq!(value, 5);
     assert_eq!(workers_inside, 2, "the inner call runs on a second thread");
-    bridge_tokio::set_max_handoff_threads(512);
+    bridge_core::configure().handoff_threads(512).apply();
 }
 
 /// With the cap at 1 and its thread held by a first call, the next calls queue and then run
@@ -164,7 +166,7 @@ fn queued_calls_run_in_fifo_order() {
     const QUEUED: usize = 8;
     let _serial = serial();
     empty_pool();
-    bridge_tokio::set_max_handoff_threads(1);
+    bridge_core::configure().handoff_threads(1).apply();
     let order = Arc::new(Mutex::new(Vec::new()));
     let (release, gate) = mpsc::channel::<()>();
 
@@ -195,7 +197,7 @@ fn queued_calls_run_in_fifo_order() {
         caller.join().expect("the caller");
     }
     assert_eq!(*order.lock().unwrap(), (0..=QUEUED).collect::<Vec<_>>());
-    bridge_tokio::set_max_handoff_threads(512);
+    bridge_core::configure().handoff_threads(512).apply();
 }
 
 /// A worker retires once idle for the idle time: the pool's count and the kernel's list of
@@ -216,14 +218,14 @@ struct Cap;
 
 impl Cap {
     fn set(max: usize) -> Cap {
-        bridge_tokio::set_max_handoff_threads(max);
+        bridge_core::configure().handoff_threads(max).apply();
         Cap
     }
 }
 
 impl Drop for Cap {
     fn drop(&mut self) {
-        bridge_tokio::set_max_handoff_threads(512);
+        bridge_core::configure().handoff_threads(512).apply();
     }
 }
 
@@ -237,7 +239,7 @@ impl Drop for DropMark<'_> {
 }
 
 /// With the cap at 1 and its thread held by a first call, a second call with a 50 ms timeout
-/// queues, and returns `TimedOut` while the first call still holds the thread: its job leaves
+/// queues, and returns a timeout while the first call still holds the thread: its job leaves
 /// the queue, and its future is dropped unpolled before the call returns. The pool then runs
 /// calls as before, with nothing left queued. The order of events shows it, not the clock:
 /// the first call is released only once the second returned, or after a 10 s liveness limit
@@ -300,8 +302,8 @@ fn a_queued_call_returns_at_its_deadline() {
         "the queued call waited for the thread instead of its deadline"
     );
     assert!(
-        matches!(got, Err(BridgeError::TimedOut(_))),
-        "expected TimedOut, got {got:?}"
+        got.as_ref().is_err_and(|e| e.is_timeout()),
+        "expected a timeout, got {got:?}"
     );
     assert!(!polled, "the queued future was polled");
     assert!(

@@ -1,4 +1,4 @@
-//! `spawn_io` and `IoRuntime::spawn`: every entry point of `IoTask` (`wait`, `join`,
+//! `spawn_io` and `IoRuntime::spawn`: every entry point of their `Task` (`wait`, `join`,
 //! `.await`, `catch_unwind`, `wait_timeout`, `wait_deadline`, `try_get`) in every context, panics,
 //! cancellation on drop, hard deadlines, `Lost` after a shutdown, and volume.
 
@@ -6,7 +6,8 @@
 
 mod common;
 
-use bridge_tokio::{BridgeError, IoRuntime, IoTask, spawn_io};
+use bridge_core::Task;
+use bridge_tokio::{IoRuntime, spawn_io};
 use common::{current_thread, multi_thread, watchdog, work};
 use futures::future::FusedFuture;
 use std::cell::RefCell;
@@ -61,7 +62,7 @@ async fn async_entry_points(base: u64) {
 }
 
 /// `try_get` until it gives the value; fails the test after [`LIMIT`].
-fn try_get_within<T>(task: &mut IoTask<T>) -> T {
+fn try_get_within<T>(task: &mut Task<T>) -> T {
     let deadline = Instant::now() + LIMIT;
     loop {
         if let Some(value) = task.try_get() {
@@ -362,7 +363,11 @@ fn a_panic_resumes_in_wait_and_await_and_is_a_panicked_error_in_join() {
 
         let result = rt.block_on(spawn_io(async { panic!("caught") }).catch_unwind());
         match result {
-            Err(BridgeError::Panicked(panic)) => assert_eq!(panic.message(), Some("caught")),
+            Err(err) if err.is_panic() => {
+                assert_eq!(err.to_string(), "the work panicked: caught");
+                let payload = err.into_panic();
+                assert_eq!(panic_message(&*payload).as_deref(), Some("caught"));
+            }
             other => panic!("{other:?}"),
         }
     });
@@ -571,7 +576,7 @@ fn lost_when_the_io_runtime_shuts_down_first() {
     watchdog(30, || {
         let (drops, threads) = counters();
         let io = IoRuntime::new(1).unwrap();
-        let mut tasks: Vec<IoTask<()>> = (0..4)
+        let mut tasks: Vec<Task<()>> = (0..4)
             .map(|_| {
                 let counted = Counted::new(&drops, &threads);
                 io.spawn(async move {
@@ -586,9 +591,10 @@ fn lost_when_the_io_runtime_shuts_down_first() {
 
         let err = tasks.pop().unwrap().join().unwrap_err();
         assert!(err.is_lost(), "{err:?}");
-        assert_eq!(
-            err.to_string(),
-            "the runtime driving the future shut down before it finished"
+        assert!(
+            err.to_string()
+                .starts_with("what ran the work was lost before it finished"),
+            "{err}"
         );
         let payload =
             panic::catch_unwind(AssertUnwindSafe(|| tasks.pop().unwrap().wait())).unwrap_err();
@@ -597,7 +603,7 @@ fn lost_when_the_io_runtime_shuts_down_first() {
         assert!(task.is_finished());
         assert!(panic::catch_unwind(AssertUnwindSafe(|| task.try_get())).is_err());
         let awaited = current_thread().block_on(tasks.pop().unwrap().catch_unwind());
-        assert!(matches!(awaited, Err(BridgeError::Lost)));
+        assert!(awaited.is_err_and(|e| e.is_lost()));
 
         // A runtime already shut down takes no task: the future is dropped unpolled.
         let late = IoRuntime::from_handle(late);
@@ -614,7 +620,7 @@ fn lost_when_the_io_runtime_shuts_down_first() {
 /// a random order).
 #[test]
 fn a_wait_in_a_drop_during_its_runtimes_shutdown_reports_lost() {
-    struct JoinsOnDrop(Option<IoTask<()>>, mpsc::Sender<bool>);
+    struct JoinsOnDrop(Option<Task<()>>, mpsc::Sender<bool>);
     impl Drop for JoinsOnDrop {
         fn drop(&mut self) {
             if let Some(task) = self.0.take() {
@@ -625,7 +631,7 @@ fn a_wait_in_a_drop_during_its_runtimes_shutdown_reports_lost() {
     watchdog(30, || {
         for _ in 0..16 {
             let io = IoRuntime::new(1).unwrap();
-            let (task_tx, task_rx) = tokio::sync::oneshot::channel::<IoTask<()>>();
+            let (task_tx, task_rx) = tokio::sync::oneshot::channel::<Task<()>>();
             let (ready_tx, ready_rx) = mpsc::channel();
             let (lost_tx, lost_rx) = mpsc::channel();
             let holder = io.spawn(async move {
@@ -697,7 +703,7 @@ fn a_thousand_tasks_waited_from_rayon_workers() {
                 .map(|i| spawn_io(timers_and_channels(i)))
                 .collect::<Vec<_>>()
                 .into_par_iter()
-                .map(IoTask::wait)
+                .map(Task::wait)
                 .collect()
         });
         assert_eq!(sums, (0..1000).map(expected).collect::<Vec<_>>());
@@ -748,7 +754,7 @@ fn io_task_is_send_sync_unwind_safe_and_debug() {
     let task = spawn_io(async { std::cell::Cell::new(1) });
     check(&task);
     let debug = format!("{task:?}");
-    assert!(debug.starts_with("IoTask"), "{debug}");
+    assert!(debug.starts_with("Task"), "{debug}");
     assert_eq!(task.wait().get(), 1);
 }
 

@@ -13,7 +13,7 @@
 //! counter.
 #![cfg(bridge_loom)]
 
-use bridge_tokio::{__LoomPool, __loom_fail_spawns, __loom_handoff, BridgeError};
+use bridge_tokio::{__LoomPool, __loom_fail_spawns, __loom_handoff};
 use loom::alloc::Track;
 use loom::thread;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ fn job_completes_while_the_caller_waits() {
 }
 
 /// The caller's deadline races the job's completion: the caller asks the worker to stop
-/// and waits for it, then gets the output (it came anyway) or `TimedOut` (the future was
+/// and waits for it, then gets the output (it came anyway) or a timeout (the future was
 /// dropped unfinished). The future borrows from the caller's stack; the caller marks the
 /// borrow dead right after the call, and the future checks it on each poll and in its drop.
 /// The output is dropped exactly once either way.
@@ -92,7 +92,7 @@ fn caller_timeout_vs_completion() {
         };
         match __loom_handoff(future, Some(Instant::now()), worker(true)) {
             Ok(output) => drop(output),
-            Err(BridgeError::TimedOut(_)) => {}
+            Err(err) if err.is_timeout() => {}
             Err(other) => panic!("unexpected {other:?}"),
         }
         alive.store(false, SeqCst);
@@ -104,13 +104,13 @@ fn caller_timeout_vs_completion() {
 /// not unwind.
 ///
 /// Catches: a job that lets the panic escape (the worker thread dies: loom reports its
-/// panic, and the caller would see `Lost` instead of the payload).
+/// panic, and the caller would see a lost error instead of the payload).
 #[test]
 fn worker_panic_reaches_the_caller() {
     loom::model(|| {
         match __loom_handoff(async { std::panic::panic_any(3u8) }, None, worker(true)) {
-            Err(BridgeError::Panicked(panic)) => {
-                assert_eq!(panic.into_payload().downcast_ref::<u8>(), Some(&3));
+            Err(err) if err.is_panic() => {
+                assert_eq!(err.into_panic().downcast_ref::<u8>(), Some(&3));
             }
             other => panic!("expected the panic, got {:?}", other.map(|_| ())),
         }
@@ -118,8 +118,8 @@ fn worker_panic_reaches_the_caller() {
 }
 
 /// The pool drops the job unrun (no worker thread could be started), racing the caller's
-/// wait: the caller learns `Unavailable` instead of waiting forever, and the future's
-/// captures are dropped (before the call returns).
+/// wait: the caller learns that no worker could start (an unavailable error) instead of
+/// waiting forever, and the future's captures are dropped (before the call returns).
 ///
 /// Catches: a job whose drop does not close the channel (the caller blocks forever: loom
 /// reports the deadlock); a future's captures leaked when the job is dropped.
@@ -130,10 +130,19 @@ fn a_job_dropped_unrun_is_unavailable() {
         let future = async move {
             let _keep = captured;
         };
-        assert!(matches!(
-            __loom_handoff(future, None, worker(false)),
-            Err(BridgeError::Unavailable(_))
-        ));
+        let err = __loom_handoff(future, None, worker(false))
+            .map(drop)
+            .expect_err("the job was dropped unrun");
+        assert!(
+            !err.is_panic() && !err.is_timeout() && !err.is_lost(),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("the bridge could not start a thread or runtime"),
+            "{err}"
+        );
+        assert!(std::error::Error::source(&err).is_some(), "{err:?}");
     });
 }
 
@@ -355,7 +364,7 @@ impl Drop for Borrows<'_> {
 /// job queued; a handoff through the pool with a deadline already passed queues behind it.
 /// At the deadline the caller takes its own job back out of the queue
 /// (`pool.cancel.removed_queued`), and drops it on its own thread, unpolled, outside the
-/// pool's lock and while what the future borrows is alive, and returns `TimedOut`. The
+/// pool's lock and while what the future borrows is alive, and returns a timeout. The
 /// future's drop reads the pool's stats: the first job running, the second still queued. The
 /// gate opens only after the call returned; the second job then runs.
 ///
@@ -410,8 +419,8 @@ fn a_queued_call_leaves_the_queue_at_its_deadline() {
             polled.store(true, SeqCst);
         };
         match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
-            Err(BridgeError::TimedOut(_)) => {}
-            other => panic!("expected TimedOut, got {other:?}"),
+            Err(err) if err.is_timeout() => {}
+            other => panic!("expected a timeout, got {other:?}"),
         }
         alive.store(false, SeqCst);
         assert!(!polled.load(SeqCst), "the queued future was polled");
@@ -466,7 +475,7 @@ fn a_deadline_vs_a_worker_taking_the_queued_job() {
         };
         match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
             Ok(output) => drop(output),
-            Err(BridgeError::TimedOut(_)) => {}
+            Err(err) if err.is_timeout() => {}
             Err(other) => panic!("unexpected {other:?}"),
         }
         alive.store(false, SeqCst);

@@ -30,7 +30,7 @@
 
 mod common;
 
-use bridge_tokio::{BridgeError, Route, route, run_blocking};
+use bridge_tokio::{Route, route, run_blocking};
 use bytes::Bytes;
 use common::{current_thread, multi_thread, watchdog};
 use http_body_util::Full;
@@ -614,7 +614,7 @@ fn a_connection_whose_driver_sits_on_an_idle_runtime_hangs() {
         outcome
     });
     assert!(
-        matches!(outcome, Err(BridgeError::TimedOut(_))),
+        outcome.as_ref().is_err_and(|e| e.is_timeout()),
         "expected the reuse to hang: {outcome:?}"
     );
     assert_eq!(server.stats.connections(), 1);
@@ -774,8 +774,8 @@ fn run_blocking_in_a_thread_local_destructor_after_tokio_s_context_is_gone() {
 /// runtime, and a request in flight on such a pooled connection fails if that runtime is
 /// dropped meanwhile (hyper's `DispatchGone`): the driver goes with its runtime. That is the
 /// documented trade of driving a future where it runs; the remedy for clients shared beyond
-/// one runtime's life is `IoRuntime::run_blocking`, which always drives the future (and so
-/// spawns the drivers) on the I/O runtime. This test pins the remedy: the same race, with
+/// one runtime's life is `spawn_io(future).wait()` (`IoRuntime::spawn`), which always drives
+/// the future (and so spawns the drivers) on the I/O runtime. This test pins the remedy: the same race, with
 /// the first call made through the I/O runtime, leaves the request in flight unharmed.
 #[test]
 fn a_client_driven_through_the_io_runtime_outlives_the_callers_runtime() {
@@ -790,10 +790,12 @@ fn a_client_driven_through_the_io_runtime_outlives_the_callers_runtime() {
         rt.block_on(async {
             tokio::spawn(async move {
                 assert_eq!(route(), Route::BlockInPlace);
-                let len = bridge_tokio::IoRuntime::global().run_blocking(async move {
-                    let response = first_client.get(url).send().await?;
-                    response.bytes().await.map(|body| body.len())
-                });
+                let len = bridge_tokio::IoRuntime::global()
+                    .spawn(async move {
+                        let response = first_client.get(url).send().await?;
+                        response.bytes().await.map(|body| body.len())
+                    })
+                    .wait();
                 assert_eq!(len.expect("the first request"), OBJECT_LEN);
             })
             .await

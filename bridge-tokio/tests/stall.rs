@@ -107,7 +107,6 @@ fn sync_client(addr: SocketAddr) -> Result<std::io::Result<[u8; 4]>, Error> {
 /// remedy.
 fn assert_names_the_stall(err: &Error) {
     assert!(err.is_timeout(), "not a timeout: {err:?}");
-    assert!(!err.is_panic() && !err.is_lost(), "{err:?}");
     let message = err.to_string();
     for part in [
         "the deadline passed",

@@ -201,7 +201,12 @@ impl World {
                     } else {
                         s.task.join()
                     };
-                    check_outcome(index, panics, outcome.map_err(bridge_core::Error::into_panic), step);
+                    check_outcome(
+                        index,
+                        panics,
+                        outcome.map_err(bridge_core::Error::into_panic),
+                        step,
+                    );
                 }
             }
             4 | 5 => {

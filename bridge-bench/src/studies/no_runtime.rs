@@ -594,7 +594,10 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
              drivers too. {} CPUs.",
             caller_text(spec.caller),
             workload_text(workload),
-            bridge::rt::IoRuntime::global().handle().metrics().num_workers(),
+            bridge::rt::IoRuntime::global()
+                .handle()
+                .metrics()
+                .num_workers(),
             std::thread::available_parallelism().map_or(0, usize::from),
         ),
         goals: vec![goal(workload)],

@@ -213,7 +213,10 @@ fn shared_frame(shared: &Runtime) -> String {
          current-thread runtime has enable_all; thread-local rt.block_on keeps one per thread \
          in a thread_local!, rt per call builds one per call and drops it at the end of it.",
         shared.metrics().num_workers(),
-        bridge::rt::IoRuntime::global().handle().metrics().num_workers(),
+        bridge::rt::IoRuntime::global()
+            .handle()
+            .metrics()
+            .num_workers(),
     )
 }
 
@@ -723,7 +726,10 @@ fn current_thread_task(
          first poll (async move {{ i }}, i through black_box), its output through black_box; \
          bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned worker \
          (one thread for both of its variants) ran one job first.",
-        bridge::rt::IoRuntime::global().handle().metrics().num_workers()
+        bridge::rt::IoRuntime::global()
+            .handle()
+            .metrics()
+            .num_workers()
     );
     let fixed = match load {
         None => fixed,

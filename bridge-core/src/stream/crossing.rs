@@ -11,11 +11,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// The message of the panic (or the `Err` payload of [`CatchUnwind`]) when the producer was
-/// dropped before its stream ended.
-
 /// A stream driven on another side of the process, as the functions of
-/// `bridge::stream` return it (`spawn_io`, `spawn_cpu`): it yields the producer's items
+/// `bridge::stream` return it (`on_io`, `on_cpu`): it yields the producer's items
 /// in their order, at most `bound` of them made ahead of this consumer.
 ///
 /// - It works on any executor (tokio of either flavor, `futures::executor`,
@@ -63,12 +60,12 @@ impl<T> Crossing<T> {
         }
     }
 
-    /// The same stream with the producer's panic as its last item, an `Err` with the panic's
-    /// payload (as `std::panic::catch_unwind` gives it), instead of a panic in this poll.
+    /// The same stream with the producer's panic as its last item, an `Err` with the
+    /// [`Error`](crate::Error) that carries it, instead of a panic in this poll.
     ///
     /// The items are `Ok`; after an `Err` the stream ends. A producer that was dropped
-    /// before its stream ended (its executor shut down) gives an `Err` whose payload is a
-    /// `String` that says so.
+    /// before its stream ended (its executor shut down) gives an `Err` that
+    /// [`is_lost`](crate::Error::is_lost); the plain crossing panics with its message.
     ///
     /// # Examples
     ///

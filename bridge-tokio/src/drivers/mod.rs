@@ -1,4 +1,4 @@
-//! The no-runtime route's I/O drivers ([`InlineStrategy::Drive`](crate::InlineStrategy)):
+//! The no-runtime route's I/O drivers:
 //! current-thread runtimes, one per CPU, that the calls with no runtime drive themselves
 //! while they wait, each with a backstop thread that drives it when no call has for a grace.
 //!
@@ -26,9 +26,9 @@
 
 mod gate;
 
+use crate::shutdown::classify;
 use bridge_core::Error;
 use gate::{Flag, Gate, Take};
-use crate::shutdown::classify;
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -195,11 +195,7 @@ impl Driver {
     /// Runs `future` to completion (or until `deadline`, then [`Error::TimedOut`])
     /// on this thread, driving this driver's runtime between polls when it is this call's
     /// turn, and waiting on its own flag otherwise.
-    fn run<F: Future>(
-        &self,
-        future: F,
-        deadline: Option<Instant>,
-    ) -> Result<F::Output, Error> {
+    fn run<F: Future>(&self, future: F, deadline: Option<Instant>) -> Result<F::Output, Error> {
         let lease = Lease::take();
         let (flag, waker) = lease.parts();
         // Out of the line (and the turn handed on) however the call ends.

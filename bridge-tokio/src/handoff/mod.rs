@@ -12,11 +12,11 @@
 pub(crate) mod pool;
 mod stall;
 
-use bridge_core::Error;
-use pool::Pool;
 use crate::sync::Arc;
 use bridge_core::__scoped::{Job, run_elsewhere};
+use bridge_core::Error;
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
+use pool::Pool;
 use std::any::Any;
 use std::cell::Cell;
 use std::future::{Future, poll_fn};

@@ -14,8 +14,8 @@
 //! calling thread (which is still inside the call, so still in its runtime's context): a call
 //! that finishes in time pays one clock read and one relaxed load, nothing of tokio.
 
-use bridge_core::Error;
 use bridge_core::__scoped::Pending;
+use bridge_core::Error;
 use bridge_core::oneshot::RecvTimeoutError;
 #[cfg(not(bridge_loom))]
 use std::time::Duration;

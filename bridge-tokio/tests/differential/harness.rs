@@ -2,7 +2,6 @@
 //! process; the references; the table.
 
 use crate::corpus::{CORPUS, Work, seed_of};
-use bridge_tokio::RunBlocking;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -125,8 +124,6 @@ pub enum EntryPoint {
     RunBlocking,
     TryRunBlocking,
     TryRunBlockingTimeout,
-    BuilderRun,
-    BuilderTryRun,
     /// `bridge::spawn_io(work).wait()`.
     SpawnIoWait,
     /// `bridge::spawn_io(work).join()`.
@@ -144,21 +141,17 @@ pub enum EntryPoint {
 
 impl EntryPoint {
     /// The `run_blocking` family.
-    pub const RUN_BLOCKING: [EntryPoint; 5] = [
+    pub const RUN_BLOCKING: [EntryPoint; 3] = [
         EntryPoint::RunBlocking,
         EntryPoint::TryRunBlocking,
         EntryPoint::TryRunBlockingTimeout,
-        EntryPoint::BuilderRun,
-        EntryPoint::BuilderTryRun,
     ];
 
     /// Both families, the list that the shapes other than the plain one rotate over.
-    pub const ALL: [EntryPoint; 11] = [
+    pub const ALL: [EntryPoint; 9] = [
         EntryPoint::RunBlocking,
         EntryPoint::TryRunBlocking,
         EntryPoint::TryRunBlockingTimeout,
-        EntryPoint::BuilderRun,
-        EntryPoint::BuilderTryRun,
         EntryPoint::SpawnIoWait,
         EntryPoint::SpawnIoJoin,
         EntryPoint::SpawnFutureWait,
@@ -182,14 +175,12 @@ impl EntryPoint {
             EntryPoint::RunBlocking => "run_blocking",
             EntryPoint::TryRunBlocking => "try_run_blocking",
             EntryPoint::TryRunBlockingTimeout => "try_run_blocking_timeout",
-            EntryPoint::BuilderRun => "RunBlocking::run",
-            EntryPoint::BuilderTryRun => "RunBlocking::try_run",
             EntryPoint::SpawnIoWait => "spawn_io.wait",
             EntryPoint::SpawnIoJoin => "spawn_io.join",
             EntryPoint::SpawnFutureWait => "cpu::spawn_future.wait",
             EntryPoint::SpawnFutureJoin => "cpu::spawn_future.join",
             EntryPoint::IterBlocking => "iter_blocking(once).next",
-            EntryPoint::SpawnCpuStream => "stream::spawn_cpu(once, 1).next",
+            EntryPoint::SpawnCpuStream => "stream::on_cpu(once, 1).next",
         }
     }
 
@@ -337,8 +328,6 @@ pub fn call(entry: EntryPoint, work: Work) -> Outcome {
         EntryPoint::TryRunBlockingTimeout => {
             bridge_outcome(bridge_tokio::try_run_blocking_timeout(work, CALL_LIMIT))
         }
-        EntryPoint::BuilderRun => Outcome::Value(RunBlocking::new().run(work)),
-        EntryPoint::BuilderTryRun => bridge_outcome(RunBlocking::new().try_run(work)),
         EntryPoint::SpawnIoWait => Outcome::Value(bridge::spawn_io(work).wait()),
         EntryPoint::SpawnIoJoin => bridge_outcome(bridge::spawn_io(work).join()),
         EntryPoint::SpawnFutureWait => Outcome::Value(bridge::cpu::spawn_future(work).wait()),
@@ -354,7 +343,7 @@ pub fn call(entry: EntryPoint, work: Work) -> Outcome {
     result.unwrap_or_else(|payload| panic_outcome(&*payload))
 }
 
-/// The `run_blocking` family's typed result (and `IoTask::join`'s): the panic as a panic,
+/// The `run_blocking` family's typed result (and `spawn_io`'s `Task::join`): the panic as a panic,
 /// any other error (a lost runtime, a deadline) as an error.
 fn bridge_outcome(result: Result<u64, bridge_core::Error>) -> Outcome {
     match result {
