@@ -48,8 +48,7 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
 }
 
 /// [`block_on`] with a deadline: `None` if it passes first, the future then dropped here.
-/// For the bridge crates (a time limit on a future that borrows from the caller); not part
-/// of the API.
+/// Used by bridge-tokio (a time limit on a future that borrows from the caller).
 ///
 /// # Examples
 ///

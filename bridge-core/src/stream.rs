@@ -33,7 +33,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 /// The side a crossing's pump runs on, which decides whether it yields after long items.
-/// Not part of the API.
+/// Used by bridge-rayon and bridge-tokio.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum __Side {
@@ -46,8 +46,8 @@ pub enum __Side {
 
 /// Builds a crossing over `stream` without starting its producer: the pump (the future that
 /// polls `stream` into the buffer, for `side`) and the consumer's half, which becomes a
-/// [`Crossing`] once the pump has been given to that side. For the family's `on_io` and
-/// `on_cpu`, and the fuzz body, which polls the pump itself. Not part of the API.
+/// [`Crossing`] once the pump has been given to that side. Used by bridge-rayon
+/// (`on_cpu`), bridge-tokio (`on_io`) and the fuzz body, which polls the pump itself.
 #[doc(hidden)]
 pub fn __start<S>(
     stream: S,
@@ -69,7 +69,7 @@ where
 }
 
 /// The consumer's half of a crossing whose pump has not been given to a side yet (see
-/// [`__start`]). Not part of the API.
+/// [`__start`]). Used by bridge-rayon and bridge-tokio.
 #[doc(hidden)]
 pub struct __Unstarted<T> {
     buffer: Arc<Buffer<T>>,

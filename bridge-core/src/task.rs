@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker, ready};
 use std::time::{Duration, Instant};
 
-/// What a task's work sends: its value, or its panic's payload.
+/// What a task's work sends: its value, or its panic's payload. Used by bridge-rayon and
+/// bridge-tokio.
 #[doc(hidden)]
 pub type __Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 

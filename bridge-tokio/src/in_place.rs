@@ -60,11 +60,11 @@ impl Drop for MarkFree {
 }
 
 /// Enters `handle` (the I/O runtime's) around a poll that the bridge's CPU side makes on a
-/// thread of its own pool (the facade's `bridge::cpu::spawn_future`): where a call made here
+/// thread of its own pool (`bridge::cpu::spawn_future`): where a call made here
 /// would have stayed on this thread (no runtime entered, or only one of the bridge's own
 /// poll loops), the thread is marked as a free loop's, so that a call nested in
 /// the poll still stays on this thread (where a waiter runs the CPU work it waits for)
-/// instead of going to a handoff worker. Used by the facade; not part of the API.
+/// instead of going to a handoff worker. Used by bridge-rayon (its future tasks' polls).
 #[doc(hidden)]
 #[must_use = "the handle is entered until the guard is dropped"]
 pub fn __enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
