@@ -19,9 +19,9 @@
 //! be had here (see `run.rs`), and a free loop mark (`MarkFree`) marks the loops that run on a thread no
 //! runtime has entered, so that a call nested in them may stay on this thread.
 
+use crate::context::{Ambient, MarkFree, ambient};
 use crate::shutdown;
 use bridge_core::Error;
-use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
@@ -29,35 +29,6 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::task::unconstrained;
-
-thread_local! {
-    /// Whether a free loop is running on this thread. Without a destructor, so
-    /// readable in thread-local destructors.
-    static FREE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether this thread runs a free poll loop ([`poll_free`]) further up its stack, so that no
-/// runtime has entered it but the loop's handle (unless sync code in the future started a
-/// multi-thread runtime of its own and calls from its `block_on` body: the nested loop then
-/// clears the budget all the same, [`poll_any`]).
-pub(crate) fn in_free_loop() -> bool {
-    FREE.try_with(Cell::get).unwrap_or(false)
-}
-
-/// Marks this thread as running a free loop until dropped (a panic included).
-struct MarkFree(bool);
-
-impl MarkFree {
-    fn new() -> Self {
-        Self(FREE.try_with(|free| free.replace(true)).unwrap_or(true))
-    }
-}
-
-impl Drop for MarkFree {
-    fn drop(&mut self) {
-        let _ = FREE.try_with(|free| free.set(self.0));
-    }
-}
 
 /// Enters `handle` (the I/O runtime's) around a poll that the bridge's CPU side makes on a
 /// thread of its own pool (`bridge::cpu::spawn_future`): where a call made here
@@ -68,11 +39,7 @@ impl Drop for MarkFree {
 #[doc(hidden)]
 #[must_use = "the handle is entered until the guard is dropped"]
 pub fn __enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
-    let free = matches!(
-        crate::run::ambient(),
-        crate::run::Ambient::None | crate::run::Ambient::MultiThread(_)
-    )
-    .then(MarkFree::new);
+    let free = matches!(ambient(), Ambient::None | Ambient::MultiThread(_)).then(MarkFree::new);
     (free, handle.enter())
 }
 

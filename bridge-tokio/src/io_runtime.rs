@@ -1,4 +1,4 @@
-//! `IoRuntime`: the process's shared multi-thread runtime for I/O.
+//! `IoRuntime`, the process's shared multi-thread runtime for I/O, and `spawn_io`.
 
 use bridge_core::Task;
 use std::fmt;
@@ -156,6 +156,50 @@ impl IoRuntime {
     {
         crate::io_task::spawn_on(&self.handle, future)
     }
+}
+
+/// Runs `future` as a task of the shared I/O runtime ([`IoRuntime::global`]) and returns
+/// the handle on it, from any context: a plain thread, a rayon job, a task or `block_on`
+/// body of either tokio flavour, a `LocalSet`, a `spawn_blocking` thread, a thread-local
+/// destructor.
+///
+/// The future runs on the I/O runtime's workers, whatever the caller's context: the caller
+/// goes on at once, and takes the output when it wants it, in the convention that suits it
+/// (`.await`, a blocking `wait`, a sync `try_get`; see [`Task`]). A panic of the future is caught on the runtime and comes back to whoever
+/// takes the output. Dropping the [`Task`] cancels the future; `detach` lets it run.
+///
+/// With the feature `tracing`, the span current here is current in every poll of the future
+/// and at its drop.
+///
+/// # Panics
+///
+/// If the shared I/O runtime cannot be built on first use (its threads cannot be started),
+/// as [`IoRuntime::global`] does. The future's own panic does not escape here: it goes to
+/// the [`Task`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// // From synchronous code: the future runs on the I/O runtime, this thread waits.
+/// let n = bridge::spawn_io(async {
+///     tokio::time::sleep(Duration::from_millis(1)).await;
+///     6 * 7
+/// })
+/// .wait();
+/// assert_eq!(n, 42);
+///
+/// // From a current-thread runtime: awaited there, run on the I/O runtime's workers.
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// assert_eq!(rt.block_on(bridge::spawn_io(async { 7 })), 7);
+/// ```
+pub fn spawn_io<F>(future: F) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    IoRuntime::global().spawn(future)
 }
 
 impl fmt::Debug for IoRuntime {

@@ -1,8 +1,6 @@
-//! [`spawn_io`]: a future run as a task of an I/O runtime, handed back as the family's
-//! [`Task`].
+//! A future run as a task of an I/O runtime, handed back as the family's [`Task`].
 
-use crate::io_runtime::IoRuntime;
-use crate::run::{Ambient, ambient};
+use crate::context::{Ambient, ambient};
 use crate::shutdown;
 use bridge_core::oneshot::{self, Sender};
 use bridge_core::{__Outcome, __Work, __contain as contain, Error, Task};
@@ -15,51 +13,7 @@ use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 
-/// Runs `future` as a task of the shared I/O runtime ([`IoRuntime::global`]) and returns
-/// the handle on it, from any context: a plain thread, a rayon job, a task or `block_on`
-/// body of either tokio flavour, a `LocalSet`, a `spawn_blocking` thread, a thread-local
-/// destructor.
-///
-/// The future runs on the I/O runtime's workers, whatever the caller's context: the caller
-/// goes on at once, and takes the output when it wants it, in the convention that suits it
-/// (`.await`, a blocking `wait`, a sync `try_get`; see [`Task`]). A panic of the future is caught on the runtime and comes back to whoever
-/// takes the output. Dropping the [`Task`] cancels the future; `detach` lets it run.
-///
-/// With the feature `tracing`, the span current here is current in every poll of the future
-/// and at its drop.
-///
-/// # Panics
-///
-/// If the shared I/O runtime cannot be built on first use (its threads cannot be started),
-/// as [`IoRuntime::global`] does. The future's own panic does not escape here: it goes to
-/// the [`Task`].
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-///
-/// // From synchronous code: the future runs on the I/O runtime, this thread waits.
-/// let n = bridge::spawn_io(async {
-///     tokio::time::sleep(Duration::from_millis(1)).await;
-///     6 * 7
-/// })
-/// .wait();
-/// assert_eq!(n, 42);
-///
-/// // From a current-thread runtime: awaited there, run on the I/O runtime's workers.
-/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// assert_eq!(rt.block_on(bridge::spawn_io(async { 7 })), 7);
-/// ```
-pub fn spawn_io<F>(future: F) -> Task<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    IoRuntime::global().spawn(future)
-}
-
-/// [`spawn_io`] on the runtime of `handle`: the body of [`IoRuntime::spawn`].
+/// A future run as a task of the runtime of `handle`: the body of `IoRuntime::spawn`.
 pub(crate) fn spawn_on<F>(handle: &Handle, future: F) -> Task<F::Output>
 where
     F: Future + Send + 'static,

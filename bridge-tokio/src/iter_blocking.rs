@@ -117,7 +117,7 @@ where
         // Done until this item is known not to be the end: a panic leaves it done.
         self.done = true;
         let stream = &mut self.stream;
-        let next = crate::try_run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)))?;
+        let next = crate::run::try_run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)))?;
         self.done = next.is_none();
         Ok(next)
     }
@@ -153,7 +153,7 @@ where
         }
         self.done = true;
         let stream = &mut self.stream;
-        let next = crate::run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)));
+        let next = crate::run::run_blocking(poll_fn(|cx| stream.as_mut().poll_next(cx)));
         self.done = next.is_none();
         next
     }

@@ -29,11 +29,21 @@
 //!   [Metrics](#metrics)). The handoff pool's cap and keep-alive and the stall warning are
 //!   settings of `bridge::configure()`.
 //!
-//! The crate's modules are layers: `run` decides each call's route and runs it through
-//! `in_place` (polled on this thread), `handoff` (the pool of threads a call hands its
-//! future to) or `drivers` (the runtimes that calls with no runtime drive); `io_runtime`,
-//! `io_task` and `stream` run futures and streams on the I/O runtime; `shutdown`, `metrics`,
-//! `trace` and `sync` serve them all. This file only declares and re-exports.
+//! The crate's modules are layers, each importing only from those below it:
+//!
+//! 1. `sync`, `trace`, `shutdown`: loom shims, logging, runtime shutdown detection;
+//! 2. `context`: the calling thread's runtime, the bridge's marks on its threads, and the
+//!    route a call made here takes;
+//! 3. `handoff/pool.rs`, the pool of threads a call hands its future to; then `metrics`
+//!    (its snapshot reads the pool); then `handoff` proper (the protocol and its stall
+//!    warning, which counts in `metrics`);
+//! 4. `in_place` (polled on this thread), `io_task` (the I/O side's `Task`);
+//! 5. `io_runtime` (the shared runtime and `spawn_io`), then `drivers` (the runtimes that
+//!    calls with no runtime drive, which build the shared runtime first);
+//! 6. `run`: the entry points, which run each call by its route;
+//! 7. `iter_blocking`, `stream`.
+//!
+//! This file only declares and re-exports.
 //!
 //! The bridge never drops a runtime inside an async context and never blocks the only
 //! driver of a runtime while the future needs that runtime. Every poll loop owns its wake
@@ -98,6 +108,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod context;
 #[cfg(not(bridge_loom))]
 mod drivers;
 mod handoff;
@@ -126,10 +137,6 @@ mod drivers {
     ) -> Result<Result<F::Output, bridge_core::Error>, F> {
         Err(future)
     }
-
-    pub(crate) fn outside_on(_handle: &tokio::runtime::Handle) -> bool {
-        false
-    }
 }
 
 #[cfg(bridge_loom)]
@@ -143,11 +150,12 @@ pub use handoff::__loom_handoff;
 pub use handoff::pool::{__loom_fail_spawns, Pool as __LoomPool};
 #[doc(hidden)]
 pub use in_place::__enter_cpu_poll;
-pub use io_runtime::IoRuntime;
-pub use io_task::spawn_io;
+pub use io_runtime::{IoRuntime, spawn_io};
+
+pub use context::{Route, route};
 #[cfg(not(bridge_loom))]
 pub use iter_blocking::{IterBlocking, iter_blocking};
 pub use metrics::IoMetrics;
 #[cfg(not(bridge_loom))]
 pub use metrics::metrics;
-pub use run::{Route, route, run_blocking, try_run_blocking, try_run_blocking_timeout};
+pub use run::{run_blocking, try_run_blocking, try_run_blocking_timeout};

@@ -7,7 +7,7 @@
 //! the same shard, once, where its wait passes the threshold (`stall`).
 //! The pool's numbers are read under its lock at snapshot time.
 
-use crate::run::Route;
+use crate::context::Route;
 use bridge_core::__counters::{Counters, Local};
 
 /// The counters, by index in the set.

@@ -1,13 +1,13 @@
 //! `run_blocking` and its typed forms: the one place that decides a call's route from the
-//! calling thread's context ([`Ambient`]), and runs the future there.
+//! calling thread's context ([`Ambient`], see `context.rs`), and runs the future there.
 
+use crate::context::{Ambient, ambient};
 use crate::io_runtime::IoRuntime;
-use crate::{handoff, in_place, shutdown};
+use crate::{handoff, in_place};
 use bridge_core::Error;
 use std::future::Future;
 use std::panic;
 use std::time::{Duration, Instant};
-use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Runs `future` to completion from synchronous code, wherever this is called: a plain
 /// thread, a rayon worker, a task or `block_on` body of any tokio runtime, a `spawn_blocking`
@@ -202,145 +202,4 @@ fn unwrap<T>(result: Result<T, Error>) -> T {
             Err(err) => panic!("run_blocking: {err}"),
         },
     }
-}
-
-/// How [`run_blocking`] runs a future from the calling context: the label of each route,
-/// as [`route`] reports it and [`IoMetrics`](crate::IoMetrics) counts it.
-///
-/// # Examples
-///
-/// ```
-/// use bridge_tokio::Route;
-///
-/// // A plain thread has no runtime: the future is polled right here.
-/// assert_eq!(bridge_tokio::route(), Route::Inline);
-///
-/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// // A current-thread runtime cannot be blocked in place: the future goes to a worker.
-/// assert_eq!(rt.block_on(async { bridge_tokio::route() }), Route::Handoff);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Route {
-    /// A task on a multi-thread runtime's worker: the future is polled on this thread with
-    /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
-    /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
-    /// its other tasks move to another thread. Also a call nested in a future that the bridge
-    /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
-    /// handoff worker, a call with no runtime given an I/O runtime of its own with
-    /// an I/O runtime): polled right there.
-    BlockInPlace,
-    /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
-    /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
-    /// a handoff worker with the shared [`IoRuntime`](crate::IoRuntime)'s handle while this
-    /// thread blocks on a oneshot.
-    ///
-    /// A multi-thread runtime's threads other than its workers (the `block_on` body, a
-    /// `LocalSet` there and its `spawn_local` tasks, a `spawn_blocking` thread) take this
-    /// route too, with that runtime's handle: the future then runs as on a thread of its own,
-    /// outside the caller's task (whose cooperative budget a nested poll loop would spend for
-    /// good) and outside the entered runtime (so that sync code in it may start a runtime of
-    /// its own), which only `block_in_place` could give on this thread, and `block_in_place`
-    /// panics in a `LocalSet`, which no public tokio API tells apart from the `block_on` body.
-    ///
-    /// A current-thread runtime's `spawn_blocking` thread takes this route too: that runtime
-    /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
-    /// nothing guarantees (it may be blocked waiting for this very thread).
-    Handoff,
-    /// No runtime (a plain thread, a rayon worker, a call nested in a future that such a
-    /// call polls): the future is polled on this thread, which drives one of the drivers
-    /// (current-thread runtimes shared by every such call, one per CPU) while it waits, so
-    /// that its I/O events wake this very thread. Also a multi-thread runtime that is shutting down (a value dropped by
-    /// its shutdown): polled on this thread, its I/O and timers driven by the shared
-    /// [`IoRuntime`](crate::IoRuntime).
-    Inline,
-}
-
-/// The route a [`run_blocking`](crate::run_blocking) call made here would take.
-///
-/// It asks nothing that can panic and installs nothing: it reads tokio's thread-local
-/// context, and on a multi-thread runtime whether that runtime is shutting down.
-///
-/// # Examples
-///
-/// ```
-/// let rt = tokio::runtime::Runtime::new().unwrap();
-/// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
-/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
-/// ```
-pub fn route() -> Route {
-    ambient().route()
-}
-
-/// The runtime context of the calling thread.
-#[derive(Debug)]
-pub(crate) enum Ambient {
-    /// No runtime is entered here.
-    None,
-    /// A worker thread of a multi-thread runtime, which must leave the scheduler
-    /// (`block_in_place`) before it blocks.
-    Worker(Handle),
-    /// A thread of a live multi-thread runtime that is not its worker and that the bridge
-    /// has not made its own: the runtime's `block_on` body, a `LocalSet` there (its body or a
-    /// `spawn_local` task), a `spawn_blocking` thread, a thread inside `Handle::enter`. The
-    /// runtime may have entered it (the `block_on` body and a `LocalSet` are inside a task's
-    /// poll, with its budget) and no public tokio API tells which of these it is, while only
-    /// `block_in_place` leaves an entered runtime, and it panics in a `LocalSet`: the future
-    /// runs on a handoff worker with this handle, a thread of its own.
-    RuntimeThread(Handle),
-    /// A thread of a live multi-thread runtime that the bridge polls on with no runtime
-    /// entered but its handle: a handoff worker, or a thread inside one of the bridge's
-    /// inline poll loops (a call nested in a future that `run_blocking` polls). It may block
-    /// as it is.
-    MultiThread(Handle),
-    /// A multi-thread runtime that is shutting down: values dropped by its shutdown call from
-    /// here, and its timers will never fire again.
-    Dying,
-    /// A current-thread runtime (or a flavor this crate does not know).
-    CurrentThread,
-    /// The thread is exiting and tokio's thread-locals are gone (a thread-local destructor
-    /// that runs after tokio's): no runtime can be entered here, only handed a task.
-    Exiting,
-}
-
-impl Ambient {
-    /// The route of a call made in this context.
-    pub(crate) fn route(&self) -> Route {
-        match self {
-            Ambient::None | Ambient::Dying => Route::Inline,
-            Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
-            Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
-        }
-    }
-}
-
-pub(crate) fn ambient() -> Ambient {
-    let handle = match Handle::try_current() {
-        Ok(handle) => handle,
-        Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,
-        Err(_) => return Ambient::None,
-    };
-    if !matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread) {
-        // A call nested in a future that a driver's call polls: no runtime of its own.
-        if crate::drivers::outside_on(&handle) {
-            return Ambient::None;
-        }
-        return Ambient::CurrentThread;
-    }
-    if tokio::runtime::worker_index().is_some() {
-        // The hot path: a worker polling a task holds its core, while a shutdown drops tasks
-        // from workers that hold none. Only without a core (a shutdown, or a call nested in
-        // block_in_place) is the spawn probe worth its cost.
-        if shutdown::worker_without_core() && shutdown::shutting_down(&handle) {
-            return Ambient::Dying;
-        }
-        return Ambient::Worker(handle);
-    }
-    if shutdown::shutting_down(&handle) {
-        return Ambient::Dying;
-    }
-    if crate::in_place::in_free_loop() || crate::handoff::pool::on_handoff_worker() {
-        return Ambient::MultiThread(handle);
-    }
-    Ambient::RuntimeThread(handle)
 }

@@ -19,13 +19,14 @@
 //!
 //! The future is polled outside the runtime's `block_on`: a poll that blocks holds no core,
 //! sync code in the future may start a runtime of its own, and a call nested in it takes this
-//! route too (the thread is marked while it polls, see [`outside_on`]).
+//! route too (the thread is marked while it polls, see `context::outside_on`).
 //!
 //! Tasks a call spawns (a pooled client's connection drivers) stay on its driver's runtime,
 //! which the backstop drives when the turn has been free for [`GRACE`].
 
 mod gate;
 
+use crate::context::Outside;
 use crate::shutdown::classify;
 use bridge_core::Error;
 use gate::{Flag, Gate, Take};
@@ -37,7 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::runtime::{Builder, Handle, Id, Runtime};
+use tokio::runtime::{Builder, Id, Runtime};
 
 /// How long a driver's turn stays free, with no call waiting for it, before the backstop
 /// takes it and drives the runtime: a task spawned by a call (a pooled client's connection)
@@ -62,7 +63,7 @@ fn drivers() -> Option<&'static [&'static Driver]> {
     let drivers = DRIVERS.get_or_init(|| {
         // Calls nested in a driver's tasks and calls at thread exit hand off to the I/O
         // runtime: build it now, never first in a thread-local destructor.
-        let _ = crate::IoRuntime::global();
+        let _ = crate::io_runtime::IoRuntime::global();
         let n = std::thread::available_parallelism().map_or(1, usize::from);
         (0..n).filter_map(|_| start().ok()).collect()
     });
@@ -89,40 +90,10 @@ thread_local! {
     /// The driver this thread used last (`usize::MAX`: none yet).
     static PREFERRED: Cell<usize> = const { Cell::new(usize::MAX) };
 
-    /// The driver whose handle a call polls its future with on this thread, while it polls.
-    static OUTSIDE: Cell<Option<Id>> = const { Cell::new(None) };
 
     /// This thread's wake flag and its waker, lent to one call at a time (a nested call
     /// makes its own).
     static LEASE: Cell<Option<(Arc<Flag>, Waker)>> = const { Cell::new(None) };
-}
-
-/// Whether a call on this thread polls its future with `handle` entered, a driver's,
-/// outside its `block_on`: a call nested there (not in a runtime the future started) has
-/// no runtime of its own and takes this route again.
-pub(crate) fn outside_on(handle: &Handle) -> bool {
-    OUTSIDE
-        .try_with(Cell::get)
-        .is_ok_and(|outside| outside == Some(handle.id()))
-}
-
-/// Sets [`OUTSIDE`] until dropped, then puts back what it was.
-struct Outside(Option<Id>);
-
-impl Outside {
-    fn set(id: Option<Id>) -> Self {
-        Self(
-            OUTSIDE
-                .try_with(|outside| outside.replace(id))
-                .unwrap_or(id),
-        )
-    }
-}
-
-impl Drop for Outside {
-    fn drop(&mut self) {
-        let _ = OUTSIDE.try_with(|outside| outside.set(self.0));
-    }
 }
 
 /// Runs `future` on a driver, or returns it if there is none.

@@ -68,11 +68,6 @@ pub(crate) const THREAD_NAME: &str = "bridge-handoff";
 /// job's caller sees its channel close.
 pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 
-crate::sync::thread_flag! {
-    /// Whether this thread is a handoff worker: its submits bypass the cap.
-    static ON_WORKER;
-}
-
 /// Where a caller leaves a job for one worker.
 struct Mailbox {
     job: Mutex<Option<Job>>,
@@ -269,7 +264,7 @@ impl Pool {
     /// Runs `job` on an idle worker of `pool`, on a new one below the cap, or queues it.
     /// Returns the job's ticket, for [`withdraw`](Self::withdraw).
     pub fn submit(pool: &Arc<Self>, job: Job) -> Ticket {
-        let nested = ON_WORKER.with(Cell::get);
+        let nested = crate::context::on_handoff_worker();
         // The job is delivered inside the pool's critical section: a worker that then fails
         // to retire (it locks the pool after us) is sure to see it.
         let (placement, ticket) = pool.state.with(|state| {
@@ -382,7 +377,7 @@ impl Pool {
     /// A worker's life: run the first job, then every job handed to it or queued, until it
     /// retires.
     fn work(pool: &Arc<Self>, first: Job) {
-        ON_WORKER.with(|on_worker| on_worker.set(true));
+        crate::context::mark_handoff_worker();
         let me = Arc::new(Mailbox {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
@@ -555,10 +550,4 @@ mod tests {
         until("the worker retires", || pool.stats() == (0, 0, 0));
         assert_eq!(pool.peak(), 2);
     }
-}
-
-/// Whether this thread is a handoff worker (no runtime has entered it; the future it polls
-/// has a handle entered).
-pub(crate) fn on_handoff_worker() -> bool {
-    ON_WORKER.with(Cell::get)
 }

@@ -104,7 +104,7 @@ pub(crate) fn timed_out() -> Error {
 
 #[cfg(all(test, not(bridge_loom)))]
 mod tests {
-    use crate::IoRuntime;
+    use crate::io_runtime::IoRuntime;
     use std::sync::Mutex;
     use std::time::Duration;
 

@@ -1,0 +1,239 @@
+//! The calling thread's context: the runtime (if any) that a call made here finds, the marks
+//! the bridge leaves on the threads where it polls, and the route a call made here takes.
+//! The crate's bottom layer: it imports only `shutdown` and `sync`.
+
+use crate::shutdown;
+use std::cell::Cell;
+#[cfg(not(bridge_loom))]
+use tokio::runtime::Id;
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+crate::sync::thread_flag! {
+    /// Whether this thread is a handoff worker: its submits bypass the cap.
+    static ON_HANDOFF_WORKER;
+}
+
+/// Marks this thread as a handoff worker, for good.
+pub(crate) fn mark_handoff_worker() {
+    ON_HANDOFF_WORKER.with(|on| on.set(true));
+}
+
+/// Whether this thread is a handoff worker (no runtime has entered it; the future it polls
+/// has a handle entered).
+pub(crate) fn on_handoff_worker() -> bool {
+    ON_HANDOFF_WORKER.with(Cell::get)
+}
+
+thread_local! {
+    /// Whether a free loop is running on this thread. Without a destructor, so
+    /// readable in thread-local destructors.
+    static FREE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread runs a free poll loop (`in_place::poll_free`) further up its stack, so that no
+/// runtime has entered it but the loop's handle (unless sync code in the future started a
+/// multi-thread runtime of its own and calls from its `block_on` body: the nested loop then
+/// clears the budget all the same, `in_place::poll_any`).
+pub(crate) fn in_free_loop() -> bool {
+    FREE.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Marks this thread as running a free loop until dropped (a panic included).
+pub(crate) struct MarkFree(bool);
+
+impl MarkFree {
+    pub(crate) fn new() -> Self {
+        Self(FREE.try_with(|free| free.replace(true)).unwrap_or(true))
+    }
+}
+
+impl Drop for MarkFree {
+    fn drop(&mut self) {
+        let _ = FREE.try_with(|free| free.set(self.0));
+    }
+}
+
+#[cfg(not(bridge_loom))]
+thread_local! {
+    /// The driver whose handle a call polls its future with on this thread, while it polls.
+    static OUTSIDE: Cell<Option<Id>> = const { Cell::new(None) };
+}
+
+#[cfg(not(bridge_loom))]
+/// Whether a call on this thread polls its future with `handle` entered, a driver's,
+/// outside its `block_on`: a call nested there (not in a runtime the future started) has
+/// no runtime of its own and takes the no-runtime route again.
+pub(crate) fn outside_on(handle: &Handle) -> bool {
+    OUTSIDE
+        .try_with(Cell::get)
+        .is_ok_and(|outside| outside == Some(handle.id()))
+}
+
+/// Sets [`OUTSIDE`] until dropped, then puts back what it was.
+#[cfg(not(bridge_loom))]
+pub(crate) struct Outside(Option<Id>);
+
+#[cfg(not(bridge_loom))]
+impl Outside {
+    pub(crate) fn set(id: Option<Id>) -> Self {
+        Self(
+            OUTSIDE
+                .try_with(|outside| outside.replace(id))
+                .unwrap_or(id),
+        )
+    }
+}
+
+#[cfg(not(bridge_loom))]
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = OUTSIDE.try_with(|outside| outside.set(self.0));
+    }
+}
+
+/// Loom builds have no drivers.
+#[cfg(bridge_loom)]
+pub(crate) fn outside_on(_handle: &Handle) -> bool {
+    false
+}
+
+/// How [`run_blocking`](crate::run::run_blocking) runs a future from the calling context: the label of each route,
+/// as [`route`] reports it and [`IoMetrics`](crate::metrics::IoMetrics) counts it.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_tokio::Route;
+///
+/// // A plain thread has no runtime: the future is polled right here.
+/// assert_eq!(bridge_tokio::route(), Route::Inline);
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// // A current-thread runtime cannot be blocked in place: the future goes to a worker.
+/// assert_eq!(rt.block_on(async { bridge_tokio::route() }), Route::Handoff);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Route {
+    /// A task on a multi-thread runtime's worker: the future is polled on this thread with
+    /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
+    /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
+    /// its other tasks move to another thread. Also a call nested in a future that the bridge
+    /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
+    /// handoff worker, a call with no runtime given an I/O runtime of its own with
+    /// an I/O runtime): polled right there.
+    BlockInPlace,
+    /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
+    /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
+    /// a handoff worker with the shared [`IoRuntime`](crate::io_runtime::IoRuntime)'s handle while this
+    /// thread blocks on a oneshot.
+    ///
+    /// A multi-thread runtime's threads other than its workers (the `block_on` body, a
+    /// `LocalSet` there and its `spawn_local` tasks, a `spawn_blocking` thread) take this
+    /// route too, with that runtime's handle: the future then runs as on a thread of its own,
+    /// outside the caller's task (whose cooperative budget a nested poll loop would spend for
+    /// good) and outside the entered runtime (so that sync code in it may start a runtime of
+    /// its own), which only `block_in_place` could give on this thread, and `block_in_place`
+    /// panics in a `LocalSet`, which no public tokio API tells apart from the `block_on` body.
+    ///
+    /// A current-thread runtime's `spawn_blocking` thread takes this route too: that runtime
+    /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
+    /// nothing guarantees (it may be blocked waiting for this very thread).
+    Handoff,
+    /// No runtime (a plain thread, a rayon worker, a call nested in a future that such a
+    /// call polls): the future is polled on this thread, which drives one of the drivers
+    /// (current-thread runtimes shared by every such call, one per CPU) while it waits, so
+    /// that its I/O events wake this very thread. Also a multi-thread runtime that is shutting down (a value dropped by
+    /// its shutdown): polled on this thread, its I/O and timers driven by the shared
+    /// [`IoRuntime`](crate::io_runtime::IoRuntime).
+    Inline,
+}
+
+/// The route a [`run_blocking`](crate::run::run_blocking) call made here would take.
+///
+/// It asks nothing that can panic and installs nothing: it reads tokio's thread-local
+/// context, and on a multi-thread runtime whether that runtime is shutting down.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
+/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
+/// ```
+pub fn route() -> Route {
+    ambient().route()
+}
+
+/// The runtime context of the calling thread.
+#[derive(Debug)]
+pub(crate) enum Ambient {
+    /// No runtime is entered here.
+    None,
+    /// A worker thread of a multi-thread runtime, which must leave the scheduler
+    /// (`block_in_place`) before it blocks.
+    Worker(Handle),
+    /// A thread of a live multi-thread runtime that is not its worker and that the bridge
+    /// has not made its own: the runtime's `block_on` body, a `LocalSet` there (its body or a
+    /// `spawn_local` task), a `spawn_blocking` thread, a thread inside `Handle::enter`. The
+    /// runtime may have entered it (the `block_on` body and a `LocalSet` are inside a task's
+    /// poll, with its budget) and no public tokio API tells which of these it is, while only
+    /// `block_in_place` leaves an entered runtime, and it panics in a `LocalSet`: the future
+    /// runs on a handoff worker with this handle, a thread of its own.
+    RuntimeThread(Handle),
+    /// A thread of a live multi-thread runtime that the bridge polls on with no runtime
+    /// entered but its handle: a handoff worker, or a thread inside one of the bridge's
+    /// inline poll loops (a call nested in a future that `run_blocking` polls). It may block
+    /// as it is.
+    MultiThread(Handle),
+    /// A multi-thread runtime that is shutting down: values dropped by its shutdown call from
+    /// here, and its timers will never fire again.
+    Dying,
+    /// A current-thread runtime (or a flavor this crate does not know).
+    CurrentThread,
+    /// The thread is exiting and tokio's thread-locals are gone (a thread-local destructor
+    /// that runs after tokio's): no runtime can be entered here, only handed a task.
+    Exiting,
+}
+
+impl Ambient {
+    /// The route of a call made in this context.
+    pub(crate) fn route(&self) -> Route {
+        match self {
+            Ambient::None | Ambient::Dying => Route::Inline,
+            Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
+            Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
+        }
+    }
+}
+
+pub(crate) fn ambient() -> Ambient {
+    let handle = match Handle::try_current() {
+        Ok(handle) => handle,
+        Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,
+        Err(_) => return Ambient::None,
+    };
+    if !matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread) {
+        // A call nested in a future that a driver's call polls: no runtime of its own.
+        if outside_on(&handle) {
+            return Ambient::None;
+        }
+        return Ambient::CurrentThread;
+    }
+    if tokio::runtime::worker_index().is_some() {
+        // The hot path: a worker polling a task holds its core, while a shutdown drops tasks
+        // from workers that hold none. Only without a core (a shutdown, or a call nested in
+        // block_in_place) is the spawn probe worth its cost.
+        if shutdown::worker_without_core() && shutdown::shutting_down(&handle) {
+            return Ambient::Dying;
+        }
+        return Ambient::Worker(handle);
+    }
+    if shutdown::shutting_down(&handle) {
+        return Ambient::Dying;
+    }
+    if in_free_loop() || on_handoff_worker() {
+        return Ambient::MultiThread(handle);
+    }
+    Ambient::RuntimeThread(handle)
+}
