@@ -41,7 +41,7 @@ use std::time::Instant;
 /// assert_eq!(bridge::block_on(rx), Ok("from another thread"));
 /// ```
 pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
-    match drive(future.into_future(), None) {
+    match poll_until(future.into_future(), None) {
         Some(output) => output,
         None => unreachable!("without a deadline, only the output ends the wait"),
     }
@@ -61,10 +61,10 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
 /// ```
 #[doc(hidden)]
 pub fn __block_on_deadline<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
-    drive(future, Some(deadline))
+    poll_until(future, Some(deadline))
 }
 
-fn drive<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
+fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
     let mut future = pin!(future);
     let signal = Lease::take();
     let mut cx = Context::from_waker(&signal.waker);

@@ -19,18 +19,18 @@ type Body<'a> = Box<dyn FnOnce(&dyn Fn()) + Send + 'a>;
 ///
 /// It gets a callback to call once its result is ready, before the result is delivered (a
 /// pool uses it to put the worker back in its idle list first).
-pub struct Job(Body<'static>);
+pub struct Erased(Body<'static>);
 
-impl Job {
+impl Erased {
     /// Runs the closure to its end, then calls `before_delivery`, then delivers the result.
     pub fn run(self, before_delivery: &dyn Fn()) {
         (self.0)(before_delivery);
     }
 }
 
-impl fmt::Debug for Job {
+impl fmt::Debug for Erased {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Job").finish_non_exhaustive()
+        f.debug_struct("Erased").finish_non_exhaustive()
     }
 }
 
@@ -122,7 +122,7 @@ impl<R> Pending<'_, R> {
 
 /// Runs `f` elsewhere and waits for it, letting `f` and its result borrow from this stack.
 ///
-/// `hand_over` gets the closure as a [`Job`] that may be sent to any thread; whoever holds it
+/// `hand_over` gets the closure as a [`Erased`] that may be sent to any thread; whoever holds it
 /// must run it or drop it. `wait` then waits for the result on its receiver as it likes (with
 /// a deadline, say, after which it may ask the job to stop). Whatever `wait` does, this
 /// function returns (or unwinds) only once the job has run to its end or been dropped. If
@@ -144,7 +144,7 @@ impl<R> Pending<'_, R> {
 /// ```
 pub fn run_elsewhere<'a, F, R, W>(
     f: F,
-    hand_over: impl FnOnce(Job),
+    hand_over: impl FnOnce(Erased),
     wait: impl FnOnce(&mut Pending<'_, R>) -> W,
 ) -> W
 where
@@ -161,7 +161,7 @@ where
     // unwind first waits for the job.
     let mut guard = WaitForJob(Some(rx));
     // SAFETY: only the lifetime bound changes ('a to 'static); the layout of the box is the
-    // same. The erased job is only ever run (`Job::run`) or dropped, and `guard` keeps this
+    // same. The erased job is only ever run (`Erased::run`) or dropped, and `guard` keeps this
     // function from returning or unwinding until the job's channel is done, which happens
     // on each path only after the last use of anything the job borrows:
     // - run to its end: `f` has returned (its captures are gone) before `tx.send`, and the
@@ -172,7 +172,7 @@ where
     //   drops `f` before `tx`, and `tx` even if `f`'s drop panics;
     // - kept forever: the guard waits forever, and nothing is freed.
     // `hand_over` or `wait` panicking only unwinds into the guard, which waits the same way.
-    let job = Job(unsafe { std::mem::transmute::<Body<'a>, Body<'static>>(job) });
+    let job = Erased(unsafe { std::mem::transmute::<Body<'a>, Body<'static>>(job) });
     hand_over(job);
     let rx = guard
         .0

@@ -19,7 +19,7 @@ impl Drop for DropMark<'_> {
     }
 }
 
-fn on_a_thread(job: bridge_core::__scoped::Job) {
+fn on_a_thread(job: bridge_core::__scoped::Erased) {
     thread::spawn(move || job.run(&|| ()));
 }
 

@@ -123,7 +123,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    launch(fut, Pool::Global)
+    launch(fut, Runner::Global)
 }
 
 /// [`spawn_future`] on `pool`: the body of [`ThreadPoolExt::spawn_future_task`](crate::ThreadPoolExt::spawn_future_task).
@@ -132,11 +132,11 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    launch(fut, Pool::Custom(Arc::clone(pool)))
+    launch(fut, Runner::Custom(Arc::clone(pool)))
 }
 
 /// Makes the task and queues its first poll.
-fn launch<F>(fut: F, pool: Pool) -> Task<F::Output>
+fn launch<F>(fut: F, pool: Runner) -> Task<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -147,7 +147,7 @@ where
 }
 
 /// The task and its shared cell, `SCHEDULED`: the caller queues the first poll.
-fn make<F>(fut: F, pool: Pool) -> (Task<F::Output>, Arc<Shared<F>>)
+fn make<F>(fut: F, pool: Runner) -> (Task<F::Output>, Arc<FutureTask<F>>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -164,7 +164,7 @@ where
             .then(tracing::Span::current)
             .filter(|span| !span.is_disabled()),
     };
-    let shared = Arc::new_cyclic(|me| Shared {
+    let shared = Arc::new_cyclic(|me| FutureTask {
         state: AtomicU8::new(SCHEDULED),
         me: me.clone(),
         pool,
@@ -176,7 +176,7 @@ where
 }
 
 /// The job that polls once (or finds itself stale).
-fn poll_job<F>(shared: Arc<Shared<F>>) -> impl FnOnce() + Send + 'static
+fn poll_job<F>(shared: Arc<FutureTask<F>>) -> impl FnOnce() + Send + 'static
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -198,13 +198,13 @@ struct Running<F: Future> {
 }
 
 /// The cell a future task's wakers, poll jobs and `Task` share.
-struct Shared<F: Future> {
+struct FutureTask<F: Future> {
     /// [`states`]: who may touch the future.
     state: AtomicU8,
     /// This cell, for the wakers and jobs that a poll run by the waiter makes.
     me: Weak<Self>,
     /// Where the polls run.
-    pool: Pool,
+    pool: Runner,
     /// The waker of the task's waiter on a rayon worker, if it waits: woken (and taken) when
     /// a poll is queued, so that the waiter runs it if no pool thread does.
     helper: HelperLock<Option<Waker>>,
@@ -213,7 +213,7 @@ struct Shared<F: Future> {
     slot: Mutex<Option<Running<F>>>,
 }
 
-impl<F> Shared<F>
+impl<F> FutureTask<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -298,7 +298,7 @@ where
             arm!("future.run.stale");
             return;
         }
-        if let Pool::Global = self.pool {
+        if let Runner::Global = self.pool {
             mark_global_worker();
         }
         self.poll_once();
@@ -410,7 +410,7 @@ where
     }
 }
 
-impl<F> Wake for Shared<F>
+impl<F> Wake for FutureTask<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -426,7 +426,7 @@ where
 
 /// A future task as its `Task` sees it: the rules of the closure's job (see `job_claim.rs`),
 /// for the one poll queued at a time.
-impl<F> __Work for Shared<F>
+impl<F> __Work for FutureTask<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -494,7 +494,7 @@ where
 }
 
 /// Where a future task's polls run.
-enum Pool {
+enum Runner {
     /// rayon's global pool.
     Global,
     /// A pool of the caller's, kept alive by its future tasks.
@@ -504,7 +504,7 @@ enum Pool {
     Loom(__LoomPool),
 }
 
-impl Pool {
+impl Runner {
     fn submit(&self, job: impl FnOnce() + Send + 'static) {
         match self {
             Self::Global => submit_global(job),
@@ -540,15 +540,15 @@ fn submit_global(job: impl FnOnce() + Send + 'static) {
     }
 }
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+type PollJob = Box<dyn FnOnce() + Send + 'static>;
 
 /// Hands `job` to the relay thread, started at the first need, which spawns it from outside
 /// rayon: onto the global pool. A worker that runs a poll job of the global pool is marked
 /// as one of its own (see `run`), so that its wakes skip the relay from then on.
-fn relay(job: Job) {
-    static RELAY: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+fn relay(job: PollJob) {
+    static RELAY: OnceLock<Option<mpsc::Sender<PollJob>>> = OnceLock::new();
     let relay = RELAY.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<PollJob>();
         let started = thread::Builder::new()
             .name("bridge-rayon-relay".into())
             .spawn(move || {
@@ -581,7 +581,7 @@ where
     F::Output: Send + 'static,
 {
     let pool = __LoomPool::default();
-    let (task, shared) = make(fut, Pool::Loom(pool.clone()));
+    let (task, shared) = make(fut, Runner::Loom(pool.clone()));
     pool.push(Box::new(poll_job(shared)));
     (task, pool)
 }
@@ -590,11 +590,11 @@ where
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 #[derive(Clone, Default)]
-pub struct __LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<Job>>>);
+pub struct __LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>>);
 
 #[cfg(bridge_loom)]
 impl __LoomPool {
-    fn push(&self, job: Job) {
+    fn push(&self, job: PollJob) {
         self.0.lock().unwrap().push_back(job);
     }
 

@@ -53,7 +53,7 @@ pub(crate) fn poll_free<F: Future>(
     deadline: Option<Instant>,
 ) -> Result<F::Output, Error> {
     let _free = MarkFree::new();
-    drive(handle, future, deadline)
+    poll_loop(handle, future, deadline)
 }
 
 /// [`poll_free`] on a thread a runtime may have entered (a handoff worker, a free loop, a
@@ -63,11 +63,11 @@ pub(crate) fn poll_any<F: Future>(
     future: F,
     deadline: Option<Instant>,
 ) -> Result<F::Output, Error> {
-    drive(handle, unconstrained(future), deadline)
+    poll_loop(handle, unconstrained(future), deadline)
 }
 
 /// The poll loop: `future` polled with `handle` entered and a wake flag of its own.
-pub(crate) fn drive<F: Future>(
+pub(crate) fn poll_loop<F: Future>(
     handle: &Handle,
     future: F,
     deadline: Option<Instant>,
@@ -119,7 +119,7 @@ pub(crate) fn poll_on_worker<F: Future>(
     };
     match first {
         Ok(Poll::Ready(output)) => Ok(output),
-        Ok(Poll::Pending) => tokio::task::block_in_place(|| drive(handle, future, deadline)),
+        Ok(Poll::Pending) => tokio::task::block_in_place(|| poll_loop(handle, future, deadline)),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }

@@ -141,7 +141,7 @@ mod drivers {
 
 #[cfg(bridge_loom)]
 #[doc(hidden)]
-pub use drivers::gate::{Flag as __LoomFlag, Gate as __LoomGate, Take as __LoomTake};
+pub use drivers::gate::{Gate as __LoomGate, Take as __LoomTake, WakeFlag as __LoomFlag};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;

@@ -8,7 +8,7 @@
 //! nor wait without tokio's per-thread parker:
 //!
 //! - A call whose future is pending [`take`](Gate::take)s the turn if it is free, and drives;
-//!   otherwise it joins the line of waiting calls and waits on its own [`Flag`] (with its own
+//!   otherwise it joins the line of waiting calls and waits on its own [`WakeFlag`] (with its own
 //!   deadline, on its own thread), which its future's waker sets, or the turn's hand-over.
 //! - A call that stops driving [`release`](Gate::release)s the turn and wakes the first
 //!   call in line, which takes it (or finds its future ready and leaves, handing it on).
@@ -85,7 +85,7 @@ enum Turn {
 struct State {
     turn: Turn,
     /// The flags of the calls waiting for the turn, oldest first.
-    line: VecDeque<Arc<Flag>>,
+    line: VecDeque<Arc<WakeFlag>>,
     /// Turns taken so far: the backstop's look sees whether a call took one since the last,
     /// and a call in line whether the turn changed hands while it waited.
     turns: u64,
@@ -99,7 +99,7 @@ impl State {
         self.line.len() + usize::from(self.turn == Turn::Call)
     }
 
-    fn leave_line(&mut self, flag: &Arc<Flag>) {
+    fn leave_line(&mut self, flag: &Arc<WakeFlag>) {
         self.line.retain(|queued| !Arc::ptr_eq(queued, flag));
     }
 }
@@ -136,7 +136,7 @@ impl Gate {
     /// A call whose future is pending asks for the turn: [`Take::Drive`] if it was free (the
     /// call then holds it until [`release`](Self::release)), [`Take::Wait`] otherwise, with
     /// the call in line: its `flag` is set when the turn is handed to it.
-    pub fn take(&self, flag: &Arc<Flag>) -> Take {
+    pub fn take(&self, flag: &Arc<WakeFlag>) -> Take {
         let (take, backstop) = self.with(|state| {
             if state.turn == Turn::Free {
                 arm!("take", drives);
@@ -180,7 +180,7 @@ impl Gate {
     /// A call ends (done, timed out, or panicked): it leaves the line, and if the turn is
     /// free, the first call still in line is woken for it (this call may have been woken for
     /// it, and not taken it).
-    pub fn leave(&self, flag: &Arc<Flag>) {
+    pub fn leave(&self, flag: &Arc<WakeFlag>) {
         let next = self.with(|state| {
             state.leave_line(flag);
             match state.turn {
@@ -270,7 +270,7 @@ impl Default for Gate {
 /// the call waits for it, driving the runtime ([`wait`](Self::wait), a future for its
 /// `block_on`) or blocked on its own thread ([`wait_blocking`](Self::wait_blocking)).
 #[derive(Debug)]
-pub struct Flag {
+pub struct WakeFlag {
     state: Mutex<FlagState>,
     changed: Condvar,
 }
@@ -284,7 +284,7 @@ struct FlagState {
     sleeping: bool,
 }
 
-impl Flag {
+impl WakeFlag {
     /// A flag not set.
     pub fn new() -> Self {
         Self {
@@ -352,13 +352,13 @@ impl Flag {
     }
 }
 
-impl Default for Flag {
+impl Default for WakeFlag {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl std::task::Wake for Flag {
+impl std::task::Wake for WakeFlag {
     fn wake(self: Arc<Self>) {
         self.set();
     }

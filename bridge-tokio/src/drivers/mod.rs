@@ -29,7 +29,7 @@ mod gate;
 use crate::context::Outside;
 use crate::shutdown::classify;
 use bridge_core::Error;
-use gate::{Flag, Gate, Take};
+use gate::{Gate, Take, WakeFlag};
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -93,7 +93,7 @@ thread_local! {
 
     /// This thread's wake flag and its waker, lent to one call at a time (a nested call
     /// makes its own).
-    static LEASE: Cell<Option<(Arc<Flag>, Waker)>> = const { Cell::new(None) };
+    static LEASE: Cell<Option<(Arc<WakeFlag>, Waker)>> = const { Cell::new(None) };
 }
 
 /// Runs `future` on a driver, or returns it if there is none.
@@ -126,25 +126,25 @@ fn pick(drivers: &'static [&'static Driver]) -> &'static Driver {
 }
 
 /// Lends this thread's wake flag to one call, and takes it back when dropped.
-struct Lease(Option<(Arc<Flag>, Waker)>);
+struct FlagLease(Option<(Arc<WakeFlag>, Waker)>);
 
-impl Lease {
+impl FlagLease {
     fn take() -> Self {
         let lent = LEASE.try_with(Cell::take).ok().flatten();
         Self(Some(lent.unwrap_or_else(|| {
-            let flag = Arc::new(Flag::new());
+            let flag = Arc::new(WakeFlag::new());
             let waker = Waker::from(Arc::clone(&flag));
             (flag, waker)
         })))
     }
 
-    fn parts(&self) -> (&Arc<Flag>, &Waker) {
+    fn parts(&self) -> (&Arc<WakeFlag>, &Waker) {
         let (flag, waker) = self.0.as_ref().expect("lent until dropped");
         (flag, waker)
     }
 }
 
-impl Drop for Lease {
+impl Drop for FlagLease {
     fn drop(&mut self) {
         // At thread exit the slot may be gone: the flag is then dropped with the lease.
         let _ = LEASE.try_with(|slot| slot.set(self.0.take()));
@@ -167,7 +167,7 @@ impl Driver {
     /// on this thread, driving this driver's runtime between polls when it is this call's
     /// turn, and waiting on its own flag otherwise.
     fn run<F: Future>(&self, future: F, deadline: Option<Instant>) -> Result<F::Output, Error> {
-        let lease = Lease::take();
+        let lease = FlagLease::take();
         let (flag, waker) = lease.parts();
         // Out of the line (and the turn handed on) however the call ends.
         let _leave = Leave(&self.gate, flag);
@@ -217,7 +217,7 @@ impl Driver {
     /// its ready tasks run and its I/O and timers are looked at, as in tokio's `block_on`.
     fn drive(
         &self,
-        flag: &Flag,
+        flag: &WakeFlag,
         deadline: Option<Instant>,
     ) -> Result<bool, Box<dyn std::any::Any + Send>> {
         let _outside = Outside::set(None);
@@ -244,7 +244,13 @@ impl Driver {
     /// `deadline`: `false` if it passed. Another thread drives the runtime meanwhile, the
     /// holder of turn number `turns`; if it keeps the turn past the stall threshold (a task
     /// that blocks its thread inside the runtime), the call says so once.
-    fn wait(&self, flag: &Flag, deadline: Option<Instant>, turns: u64, warned: &mut bool) -> bool {
+    fn wait(
+        &self,
+        flag: &WakeFlag,
+        deadline: Option<Instant>,
+        turns: u64,
+        warned: &mut bool,
+    ) -> bool {
         if flag.take() {
             // Woken already (most likely by its own poll): the holder of the turn runs the
             // tasks and turns the I/O meanwhile, so give it the CPU before polling again,
@@ -271,7 +277,7 @@ impl Driver {
 }
 
 /// Takes the call out of its driver's line when it ends, however it ends.
-struct Leave<'a>(&'a Gate, &'a Arc<Flag>);
+struct Leave<'a>(&'a Gate, &'a Arc<WakeFlag>);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {

@@ -13,7 +13,7 @@ pub(crate) mod pool;
 mod stall;
 
 use crate::sync::Arc;
-use bridge_core::__scoped::{Job, run_elsewhere};
+use bridge_core::__scoped::{Erased, run_elsewhere};
 use bridge_core::Error;
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
 use pool::Pool;
@@ -114,7 +114,7 @@ where
     )
 }
 
-/// The handoff protocol: `hand_over` gets the work as a [`Job`] to run (or drop) on another
+/// The handoff protocol: `hand_over` gets the work as a [`Erased`] to run (or drop) on another
 /// thread; this thread waits for its outcome, and at `deadline` first offers `take_back` what
 /// `hand_over` returned (it returns whether it took the job back unrun and dropped it), else
 /// asks the job to stop. It returns only once the job is done with the future.
@@ -122,7 +122,7 @@ fn hand_off<F, Q>(
     handle: Option<Handle>,
     future: F,
     deadline: Option<Instant>,
-    hand_over: impl FnOnce(Job) -> Q,
+    hand_over: impl FnOnce(Erased) -> Q,
     take_back: impl FnOnce(Q) -> bool,
 ) -> Result<F::Output, Error>
 where
@@ -177,7 +177,7 @@ where
 pub fn __loom_handoff<F>(
     future: F,
     deadline: Option<Instant>,
-    hand_over: impl FnOnce(Job),
+    hand_over: impl FnOnce(Erased),
 ) -> Result<F::Output, Error>
 where
     F: Future + Send,

@@ -66,11 +66,11 @@ pub(crate) const THREAD_NAME: &str = "bridge-handoff";
 /// call it gets the same when it returns.) It must not unwind
 /// (the handoff job catches the future's panics); if it does, the worker survives and the
 /// job's caller sees its channel close.
-pub type Job = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
+pub type Call = Box<dyn FnOnce(&dyn Fn()) + Send + 'static>;
 
 /// Where a caller leaves a job for one worker.
 struct Mailbox {
-    job: Mutex<Option<Job>>,
+    job: Mutex<Option<Call>>,
     /// Whether `job` holds a job: set and cleared only under `job`'s mutex, together with the
     /// slot, so it is never left set with an empty mailbox (a worker would spin on it instead
     /// of sleeping or retiring). A hint for the worker's spin, which spares it the lock; the
@@ -86,7 +86,7 @@ struct State {
     /// Jobs that wait for a worker, oldest first, each with its id (see [`Ticket`]): in id
     /// order, as ids grow and only removals happen inside the queue. Non-empty only while
     /// `idle` is empty.
-    queue: VecDeque<(u64, Job)>,
+    queue: VecDeque<(u64, Call)>,
     /// The id of the next job to queue.
     next_id: u64,
     /// Workers alive: counted from the decision to start one until it retires.
@@ -107,7 +107,7 @@ impl State {
     }
 
     /// Queues `job` behind the others; returns its ticket.
-    fn enqueue(&mut self, job: Job) -> Ticket {
+    fn enqueue(&mut self, job: Call) -> Ticket {
         let id = self.next_id;
         self.next_id += 1;
         self.queue.push_back((id, job));
@@ -133,7 +133,7 @@ enum Placement {
     /// An idle worker has the job in its mailbox; it may be asleep.
     Delivered(Arc<Mailbox>),
     /// A new worker is to start with this job (counted in `threads` already).
-    Start(Job),
+    Start(Call),
     /// The job is queued; the cap, if the queue was empty before (a burst of queued calls
     /// starts: feature `tracing` logs it).
     Queued(Option<usize>),
@@ -263,7 +263,7 @@ impl Pool {
 
     /// Runs `job` on an idle worker of `pool`, on a new one below the cap, or queues it.
     /// Returns the job's ticket, for [`withdraw`](Self::withdraw).
-    pub fn submit(pool: &Arc<Self>, job: Job) -> Ticket {
+    pub fn submit(pool: &Arc<Self>, job: Call) -> Ticket {
         let nested = crate::context::on_handoff_worker();
         // The job is delivered inside the pool's critical section: a worker that then fails
         // to retire (it locks the pool after us) is sure to see it.
@@ -319,7 +319,7 @@ impl Pool {
     /// future's destructors). `None` when a worker has it (it went to one at once, or one took
     /// it from the queue since), or a spawn failure dropped it: the caller asks it to stop
     /// instead.
-    pub fn withdraw(&self, ticket: Ticket) -> Option<Job> {
+    pub fn withdraw(&self, ticket: Ticket) -> Option<Call> {
         self.state.with(|state| {
             // A binary search: the queue is in id order (see `State::queue`).
             let at = ticket.0.and_then(|id| {
@@ -342,7 +342,7 @@ impl Pool {
     }
 
     /// Starts a worker with `job` (already counted in `threads`).
-    fn start(pool: &Arc<Self>, job: Job) {
+    fn start(pool: &Arc<Self>, job: Call) {
         let worker_pool = Arc::clone(pool);
         // A failed spawn drops the job, whose drop may panic (a future's destructor): caught,
         // so that the count below is given back all the same (a leaked count is a slot of the
@@ -376,7 +376,7 @@ impl Pool {
 
     /// A worker's life: run the first job, then every job handed to it or queued, until it
     /// retires.
-    fn work(pool: &Arc<Self>, first: Job) {
+    fn work(pool: &Arc<Self>, first: Call) {
         crate::context::mark_handoff_worker();
         let me = Arc::new(Mailbox {
             job: Mutex::new(None),
@@ -421,7 +421,7 @@ impl Pool {
     }
 
     /// Waits in the idle list for a job; `None` once the worker has retired.
-    fn wait_for_job(&self, me: &Arc<Mailbox>, idle_time: Duration) -> Option<Job> {
+    fn wait_for_job(&self, me: &Arc<Mailbox>, idle_time: Duration) -> Option<Call> {
         let deadline = Instant::now() + idle_time;
         // ORDERING: Relaxed: only a hint that spares the spin a lock; the job itself is read
         // under the mailbox's mutex, which orders that read after the delivery.
@@ -461,7 +461,7 @@ impl Pool {
 
 impl Mailbox {
     /// Puts a job in the (empty) mailbox.
-    fn put(&self, job: Job) {
+    fn put(&self, job: Call) {
         self.job.with(|slot| {
             debug_assert!(slot.is_none(), "one job at a time");
             *slot = Some(job);
@@ -473,7 +473,7 @@ impl Mailbox {
     }
 
     /// Takes the job out of the mailbox, if one is there.
-    fn take(&self) -> Option<Job> {
+    fn take(&self) -> Option<Call> {
         self.job.with(|slot| {
             let job = slot.take()?;
             // ORDERING: Relaxed: cleared under the mailbox's mutex, with the slot; the next
@@ -494,7 +494,7 @@ pub fn __loom_fail_spawns(n: usize) {
 
 #[cfg(all(test, not(bridge_loom)))]
 mod tests {
-    use super::{Job, Pool};
+    use super::{Call, Pool};
     use std::sync::{Arc, mpsc};
     use std::time::{Duration, Instant};
 
@@ -508,10 +508,10 @@ mod tests {
     }
 
     /// A job that says it started, then holds its worker until its sender is used or dropped.
-    fn held(started: &mpsc::Sender<()>) -> (Job, mpsc::Sender<()>) {
+    fn held(started: &mpsc::Sender<()>) -> (Call, mpsc::Sender<()>) {
         let (release, hold) = mpsc::channel::<()>();
         let started = started.clone();
-        let job: Job = Box::new(move |_| {
+        let job: Call = Box::new(move |_| {
             started.send(()).unwrap();
             let _ = hold.recv();
         });
