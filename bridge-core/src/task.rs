@@ -332,7 +332,8 @@ impl<T> Task<T> {
     }
 
     /// On a consumer's empty poll: runs the producing task's queued work here where its side
-    /// allows it. Used by the stream crossing.
+    /// allows it. Used by the stream crossing (not in loom builds).
+    #[cfg(not(bridge_loom))]
     pub(crate) fn help(&self, waker: &Waker) -> bool {
         self.rx.is_some() && self.work.help(waker)
     }

@@ -35,8 +35,8 @@ static SAMPLING_MASK: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLING - 1);
 
 /// The default sampling period of the queue wait. Reading the clock at a spawn and at the
 /// start is a visible share of the cheapest hop (a task claimed and run inline by its
-/// waiter) when every task or one in 16 is timed; at one in 64 the timing costs no more than
-/// the counts alone (the measurement is in docs/design.md).
+/// waiter) when every task is timed; at one in 64 the timing costs no more than the counts
+/// alone (the hop study measures it).
 const DEFAULT_SAMPLING: u32 = 64;
 
 #[inline]
@@ -46,8 +46,8 @@ fn count(counter: usize) -> u64 {
 
 /// Counts a spawn; the time of the spawn if this task's queue wait is to be sampled: the
 /// first spawn of each thread, then one in [`DEFAULT_SAMPLING`] (or what the test hook set).
-/// `Instant::now` costs about a tenth of a hop on a virtual machine, so timing every task
-/// would cost more than the metrics are allowed.
+/// A clock read is a visible share of a hop, so timing every task would cost more than the
+/// metrics are allowed.
 #[inline]
 pub(crate) fn spawned() -> Option<Instant> {
     let before = count(SPAWNED);
@@ -252,8 +252,8 @@ impl CpuMetrics {
 ///
 /// **Sampled:** each thread times the first task it spawns and then one in 64, since
 /// reading the clock at every spawn and start would be a visible share of the cheapest hop
-/// (the [design notes](https://github.com/bridge-rs/bridge/blob/main/docs/design.md) have
-/// the measurement). Every way to spawn is sampled alike, so the histogram describes all
+/// (the [hop study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/hop.md)
+/// measures it). Every way to spawn is sampled alike, so the histogram describes all
 /// tasks, from [`samples`](Self::samples) of them. A task cancelled before it started has no
 /// queue wait.
 ///

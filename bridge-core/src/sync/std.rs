@@ -44,8 +44,8 @@ pub(crate) mod alloc {
     //! A thread that frees a channel most often makes another one soon after (a request's
     //! reply channel, a hand-off per call), so it keeps the freed memory for its next channel
     //! of the same size class instead of returning it to the allocator: creating and dropping
-    //! a channel on one thread then skips the allocator's paths both ways (docs/design.md has
-    //! the instruction counts). A cell freed while the slot is taken, or during the thread's exit,
+    //! a channel on one thread then skips the allocator's paths both ways (the oneshot study
+    //! measures it). A cell freed while the slot is taken, or during the thread's exit,
     //! goes back to the allocator. Fuzzing builds (`cfg(fuzzing)`) do not cache, so that a
     //! sanitizer sees every free.
 

@@ -44,8 +44,7 @@ use tokio::runtime::{Builder, Id, Runtime};
 /// takes it and drives the runtime: a task spawned by a call (a pooled client's connection)
 /// waits at most about this long for its next poll once calls stop. Calls that follow each
 /// other closer than this never wake the backstop; while calls keep coming, the backstop
-/// looks once a grace (200 wake-ups a second, a few microseconds each: well under 0.1% of a
-/// CPU). Fixed: the same on every machine.
+/// looks once a grace (200 short wake-ups a second). Fixed: the same on every machine.
 pub(crate) const GRACE: Duration = Duration::from_millis(5);
 
 /// One driver: a current-thread runtime and its hand-over state.

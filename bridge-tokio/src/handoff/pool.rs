@@ -125,6 +125,7 @@ pub struct Pool {
     state: Mutex<State>,
     /// The process's pool takes its cap and idle time from `bridge::config()` at each
     /// submit and each job's end; a pool of the tests keeps its own.
+    #[cfg_attr(bridge_loom, allow(dead_code))]
     follows_config: bool,
 }
 
