@@ -39,12 +39,14 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
-pub use bridge_core::{CatchUnwind, Config, Error, Task, block_on, config, configure, oneshot};
+pub use bridge_core::{
+    CatchUnwind, Config, Error, Histogram, Task, block_on, config, configure, oneshot,
+};
 
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 #[doc(inline)]
-pub use bridge_rayon::{CancelFlag, CpuMetrics, QueueWait, spawn, spawn_cancellable, spawn_fifo};
+pub use bridge_rayon::{CancelFlag, CpuMetrics, spawn, spawn_cancellable, spawn_fifo};
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]

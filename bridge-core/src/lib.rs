@@ -49,6 +49,10 @@ pub mod __courtesy;
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
+/// The histogram's buckets. Used by bridge-rayon and bridge-tokio (their metrics).
+#[doc(hidden)]
+#[path = "histogram.rs"]
+pub mod __histogram;
 /// The few OS calls. Used by bridge-rayon (`lower_thread_priority`).
 #[doc(hidden)]
 #[path = "os.rs"]
@@ -69,6 +73,7 @@ mod sync;
 mod task;
 
 pub use __config::{Config, config, configure};
+pub use __histogram::Histogram;
 pub use block_on::{__block_on_deadline, block_on};
 pub use error::Error;
 pub use task::{__Outcome, __Work, __contain, CatchUnwind, Task};

@@ -102,6 +102,7 @@ mod task;
 #[cfg(feature = "tracing")]
 mod trace;
 
+pub use bridge_core::Histogram;
 pub use bridge_core::{CatchUnwind, Error, Task};
 pub use future_task::spawn_future;
 #[cfg(bridge_loom)]
@@ -112,7 +113,7 @@ pub use limit::Limit;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use limit::{Acquire as __Acquire, Permit as __Permit};
-pub use metrics::{CpuMetrics, QueueWait, metrics};
+pub use metrics::{CpuMetrics, metrics};
 pub use priority::lower_thread_priority;
 #[cfg(bridge_loom)]
 #[doc(hidden)]

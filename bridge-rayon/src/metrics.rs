@@ -7,8 +7,9 @@
 //! the waiter that claimed it).
 
 use bridge_core::__counters::{Counters, Local};
+use bridge_core::Histogram;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The counters, by index in the set.
 const SPAWNED: usize = 0;
@@ -19,9 +20,8 @@ const CANCELLED: usize = 4;
 const STALLED: usize = 5;
 /// The first of the queue-wait histogram's buckets.
 const WAIT: usize = 6;
-/// Buckets of the queue-wait histogram: below 1 µs, then one per power of two of
-/// microseconds up to 2^20 µs (about 1.05 s), then one for everything longer.
-const BUCKETS: usize = 22;
+/// Buckets of the queue-wait histogram (see `bridge_core::Histogram`).
+const BUCKETS: usize = bridge_core::__histogram::BUCKETS;
 const COUNT: usize = WAIT + BUCKETS;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
@@ -68,7 +68,7 @@ pub(crate) fn cancelled() {
 pub(crate) fn started(spawned_at: Option<Instant>) {
     count(STARTED);
     if let Some(at) = spawned_at {
-        count(WAIT + bucket(at.elapsed()));
+        count(WAIT + bridge_core::__histogram::bucket(at.elapsed()));
     }
 }
 
@@ -81,22 +81,6 @@ pub(crate) fn stalled_wait() {
 #[inline]
 pub(crate) fn ended(panicked: bool) {
     count(if panicked { PANICKED } else { FINISHED });
-}
-
-/// The bucket of a wait: 0 below 1 µs, `k` for `[2^(k-1), 2^k)` µs, the last one above.
-fn bucket(wait: Duration) -> usize {
-    let micros = wait.as_micros();
-    let k = (u128::BITS - micros.leading_zeros()) as usize;
-    k.min(BUCKETS - 1)
-}
-
-/// The upper bound (exclusive) of bucket `k`; `Duration::MAX` for the last one.
-fn upper_bound(k: usize) -> Duration {
-    if k + 1 < BUCKETS {
-        Duration::from_micros(1 << k)
-    } else {
-        Duration::MAX
-    }
 }
 
 /// A snapshot of the CPU tasks' counters, from `bridge::metrics().cpu`.
@@ -148,7 +132,7 @@ pub struct CpuMetrics {
     /// (rayon never does) counts here too.
     pub cancelled: u64,
     /// How long sampled tasks waited between their spawn and the start of their closure.
-    pub queue_wait: QueueWait,
+    pub queue_wait: Histogram,
     /// Times a pool thread yielded its CPU to the OS scheduler after a long poll of a future
     /// task (`spawn_future`, `spawn_future_task`) or a long poll of a CPU-side stream's item
     /// (`spawn_stream`, and the facade's `bridge::stream::on_cpu`), with
@@ -247,124 +231,6 @@ impl CpuMetrics {
     }
 }
 
-/// A histogram of the time tasks waited between their spawn and the start of their
-/// closure, in [`CpuMetrics::queue_wait`].
-///
-/// **Sampled:** each thread times the first task it spawns and then one in 64, since
-/// reading the clock at every spawn and start would be a visible share of the cheapest hop
-/// (the [hop study](https://github.com/bridge-rs/bridge/blob/main/docs/studies/hop.md)
-/// measures it). Every way to spawn is sampled alike, so the histogram describes all
-/// tasks, from [`samples`](Self::samples) of them. A task cancelled before it started has no
-/// queue wait.
-///
-/// **Resolution:** a wait lands in one of 22 buckets by powers of two: below 1 µs, then
-/// `[1, 2)` µs, `[2, 4)` µs, ... up to `[2^19, 2^20)` µs (0.52 to 1.05 s), then everything
-/// from 1.05 s on. [`percentile`](Self::percentile) answers with a bucket's upper bound, so
-/// it may be up to twice the true value, never less.
-///
-/// # Examples
-///
-/// ```
-/// let waits = bridge::metrics().cpu.queue_wait;
-/// if let Some(p99) = waits.percentile(99.0) {
-///     println!("p99 queue wait below {p99:?}, from {} samples", waits.samples());
-/// }
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueWait {
-    counts: [u64; BUCKETS],
-}
-
-impl QueueWait {
-    /// How many queue waits were sampled.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let waits = bridge::metrics().cpu.queue_wait;
-    /// assert_eq!(waits.samples(), waits.buckets().map(|(_, n)| n).sum::<u64>());
-    /// ```
-    pub fn samples(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// The buckets, shortest first: each one's upper bound (exclusive) and how many sampled
-    /// waits fell in it. The first bucket holds the waits below 1 µs; the last one, whose
-    /// bound is `Duration::MAX`, those of about 1.05 s (2^20 µs) and more.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let waits = bridge::metrics().cpu.queue_wait;
-    /// let bounds: Vec<Duration> = waits.buckets().map(|(bound, _)| bound).collect();
-    /// assert_eq!(bounds[0], Duration::from_micros(1));
-    /// assert_eq!(bounds[1], Duration::from_micros(2));
-    /// assert_eq!(bounds[20], Duration::from_micros(1 << 20));
-    /// assert_eq!(bounds.last(), Some(&Duration::MAX));
-    /// ```
-    pub fn buckets(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .map(|(k, &count)| (upper_bound(k), count))
-    }
-
-    /// The wait that `p` percent of the samples did not exceed, as the upper bound of the
-    /// bucket that holds it (`Duration::MAX` if that is the last bucket, above 1.05 s);
-    /// `None` without samples. `percentile(50.0)` is the median, `percentile(100.0)` bounds
-    /// the longest wait sampled.
-    ///
-    /// # Panics
-    ///
-    /// If `p` is not within `0.0..=100.0`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let waits = bridge::metrics().cpu.queue_wait;
-    /// match (waits.percentile(50.0), waits.percentile(99.0)) {
-    ///     (Some(p50), Some(p99)) => assert!(p50 <= p99),
-    ///     (p50, p99) => assert!(p50.is_none() && p99.is_none() && waits.samples() == 0),
-    /// }
-    /// ```
-    pub fn percentile(&self, p: f64) -> Option<Duration> {
-        assert!(
-            (0.0..=100.0).contains(&p),
-            "bridge_rayon: a percentile must be within 0..=100, not {p}"
-        );
-        let samples = self.samples();
-        if samples == 0 {
-            return None;
-        }
-        // The rank (1-based) of the sample at `p`: at least the first one.
-        let rank = ((p / 100.0 * samples as f64).ceil() as u64).clamp(1, samples);
-        let mut seen = 0;
-        self.buckets().find_map(|(bound, count)| {
-            seen += count;
-            (seen >= rank).then_some(bound)
-        })
-    }
-
-    /// The waits sampled after `earlier`, an older snapshot's histogram (bucket by bucket,
-    /// saturating at 0).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let before = bridge::metrics().cpu.queue_wait;
-    /// let now = bridge::metrics().cpu.queue_wait;
-    /// assert!(now.since(&before).samples() <= now.samples());
-    /// ```
-    #[must_use]
-    pub fn since(&self, earlier: &QueueWait) -> QueueWait {
-        QueueWait {
-            counts: std::array::from_fn(|k| self.counts[k].saturating_sub(earlier.counts[k])),
-        }
-    }
-}
-
 /// A snapshot of the CPU tasks' counters: spawned, started, finished, panicked, cancelled
 /// before they started, queued now, and a histogram of their queue wait. See [`CpuMetrics`]
 /// for what each counts.
@@ -396,9 +262,7 @@ pub fn metrics() -> CpuMetrics {
         finished: counts[FINISHED],
         panicked: counts[PANICKED],
         cancelled: counts[CANCELLED],
-        queue_wait: QueueWait {
-            counts: std::array::from_fn(|k| counts[WAIT + k]),
-        },
+        queue_wait: Histogram::__from_counts(std::array::from_fn(|k| counts[WAIT + k])),
         yielded: bridge_core::__courtesy::yields(),
         stalled_waits: counts[STALLED],
     }
@@ -491,84 +355,5 @@ mod sampling_tests {
         set_queue_wait_sampling(period);
         assert_eq!(after.spawned, 140);
         assert_eq!(after.queue_wait.samples(), 4);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{BUCKETS, QueueWait, bucket, upper_bound};
-    use std::time::Duration;
-
-    #[test]
-    fn each_wait_lands_in_the_bucket_whose_bounds_hold_it() {
-        assert_eq!(bucket(Duration::ZERO), 0);
-        assert_eq!(bucket(Duration::from_nanos(999)), 0);
-        assert_eq!(bucket(Duration::from_micros(1)), 1);
-        assert_eq!(bucket(Duration::from_nanos(1999)), 1);
-        assert_eq!(bucket(Duration::from_micros(2)), 2);
-        assert_eq!(bucket(Duration::from_micros(3)), 2);
-        assert_eq!(bucket(Duration::from_micros(4)), 3);
-        assert_eq!(bucket(Duration::from_micros((1 << 20) - 1)), 20);
-        assert_eq!(bucket(Duration::from_micros(1 << 20)), 21);
-        assert_eq!(bucket(Duration::MAX), BUCKETS - 1);
-        for micros in [
-            0,
-            1,
-            2,
-            3,
-            5,
-            100,
-            999,
-            1000,
-            65_535,
-            1 << 19,
-            (1 << 20) - 1,
-        ] {
-            let wait = Duration::from_micros(micros);
-            let k = bucket(wait);
-            assert!(wait < upper_bound(k), "{wait:?} in bucket {k}");
-            assert!(
-                k == 0 || wait >= upper_bound(k - 1),
-                "{wait:?} in bucket {k}"
-            );
-        }
-    }
-
-    #[test]
-    fn percentiles_answer_with_the_bound_of_the_bucket_holding_the_rank() {
-        let mut counts = [0; BUCKETS];
-        counts[0] = 90; // below 1 µs
-        counts[10] = 9; // [512, 1024) µs
-        counts[BUCKETS - 1] = 1; // over a second
-        let waits = QueueWait { counts };
-        assert_eq!(waits.samples(), 100);
-        assert_eq!(waits.percentile(0.0), Some(Duration::from_micros(1)));
-        assert_eq!(waits.percentile(50.0), Some(Duration::from_micros(1)));
-        assert_eq!(waits.percentile(90.0), Some(Duration::from_micros(1)));
-        assert_eq!(waits.percentile(90.5), Some(Duration::from_micros(1024)));
-        assert_eq!(waits.percentile(99.0), Some(Duration::from_micros(1024)));
-        assert_eq!(waits.percentile(99.5), Some(Duration::MAX));
-        assert_eq!(waits.percentile(100.0), Some(Duration::MAX));
-        assert_eq!(
-            QueueWait {
-                counts: [0; BUCKETS]
-            }
-            .percentile(50.0),
-            None
-        );
-        let earlier = QueueWait {
-            counts: std::array::from_fn(|k| u64::from(k == 10)),
-        };
-        assert_eq!(waits.since(&earlier).samples(), 99);
-        assert_eq!(earlier.since(&waits).samples(), 0);
-    }
-
-    #[test]
-    #[should_panic(expected = "within 0..=100")]
-    fn a_percentile_out_of_range_panics() {
-        let _ = QueueWait {
-            counts: [0; BUCKETS],
-        }
-        .percentile(101.0);
     }
 }
