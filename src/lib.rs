@@ -80,9 +80,15 @@ pub mod cpu {
 }
 
 /// The I/O side: [`IoRuntime`](rt::IoRuntime), the shared multi-thread runtime that runs
-/// [`spawn_io`]'s futures and drives the I/O of synchronous callers, or
-/// one of your own. (Named `rt`, not `tokio`, so that `use bridge::*` does not hide the
-/// `tokio` crate.)
+/// [`spawn_io`]'s futures and drives the I/O of synchronous callers, or one of your own;
+/// [`watch`](rt::watch), which names the polls that hold a runtime of yours. (Named `rt`, not
+/// `tokio`, so that `use bridge::*` does not hide the `tokio` crate.)
+///
+/// The bridge times every poll of the futures it runs on the I/O side
+/// (`bridge::metrics().io.poll_durations`) and names one that holds its worker past
+/// `bridge::config().slow_poll` (10 ms by default), once, with the site of its spawn: CPU
+/// work on the I/O side delays every read behind it. See the guide's section "Is CPU work on
+/// my I/O side?".
 ///
 /// # Examples
 ///
@@ -94,7 +100,7 @@ pub mod cpu {
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod rt {
     #[doc(inline)]
-    pub use bridge_tokio::IoRuntime;
+    pub use bridge_tokio::{IoRuntime, Watch, watch};
 }
 
 /// Streams across sides: make a `Stream` on the I/O runtime ([`on_io`](stream::on_io),

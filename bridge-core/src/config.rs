@@ -48,6 +48,13 @@ pub struct Config {
     /// process's other work get it sooner (default `false`: the bridge leaves the scheduling
     /// of every thread as it found it).
     pub yield_after_long_polls: bool,
+    /// How long one poll may hold an I/O worker before the bridge names it (default 10 ms;
+    /// `Duration::MAX` is off): a poll of a future the bridge runs on the I/O side
+    /// (`bridge::spawn_io`, `IoRuntime::spawn`, `stream::on_io`, `IoStore`) that runs this
+    /// long, or a runtime under `bridge::rt::watch` that schedules a small task this late,
+    /// is reported once, while it holds the worker: a warning (feature `tracing`) with the
+    /// spawn site and the remedy, and a count in `bridge::metrics().io`.
+    pub slow_poll: Duration,
 }
 
 /// The default cap on handoff threads.
@@ -56,12 +63,15 @@ const HANDOFF_THREADS: usize = 512;
 const HANDOFF_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// The default stall warning.
 const STALL_WARNING: Duration = Duration::from_secs(5);
+/// The default slow-poll threshold.
+const SLOW_POLL: Duration = Duration::from_millis(10);
 
 // Each is a setting read on its own; nothing else is published with it.
 static THREADS: AtomicUsize = AtomicUsize::new(HANDOFF_THREADS);
 static KEEP_ALIVE: AtomicU64 = AtomicU64::new(HANDOFF_KEEP_ALIVE.as_secs() * 1_000_000_000);
 static STALL: AtomicU64 = AtomicU64::new(STALL_WARNING.as_secs() * 1_000_000_000);
 static YIELD: AtomicBool = AtomicBool::new(false);
+static SLOW: AtomicU64 = AtomicU64::new(SLOW_POLL.as_millis() as u64 * 1_000_000);
 
 /// The settings in force, to change and [`apply`](Config::apply).
 ///
@@ -89,6 +99,7 @@ pub fn config() -> Config {
         handoff_keep_alive: handoff_keep_alive(),
         stall_warning: stall_warning(),
         yield_after_long_polls: yield_after_long_polls(),
+        slow_poll: slow_poll(),
     }
 }
 
@@ -145,6 +156,19 @@ impl Config {
         self
     }
 
+    /// Sets [`slow_poll`](Self#structfield.slow_poll); `Duration::MAX` turns the watch off.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = bridge::configure().slow_poll(std::time::Duration::from_millis(50));
+    /// assert_eq!(config.slow_poll.as_millis(), 50);
+    /// ```
+    pub fn slow_poll(mut self, threshold: Duration) -> Self {
+        self.slow_poll = threshold;
+        self
+    }
+
     /// Makes these the settings of the process.
     ///
     /// # Examples
@@ -164,6 +188,8 @@ impl Config {
         STALL.store(nanos(self.stall_warning), Relaxed);
         // ORDERING: Relaxed: a setting, read on its own.
         YIELD.store(self.yield_after_long_polls, Relaxed);
+        // ORDERING: Relaxed: a setting, read on its own.
+        SLOW.store(nanos(self.slow_poll), Relaxed);
     }
 }
 
@@ -198,6 +224,13 @@ pub fn handoff_keep_alive() -> Duration {
 pub fn stall_warning() -> Duration {
     // ORDERING: Relaxed: a setting, read on its own.
     duration(STALL.load(Relaxed))
+}
+
+/// The slow-poll threshold. Used by bridge-tokio (the I/O side's watch).
+#[doc(hidden)]
+pub fn slow_poll() -> Duration {
+    // ORDERING: Relaxed: a setting, read on its own.
+    duration(SLOW.load(Relaxed))
 }
 
 /// Whether polls on rayon yield after a long one. Used by this crate's courtesy.

@@ -149,12 +149,13 @@ impl IoRuntime {
     /// });
     /// assert_eq!(task.wait(), 8);
     /// ```
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> Task<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        crate::io_task::spawn_on(&self.handle, future)
+        crate::io_task::spawn_on(&self.handle, future, std::panic::Location::caller())
     }
 }
 
@@ -194,6 +195,7 @@ impl IoRuntime {
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// assert_eq!(rt.block_on(bridge::spawn_io(async { 7 })), 7);
 /// ```
+#[track_caller]
 pub fn spawn_io<F>(future: F) -> Task<F::Output>
 where
     F: Future + Send + 'static,

@@ -6,22 +6,27 @@ use bridge_core::oneshot::{self, Sender};
 use bridge_core::{__Outcome, __Work, __contain as contain, Error, Task};
 use std::any::Any;
 use std::future::{Future, poll_fn};
-use std::panic::{self, AssertUnwindSafe};
+use std::panic::{self, AssertUnwindSafe, Location};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 
-/// A future run as a task of the runtime of `handle`: the body of `IoRuntime::spawn`.
-pub(crate) fn spawn_on<F>(handle: &Handle, future: F) -> Task<F::Output>
+/// A future run as a task of the runtime of `handle`, spawned at `site`: the body of
+/// `IoRuntime::spawn`.
+pub(crate) fn spawn_on<F>(
+    handle: &Handle,
+    future: F,
+    site: &'static Location<'static>,
+) -> Task<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let future = crate::trace::instrument(future);
-    let task = handle.spawn(run(future, tx));
+    let task = handle.spawn(run(future, tx, site));
     let work = IoWork {
         abort: task.abort_handle(),
         handle: handle.clone(),
@@ -29,16 +34,29 @@ where
     Task::__new(rx, Arc::new(work))
 }
 
-/// The tokio task: polls `future` inside `catch_unwind`, drops it, and only then sends its
-/// outcome, so that whoever receives the output finds everything the future owned dropped.
-async fn run<F: Future>(future: F, tx: Sender<__Outcome<F::Output>>) {
+/// The tokio task: polls `future` inside `catch_unwind`, each poll timed and watched (see
+/// `watch.rs`), drops it, and only then sends its outcome, so that whoever receives the
+/// output finds everything the future owned dropped.
+async fn run<F: Future>(
+    future: F,
+    tx: Sender<__Outcome<F::Output>>,
+    site: &'static Location<'static>,
+) {
     let mut slot = pin!(Some(future));
     let mut outcome = poll_fn(|cx| {
         let Some(future) = slot.as_mut().as_pin_mut() else {
             // Never: the slot is emptied only after this poll_fn completed.
             return Poll::Pending;
         };
-        match panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+        let polled = || panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx)));
+        #[cfg(not(bridge_loom))]
+        let polled = crate::watch::poll(site, polled);
+        #[cfg(bridge_loom)]
+        let polled = {
+            let _ = site;
+            polled()
+        };
+        match polled {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(payload)),

@@ -37,7 +37,8 @@
 //! 3. `handoff/pool.rs`, the pool of threads a call hands its future to; then `metrics`
 //!    (its snapshot reads the pool); then `handoff` proper (the protocol and its stall
 //!    warning, which counts in `metrics`);
-//! 4. `in_place` (polled on this thread), `io_task` (the I/O side's `Task`);
+//! 4. `in_place` (polled on this thread), `watch` (the I/O side's slow polls, and probes of
+//!    runtimes), then `io_task` (the I/O side's `Task`, each poll watched);
 //! 5. `io_runtime` (the shared runtime and `spawn_io`), then `drivers` (the runtimes that
 //!    calls with no runtime drive, which build the shared runtime first);
 //! 6. `run`: the entry points, which run each call by its route;
@@ -124,6 +125,8 @@ mod shutdown;
 pub mod stream;
 mod sync;
 mod trace;
+#[cfg(not(bridge_loom))]
+mod watch;
 
 /// Loom builds have no drivers (their calls with no runtime are polled here), only the
 /// drivers' gate, which the loom models check.
@@ -159,3 +162,5 @@ pub use metrics::IoMetrics;
 #[cfg(not(bridge_loom))]
 pub use metrics::metrics;
 pub use run::{run_blocking, try_run_blocking, try_run_blocking_timeout};
+#[cfg(not(bridge_loom))]
+pub use watch::{Watch, watch};

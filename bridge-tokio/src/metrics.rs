@@ -8,7 +8,9 @@
 //! The pool's numbers are read under its lock at snapshot time.
 
 use crate::context::Route;
+use bridge_core::Histogram;
 use bridge_core::__counters::{Counters, Local};
+use std::time::Duration;
 
 /// The counters, by index in the set.
 const BLOCK_IN_PLACE: usize = 0;
@@ -18,7 +20,11 @@ const INLINE: usize = 2;
 const STALLED: usize = 3;
 #[cfg(not(bridge_loom))]
 const STALLED_DRIVER: usize = 4;
-const COUNT: usize = 5;
+const SLOW_POLLS: usize = 5;
+const HELD_RUNTIMES: usize = 6;
+/// The first of the poll-duration histogram's buckets.
+const POLLS: usize = 7;
+const COUNT: usize = POLLS + bridge_core::__histogram::BUCKETS;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
 
@@ -41,6 +47,23 @@ pub(crate) fn call(route: Route) {
 #[cfg(not(bridge_loom))]
 pub(crate) fn stalled_handoff() {
     COUNTERS.add(&SHARD, STALLED, 1);
+}
+
+/// Records the duration of a poll made on the I/O side.
+#[inline]
+pub(crate) fn polled(duration: Duration) {
+    let bucket = bridge_core::__histogram::bucket(duration);
+    COUNTERS.add(&SHARD, POLLS + bucket, 1);
+}
+
+/// Counts a poll on the I/O side reported as slow.
+pub(crate) fn slow_poll() {
+    COUNTERS.add(&SHARD, SLOW_POLLS, 1);
+}
+
+/// Counts a watched runtime reported as held.
+pub(crate) fn held_runtime() {
+    COUNTERS.add(&SHARD, HELD_RUNTIMES, 1);
 }
 
 /// Counts a call with no runtime that waited past the stall threshold for a driver held by
@@ -114,6 +137,19 @@ pub struct IoMetrics {
     /// inside the driver's runtime), counted once each (and logged, feature `tracing`). The
     /// call waits on; one with a time limit returns `TimedOut` at its limit instead.
     pub stalled_drivers: u64,
+    /// How long the polls of the futures the bridge runs on the I/O side took
+    /// (`bridge::spawn_io`, `IoRuntime::spawn`, `stream::on_io`, `IoStore`): every poll, on
+    /// every I/O runtime. A poll holds its worker for as long: the tail of this histogram is
+    /// the I/O latency that CPU work on the I/O side adds.
+    pub poll_durations: Histogram,
+    /// Polls of those futures that held their worker past the slow-poll threshold
+    /// (`bridge::config().slow_poll`), each counted once, while it ran (and logged, feature
+    /// `tracing`, with its spawn site).
+    pub slow_polls: u64,
+    /// Times a runtime under `bridge::rt::watch` scheduled its probe later than the
+    /// slow-poll threshold: its workers were held (each late probe counted once, and logged,
+    /// feature `tracing`).
+    pub held_runtimes: u64,
 }
 
 impl IoMetrics {
@@ -169,5 +205,8 @@ pub fn metrics() -> IoMetrics {
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
         stalled_drivers: counts[STALLED_DRIVER],
+        poll_durations: Histogram::__from_counts(std::array::from_fn(|k| counts[POLLS + k])),
+        slow_polls: counts[SLOW_POLLS],
+        held_runtimes: counts[HELD_RUNTIMES],
     }
 }

@@ -59,6 +59,7 @@ use futures_core::Stream;
 /// let got: Vec<u32> = bridge::block_on(bridge::stream::on_io(ticks, 2).collect());
 /// assert_eq!(got, [0, 1, 2, 3, 4]);
 /// ```
+#[track_caller]
 pub fn on_io<S>(stream: S, bound: usize) -> Crossing<S::Item>
 where
     S: Stream + Send + 'static,
@@ -91,6 +92,7 @@ impl IoRuntime {
     /// let current = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// assert_eq!(current.block_on(names.collect::<Vec<_>>()), ["A", "B"]);
     /// ```
+    #[track_caller]
     pub fn spawn_stream<S>(&self, stream: S, bound: usize) -> Crossing<S::Item>
     where
         S: Stream + Send + 'static,
