@@ -8,7 +8,7 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
-use crate::report::{BASELINE, Budget, Goal, Measure, Row, ScenarioReport, rows};
+use crate::report::{BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, percentile};
 use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
@@ -57,6 +57,12 @@ const ITERATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest the delay server's timer thread sleeps before it looks at its state again.
 const TIMER_MAX_WAIT: Duration = Duration::from_millis(100);
+
+/// The `watch` scenario: the CPU time of one decode there, a row group's worth.
+const WATCH_DECODE: Duration = Duration::from_millis(20);
+
+/// The `watch` scenario's queries, each with [`READS`] reads.
+const WATCH_QUERIES: usize = 8;
 
 /// Sequential queries (without decode) that measure the unloaded read latency.
 const FLOOR_QUERIES: usize = 16;
@@ -680,6 +686,114 @@ fn varied() -> String {
 ///
 /// # Errors
 ///
+/// What the `watch` scenario saw for one variant.
+struct Watched {
+    /// The slow polls the bridge named, and the held-runtime reports of its probe.
+    slow_polls: u64,
+    held: u64,
+    /// The longest poll on the I/O side, by the bridge's histogram (its bucket's bound).
+    longest_poll: Option<Duration>,
+    /// Every read's duration (ns).
+    reads: Vec<f64>,
+    /// The line of the spawn that the bridge names.
+    line: u32,
+}
+
+/// The `watch` scenario's run of one variant: [`WATCH_QUERIES`] queries spawned at once with
+/// `IoRuntime::spawn` on `io` (the query runtime, under `bridge::rt::watch`), decode by `how`.
+fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u64) -> Watched {
+    let before = bridge::metrics().io;
+    // The spawn site the bridge names, with its line.
+    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
+        .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
+        .collect();
+    let line = tasks.first().map_or(0, |&(_, line)| line);
+    let reads = tasks
+        .into_iter()
+        .flat_map(|(task, _)| task.wait().unwrap_or_default())
+        .collect();
+    let after = bridge::metrics().io;
+    Watched {
+        slow_polls: after.slow_polls - before.slow_polls,
+        held: after.held_runtimes - before.held_runtimes,
+        longest_poll: after
+            .poll_durations
+            .since(&before.poll_durations)
+            .percentile(100.0),
+        reads,
+        line,
+    }
+}
+
+/// The `watch` scenario: the inline variant and bridge's, with the bridge's watch on; see
+/// its `varied` text.
+fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<ScenarioReport> {
+    let rt = query_runtime()?;
+    let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
+    let _watch = bridge::rt::watch(rt.handle());
+    let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
+    let slow = bridge::config().slow_poll;
+    let inline = watched(&io, addr, Decode::Inline, big);
+    let bridged = watched(&io, addr, Decode::Bridge, big);
+    drop(_watch);
+    drop(rt);
+    let nominal_ns = DELAY.as_secs_f64() * 1e9;
+    let describe = |name: &str, w: &Watched| {
+        format!(
+            "{name}: {} slow polls named, {} held-runtime reports, longest I/O-side poll \
+             below {}, reads p50 {:.2} ms / p99 {:.2} ms (nominal {:.2} ms)",
+            w.slow_polls,
+            w.held,
+            w.longest_poll
+                .map_or_else(|| "-".to_string(), |d| format!("{d:?}")),
+            ms(percentile(&w.reads, 0.5)),
+            ms(percentile(&w.reads, 0.99)),
+            ms(nominal_ns),
+        )
+    };
+    let site = format!("bridge-bench/src/studies/wrong_pool.rs:{}", inline.line);
+    let named = Judged::once(
+        format!(
+            "with the decode inline on the I/O side, the bridge names the slow polls (their \
+             spawn site, {site}, in its warning with feature tracing)"
+        ),
+        Some(Check {
+            met: inline.slow_polls > 0,
+            value: format!("{} named", inline.slow_polls),
+            bound: "slow polls named >= 1".into(),
+            detail: describe(INLINE, &inline),
+        }),
+    );
+    let silent = Judged::once(
+        "with the same decode on rayon (bridge::spawn), the bridge names nothing",
+        Some(Check {
+            met: bridged.slow_polls == 0 && bridged.held == 0,
+            value: format!("{} named", bridged.slow_polls + bridged.held),
+            bound: "slow polls and held-runtime reports == 0".into(),
+            detail: describe(BASELINE, &bridged),
+        }),
+    );
+    Ok(ScenarioReport {
+        name: "watch",
+        varied: format!(
+            "where a decode of a row group's size (calibrated to {} ms of CPU) runs: inline on \
+             the I/O runtime's workers (inline), or on rayon through bridge::spawn (bridge); \
+             the bridge's watch of the I/O side on (slow-poll threshold {slow:?})",
+            WATCH_DECODE.as_millis()
+        ),
+        fixed: format!(
+            "the query runtime of `wall`, wrapped as an IoRuntime (IoRuntime::from_handle) and \
+             under bridge::rt::watch; {WATCH_QUERIES} queries spawned at once with \
+             IoRuntime::spawn (at {site}), each {READS} reads of the same object store, each \
+             read followed by the decode; one run per variant, inline first."
+        ),
+        measure: Measure::ms("read p99"),
+        judged: vec![named, silent],
+        notes: vec![describe(INLINE, &inline), describe(BASELINE, &bridged)],
+        ..Default::default()
+    })
+}
+
 /// If a tokio runtime, the delay server or its timer thread cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
@@ -735,6 +849,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let p99 = rows("read-p99", &recorder.read_percentiles(&m, 0.99));
     let table = summary(&wall, &p50, &p99, &recorder);
     drop(rt);
+    let watch = watch_scenario(addr, rounds, cost)?;
     drop(server);
 
     Ok(vec![
@@ -798,6 +913,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             load_goals: Vec::new(),
             ..Default::default()
         },
+        watch,
     ])
 }
 
