@@ -8,8 +8,8 @@
 //! The pool's numbers are read under its lock at snapshot time.
 
 use crate::context::Route;
-use bridge_core::Histogram;
 use bridge_core::__counters::{Counters, Local};
+use bridge_core::Histogram;
 use std::time::Duration;
 
 /// The counters, by index in the set.

@@ -107,7 +107,9 @@ fn a_dedicated_io_runtime_is_watched_too_and_off_means_off() {
 #[test]
 fn a_watched_current_thread_runtime_whose_thread_is_held_is_named() {
     let _serial = serial();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let watch = watch(rt.handle());
     // Driven and idle: the probe runs on time, nothing is named.
     let before = metrics().held_runtimes;
@@ -137,7 +139,9 @@ fn a_watched_multi_thread_runtime_with_its_worker_busy_is_named() {
     let _watch = watch(rt.handle());
     let before = metrics().held_runtimes;
     rt.block_on(async {
-        tokio::spawn(hold(Duration::from_millis(700))).await.unwrap();
+        tokio::spawn(hold(Duration::from_millis(700)))
+            .await
+            .unwrap();
     });
     until("the held runtime to be named", || {
         metrics().held_runtimes > before
@@ -153,7 +157,9 @@ fn the_watch_ends_with_its_runtime_and_leaves_no_thread_behind() {
     drop(first);
     let alive = threads();
     for _ in 0..5 {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let watch = watch(rt.handle());
         rt.block_on(tokio::task::yield_now());
         drop(rt);
@@ -164,7 +170,11 @@ fn the_watch_ends_with_its_runtime_and_leaves_no_thread_behind() {
         assert_eq!(metrics().held_runtimes, before);
     }
     // (The first runtime's workers may still be exiting: fewer, never more.)
-    assert!(threads() <= alive, "a thread left behind: {} > {alive}", threads());
+    assert!(
+        threads() <= alive,
+        "a thread left behind: {} > {alive}",
+        threads()
+    );
 }
 
 /// The threads of this process.

@@ -708,10 +708,11 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
         .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
         .collect();
     let line = tasks.first().map_or(0, |&(_, line)| line);
-    let reads = tasks
+    let mut reads: Vec<f64> = tasks
         .into_iter()
         .flat_map(|(task, _)| task.wait().unwrap_or_default())
         .collect();
+    reads.sort_by(f64::total_cmp);
     let after = bridge::metrics().io;
     Watched {
         slow_polls: after.slow_polls - before.slow_polls,
@@ -787,7 +788,28 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
              IoRuntime::spawn (at {site}), each {READS} reads of the same object store, each \
              read followed by the decode; one run per variant, inline first."
         ),
-        measure: Measure::ms("read p99"),
+        measure: Measure::ms("read"),
+        rows: rows(
+            "watch",
+            &Measurement {
+                iters_per_round: 1,
+                ops_per_iter: 1,
+                rounds: 1,
+                variants: vec![
+                    Measured {
+                        name: BASELINE,
+                        samples: bridged.reads.clone(),
+                        background: Vec::new(),
+                    },
+                    Measured {
+                        name: INLINE,
+                        samples: inline.reads.clone(),
+                        background: Vec::new(),
+                    },
+                ],
+                load: None,
+            },
+        ),
         judged: vec![named, silent],
         notes: vec![describe(INLINE, &inline), describe(BASELINE, &bridged)],
         ..Default::default()
