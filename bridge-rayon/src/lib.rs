@@ -47,7 +47,7 @@
 //! [`metrics()`](metrics()) takes a snapshot of process-wide counters that every task
 //! feeds, whatever the pool and the way it was spawned: spawned, started, finished,
 //! panicked, cancelled before it started, queued now, and the time from spawn to start as a
-//! histogram of sampled tasks ([`QueueWait`]). Counting costs a relaxed increment on a cache
+//! histogram of sampled tasks ([`Histogram`]). Counting costs a relaxed increment on a cache
 //! line that the counting thread owns (each thread counts on a shard of its own, which a
 //! snapshot sums), so the hot path takes no lock and writes nothing shared; the queue wait
 //! reads the clock for one spawn in 64 per thread. See [`CpuMetrics`] for what each field
