@@ -1,4 +1,6 @@
 //! The process's settings: one builder, one snapshot.
+//! The hidden accessors are used by bridge-tokio (the handoff pool's cap and keep-alive,
+//! the stall and slow-poll thresholds).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! Event counters for the metrics of the bridge crates, sharded by thread so that counting
 //! never contends.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise). A crate
+//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
+//! bridge-rayon and bridge-tokio for their metrics. A crate
 //! declares one [`Counters`] for its set of `N` counters and one thread-local [`Local`] that
 //! holds the calling thread's shard of it:
 //!

@@ -3,7 +3,8 @@
 //! ran long, the pool thread yields its CPU to the OS scheduler (`sched_yield`), and a pool
 //! thread asks, at its first such poll, for the longest time slice the OS grants.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise); bridge-rayon
+//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
+//! bridge-rayon; bridge-rayon
 //! calls it around its polls; the switch is `Config::yield_after_long_polls`.
 //!
 //! A thread woken while a CPU-bound thread runs on its CPU (an I/O worker whose socket became

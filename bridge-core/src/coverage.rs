@@ -1,6 +1,7 @@
 //! Arm coverage of the state machines: which arms the loom models and the tests reached.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise). Each crate
+//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
+//! bridge-rayon and bridge-tokio. Each crate
 //! declares the arms of its state machines in one list, and marks every arm with
 //! [`__arm!`](crate::__arm):
 //!

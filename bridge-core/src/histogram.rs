@@ -1,4 +1,5 @@
 //! The family's histogram of durations, by powers of two of microseconds.
+//! The bucket helpers are used by bridge-rayon and bridge-tokio (their metrics).
 
 use std::time::Duration;
 

@@ -27,38 +27,27 @@
 //! why its ordering is enough (`// ORDERING:`). The loom models in `tests/loom.rs` run the
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
-/// The one waiting policy (spin, then park). Used by bridge-tokio (the handoff's worker
-/// wait, the drivers' gate).
 #[doc(hidden)]
 #[path = "backoff.rs"]
 pub mod __backoff;
-/// The settings' atomics. Used by bridge-tokio (the handoff pool's cap and keep-alive,
-/// the stall threshold).
 #[doc(hidden)]
 #[path = "config.rs"]
 pub mod __config;
-/// Per-thread sharded counters. Used by bridge-rayon and bridge-tokio (their metrics).
 #[doc(hidden)]
 #[path = "counters.rs"]
 pub mod __counters;
-/// The opt-in yield after long polls. Used by bridge-rayon (around its future tasks' polls).
 #[doc(hidden)]
 #[path = "courtesy.rs"]
 pub mod __courtesy;
-/// Arm coverage of the state machines. Used by bridge-rayon and bridge-tokio (`arm!`).
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
-/// The histogram's buckets. Used by bridge-rayon and bridge-tokio (their metrics).
 #[doc(hidden)]
 #[path = "histogram.rs"]
 pub mod __histogram;
-/// The few OS calls. Used by bridge-rayon (`lower_thread_priority`).
 #[doc(hidden)]
 #[path = "os.rs"]
 pub mod __os;
-/// Work handed to another thread with its lifetime erased. Used by bridge-tokio (the
-/// handoff).
 #[doc(hidden)]
 #[path = "scoped.rs"]
 pub mod __scoped;

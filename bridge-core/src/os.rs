@@ -1,7 +1,8 @@
 //! What the OS offers that std does not, for the bridge crates: one thread's scheduling
 //! priority, and its time slice.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise); the public
+//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
+//! bridge-rayon; the public
 //! form of the priority is `bridge_rayon::lower_thread_priority`, and the CPU side asks for a
 //! long slice on its own (`__courtesy`).
 

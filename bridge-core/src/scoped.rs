@@ -2,7 +2,8 @@
 //! lifetime-erased hand-off that lets `run_blocking` take borrowing futures on its handoff
 //! route.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise). The one
+//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
+//! bridge-tokio's handoff. The one
 //! `unsafe` step, erasing the closure's lifetime so that a thread pool can hold it, is sound
 //! because [`run_elsewhere`] does not return, nor unwind, before the closure has either run
 //! to its end or been dropped, as `std::thread::scope` waits for its threads.
