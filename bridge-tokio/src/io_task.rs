@@ -74,7 +74,7 @@ async fn run<F: Future>(
         }
     }
     if let Err(unwanted) = tx.send(outcome) {
-        // Nobody waits (the IoTask was dropped as the future finished): the output and its
+        // Nobody waits (the Task was dropped as the future finished): the output and its
         // destructor stay here, on the runtime's worker, whatever they do.
         contain(move || drop(unwanted));
     }

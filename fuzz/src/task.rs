@@ -338,7 +338,7 @@ fn value_id(index: u32) -> u32 {
 type Payload = Box<dyn Any + Send + 'static>;
 
 /// Checks what task `index` gave: its value, or its panic if it `panics`.
-/// A lost job panics in `TaskError::into_panic` on the way here.
+/// A lost job panics in `Error::into_panic` on the way here.
 fn check_outcome(index: u32, panics: bool, outcome: Result<Tracked, Payload>, step: usize) {
     match outcome {
         Ok(value) if !panics => {

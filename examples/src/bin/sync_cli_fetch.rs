@@ -58,7 +58,7 @@ fn hash(bytes: &[u8]) -> u64 {
 /// Downloads `url` with the shared client. The future borrows `client` and `url`; the call
 /// returns only once the future is done, so the borrows end before this function does.
 fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<Bytes> {
-    // `??`: the outer error is the bridge's (`BridgeError`: the future panicked, or its
+    // `??`: the outer error is the bridge's (`bridge::Error`: the future panicked, or its
     // runtime went away), the inner one reqwest's (connection, status, body). Both go into
     // anyhow as they are, so a caller can still downcast them.
     let body = bridge::try_run_blocking(async {
