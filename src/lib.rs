@@ -10,26 +10,44 @@
 //!
 //! # What is here
 //!
-//! Each item has one path. The [`guide`] says which call to make where, with examples.
+//! Each item has one path.
+#![cfg_attr(
+    all(feature = "tokio", feature = "rayon"),
+    doc = "The [`guide`] says which call to make where, with examples."
+)]
 //!
-//! - [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] (feature `rayon`): CPU work on rayon's
-//!   global pool; [`cpu`] has async CPU work ([`cpu::spawn_future`]), pools of your own
-//!   ([`cpu::ThreadPoolExt`]) and a bound on the work in flight ([`cpu::Limit`]).
-//! - [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`] (feature
-//!   `tokio`): a future run to completion from synchronous code, in any context or none;
-//!   [`spawn_io`]: a future run on the shared I/O runtime ([`rt::IoRuntime`]) from anywhere.
+#![cfg_attr(
+    feature = "rayon",
+    doc = "- [`spawn`], [`spawn_fifo`], [`spawn_cancellable`] (feature `rayon`): CPU work on
+  rayon's global pool; [`cpu`] has async CPU work ([`cpu::spawn_future`]), pools of your own
+  ([`cpu::ThreadPoolExt`]) and a bound on the work in flight ([`cpu::Limit`])."
+)]
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- [`run_blocking`], [`try_run_blocking`], [`try_run_blocking_timeout`] (feature
+  `tokio`): a future run to completion from synchronous code, in any context or none;
+  [`spawn_io`]: a future run on the shared I/O runtime ([`rt::IoRuntime`]) from anywhere;
+  [`rt::watch`]: a runtime of yours watched for polls that hold its workers."
+)]
 //! - [`Task`]: the one handle of work running elsewhere (awaited, waited for, polled, or
 //!   dropped to cancel it), and [`Error`], the one error: a panic, a time limit, work lost.
-//! - [`stream`]: a `Stream` made on one side and consumed on the other through a bounded
-//!   buffer; [`iter_blocking`]: a `Stream` read as an `Iterator` by synchronous code.
+#![cfg_attr(
+    any(feature = "tokio", feature = "rayon"),
+    doc = "- [`stream`]: a `Stream` made on one side and consumed on the other through a bounded
+  buffer."
+)]
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- [`iter_blocking`]: a `Stream` read as an `Iterator` by synchronous code."
+)]
 //! - [`oneshot`]: one value from one thread or task to another, received sync, blocking or
 //!   async; [`block_on`]: a future run on this thread with no runtime.
 //! - [`configure()`] and [`config()`]: the process's settings; [`metrics()`]: the counters.
 //! - `object_store` (feature `object_store`, off by default): `IoStore`, an `ObjectStore`
 //!   whose requests run on the I/O runtime whoever calls it.
 //! - Feature `tracing` (off by default): the span current where work is handed over is
-//!   current where it runs, and the bridge logs its notable events (a stall, a lost
-//!   runtime, the handoff pool at its cap).
+//!   current where it runs, and the bridge logs its notable events (a slow poll on the I/O
+//!   side, a stall, a lost runtime, the handoff pool at its cap).
 //!
 //! The modules of each half are named `rt` (tokio) and `cpu` (rayon), not `tokio` and
 //! `rayon`: `use bridge::*;` brings in no name that would hide your own `tokio` and `rayon`.
@@ -103,14 +121,14 @@ pub mod rt {
     pub use bridge_tokio::{IoRuntime, Watch, watch};
 }
 
-/// Streams across sides: make a `Stream` on the I/O runtime ([`on_io`](stream::on_io),
-/// feature `tokio`) or on rayon ([`on_cpu`](stream::on_cpu), feature `rayon`) and consume its
-/// items anywhere else through a bounded buffer, a [`Crossing`](stream::Crossing).
+/// Streams across sides: make a `Stream` on the I/O runtime (`on_io`, feature `tokio`) or on
+/// rayon (`on_cpu`, feature `rayon`) and consume its items anywhere else through a bounded
+/// buffer, a [`Crossing`](stream::Crossing).
 ///
 /// A crossing keeps the producer at most `bound` items ahead of the consumer, keeps their
 /// order, cancels the producer when the consumer drops it, and carries the producer's panic
 /// to the consumer after the items made before it. The consumer may poll it on any
-/// executor; [`iter_blocking`] reads it from synchronous code.
+/// executor; `bridge::iter_blocking` (feature `tokio`) reads it from synchronous code.
 ///
 /// # Examples
 ///
