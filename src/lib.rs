@@ -42,7 +42,7 @@
 )]
 //! - [`oneshot`]: one value from one thread or task to another, received sync, blocking or
 //!   async; [`block_on`]: a future run on this thread with no runtime.
-//! - [`configure()`] and [`config()`]: the process's settings; [`metrics()`]: the counters.
+//! - [`configure()`]: the process's settings, to read or change; [`metrics()`]: the counters.
 //! - `object_store` (feature `object_store`, off by default): `IoStore`, an `ObjectStore`
 //!   whose requests run on the I/O runtime whoever calls it.
 //! - Feature `tracing` (off by default): the span current where work is handed over is
@@ -57,9 +57,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
-pub use bridge_core::{
-    CatchUnwind, Config, Error, Histogram, Task, block_on, config, configure, oneshot,
-};
+pub use bridge_core::{CatchUnwind, Config, Error, Histogram, Task, block_on, configure, oneshot};
 
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
@@ -104,7 +102,7 @@ pub mod cpu {
 ///
 /// The bridge times every poll of the futures it runs on the I/O side
 /// (`bridge::metrics().io.poll_durations`) and names one that holds its worker past
-/// `bridge::config().slow_poll` (10 ms by default), once, with the site of its spawn: CPU
+/// `bridge::configure().slow_poll` (10 ms by default), once, with the site of its spawn: CPU
 /// work on the I/O side delays every read behind it. See the guide's section "Is CPU work on
 /// my I/O side?".
 ///

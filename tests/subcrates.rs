@@ -54,9 +54,9 @@ fn tokio_paths_resolve() {
     let err = bridge::try_run_blocking_timeout(slow, limit).unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     // Set to what it is, so that no other test sees a change.
-    let config: bridge::Config = bridge::config();
+    let config: bridge::Config = bridge::configure();
     bridge::configure().apply();
-    assert_eq!(bridge::config(), config);
+    assert_eq!(bridge::configure(), config);
     let io_metrics: bridge::IoMetrics = bridge::metrics().io;
     assert!(io_metrics.inline > 0);
 }

@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-/// The bridge's settings for this process: read with [`config()`], changed with
-/// [`configure()`] and [`apply`](Self::apply).
+/// The bridge's settings for this process: [`configure()`] gives the settings in force,
+/// to read in its fields, or to change and [`apply`](Self::apply).
 ///
 /// Each field is documented with its default. A setting applies from the next operation
 /// that reads it (the next handoff thread started or retired, the next wait that may
@@ -23,7 +23,7 @@ use std::time::Duration;
 ///     .stall_warning(Duration::from_secs(1))
 ///     .apply();
 ///
-/// let now = bridge::config();
+/// let now = bridge::configure();
 /// assert_eq!(now.handoff_threads, 64);
 /// assert_eq!(now.stall_warning, Duration::from_secs(1));
 /// ```
@@ -75,27 +75,19 @@ static STALL: AtomicU64 = AtomicU64::new(STALL_WARNING.as_secs() * 1_000_000_000
 static YIELD: AtomicBool = AtomicBool::new(false);
 static SLOW: AtomicU64 = AtomicU64::new(SLOW_POLL.as_millis() as u64 * 1_000_000);
 
-/// The settings in force, to change and [`apply`](Config::apply).
+/// The settings in force: read them in its fields, or change them and
+/// [`apply`](Config::apply) them.
 ///
 /// # Examples
 ///
 /// ```
+/// let now = bridge::configure();
+/// println!("bridge settings: {now:?}");
 /// bridge::configure().yield_after_long_polls(true).apply();
-/// assert!(bridge::config().yield_after_long_polls);
-/// # bridge::configure().yield_after_long_polls(false).apply();
+/// assert!(bridge::configure().yield_after_long_polls);
+/// # now.apply();
 /// ```
 pub fn configure() -> Config {
-    config()
-}
-
-/// A snapshot of the settings in force.
-///
-/// # Examples
-///
-/// ```
-/// println!("bridge settings: {:?}", bridge::config());
-/// ```
-pub fn config() -> Config {
     Config {
         handoff_threads: handoff_threads(),
         handoff_keep_alive: handoff_keep_alive(),
@@ -176,9 +168,9 @@ impl Config {
     /// # Examples
     ///
     /// ```
-    /// let before = bridge::config();
+    /// let before = bridge::configure();
     /// bridge::configure().handoff_threads(8).apply();
-    /// assert_eq!(bridge::config().handoff_threads, 8);
+    /// assert_eq!(bridge::configure().handoff_threads, 8);
     /// before.apply();
     /// ```
     pub fn apply(self) {

@@ -61,7 +61,7 @@ pub mod stream;
 mod sync;
 mod task;
 
-pub use __config::{Config, config, configure};
+pub use __config::{Config, configure};
 pub use __histogram::Histogram;
 pub use block_on::{__block_on_deadline, block_on};
 pub use error::Error;

@@ -4,8 +4,8 @@
 //!
 //! - [`IoStore`]: the wrapper. [`IoStore::new`] runs the store on the shared I/O runtime
 //!   (`bridge::rt::IoRuntime::global`), [`IoStore::with_runtime`] on one of yours.
-//! - [`DEFAULT_BOUND`]: how far its streams read ahead of their consumer, unless
-//!   [`IoStore::with_bound`] says otherwise.
+//!   Its streams read 16 items ahead of their consumer unless [`IoStore::with_bound`] says
+//!   otherwise.
 //!
 //! # Why
 //!
@@ -23,4 +23,4 @@ mod error;
 mod store;
 mod upload;
 
-pub use store::{DEFAULT_BOUND, IoStore};
+pub use store::IoStore;

@@ -20,23 +20,12 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::task::Poll;
 
-/// How many items a stream of an [`IoStore`] (a body's chunks, a listing's entries, a
-/// `delete_stream`'s results) may be read ahead of its consumer, unless
-/// [`IoStore::with_bound`] says otherwise: 16.
-///
-/// Enough to keep a connection's receive window drained while the consumer decodes a chunk
-/// (HTTP bodies arrive in chunks of a few KiB to 16 KiB, `LocalFileSystem` reads 8 KiB), and
-/// little enough memory per open body that thousands of them may be in flight.
-///
-/// # Examples
-///
-/// ```
-/// use bridge::object_store::{DEFAULT_BOUND, IoStore};
-///
-/// let store = IoStore::new(object_store::memory::InMemory::new());
-/// assert_eq!(store.bound(), DEFAULT_BOUND);
-/// ```
-pub const DEFAULT_BOUND: usize = 16;
+/// How far an `IoStore`'s streams read ahead of their consumer unless
+/// [`IoStore::with_bound`] says otherwise: enough to keep a connection's receive window
+/// drained while the consumer decodes a chunk (HTTP bodies arrive in chunks of a few KiB to
+/// 16 KiB, `LocalFileSystem` reads 8 KiB), and little enough memory per open body that
+/// thousands of them may be in flight.
+const DEFAULT_BOUND: usize = 16;
 
 /// An [`ObjectStore`] that runs every method of the store it wraps on an [`IoRuntime`]
 /// (the shared one, or one given), whoever calls it and from wherever: a CPU-side task
@@ -150,8 +139,9 @@ impl<S: ObjectStore> IoStore<S> {
     }
 
     /// The same store whose streams may be read `bound` items ahead of their consumer
-    /// ([`DEFAULT_BOUND`] unless set). 0: a stream makes an item only while its consumer
-    /// waits for it.
+    /// (16 unless set: enough to keep a connection's receive window drained while the
+    /// consumer decodes a chunk, little memory per open body). 0: a stream makes an item only
+    /// while its consumer waits for it.
     ///
     /// # Examples
     ///
@@ -171,7 +161,7 @@ impl<S: ObjectStore> IoStore<S> {
     ///
     /// ```
     /// let store = bridge::object_store::IoStore::new(object_store::memory::InMemory::new());
-    /// assert_eq!(store.bound(), bridge::object_store::DEFAULT_BOUND);
+    /// assert_eq!(store.bound(), 16);
     /// ```
     pub fn bound(&self) -> usize {
         self.bound

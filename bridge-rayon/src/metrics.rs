@@ -136,12 +136,12 @@ pub struct CpuMetrics {
     /// Times a pool thread yielded its CPU to the OS scheduler after a long poll of a future
     /// task (`spawn_future`, `spawn_future_task`) or a long poll of a CPU-side stream's item
     /// (`spawn_stream`, and the facade's `bridge::stream::on_cpu`), with
-    /// `bridge::config().yield_after_long_polls` on (0 otherwise): a
+    /// `bridge::configure().yield_after_long_polls` on (0 otherwise): a
     /// thread woken meanwhile on that CPU (an I/O worker, a timer's thread) ran before the
     /// pool thread went on. Closures (`spawn`, `spawn_task` ...) never yield.
     pub yielded: u64,
     /// Waits from outside rayon (`wait`, `join` on a thread that is not a rayon worker) that
-    /// reached the stall threshold (`bridge::config().stall_warning`, 5 s by default) with their
+    /// reached the stall threshold (`bridge::configure().stall_warning`, 5 s by default) with their
     /// task still queued: every thread of its pool was busy or blocked. Each also logs one
     /// warning (feature `tracing`). A waiter on a rayon worker runs the work it waits for,
     /// so it never counts here.

@@ -4,7 +4,7 @@
 //! job (a waiter on a rayon worker does, see `job_claim.rs`). If every thread of the task's
 //! pool is blocked in something the bridge cannot see (waiting for this very thread, a lock,
 //! a channel), the job never starts and the wait never ends. The wait is split at the
-//! family's stall threshold (`bridge::config().stall_warning`, 5 s by default): a task still
+//! family's stall threshold (`bridge::configure().stall_warning`, 5 s by default): a task still
 //! queued then is counted in [`CpuMetrics::stalled_waits`](crate::CpuMetrics::stalled_waits) and
 //! named by one warning (feature `tracing`). It only warns: the wait goes on.
 

@@ -115,18 +115,18 @@ pub struct IoMetrics {
     pub inline: u64,
     /// Handoff threads alive now, busy or idle (a thread counts from the moment the pool
     /// decides to start it until it retires after its keep-alive,
-    /// `bridge::config().handoff_keep_alive`).
+    /// `bridge::configure().handoff_keep_alive`).
     pub handoff_threads_alive: usize,
     /// Handoff threads idle now, waiting for a call.
     pub handoff_threads_idle: usize,
     /// The most handoff threads alive at once since the process started.
     pub handoff_threads_peak: usize,
     /// Handoff calls waiting now for a thread: the pool is at its cap
-    /// (`bridge::config().handoff_threads`) and none is idle.
+    /// (`bridge::configure().handoff_threads`) and none is idle.
     pub handoff_queued: usize,
     /// Calls made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
     /// `spawn_blocking` thread there) that waited for their handed-off future longer than
-    /// the stall warning (`bridge::config().stall_warning`), counted once each when the wait passed it
+    /// the stall warning (`bridge::configure().stall_warning`), counted once each when the wait passed it
     /// (and logged, feature `tracing`). That runtime runs none of its tasks while such a call
     /// waits: a future that needs one of them never finishes. Each is one of the
     /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
@@ -143,7 +143,7 @@ pub struct IoMetrics {
     /// the I/O latency that CPU work on the I/O side adds.
     pub poll_durations: Histogram,
     /// Polls of those futures that held their worker past the slow-poll threshold
-    /// (`bridge::config().slow_poll`), each counted once, while it ran (and logged, feature
+    /// (`bridge::configure().slow_poll`), each counted once, while it ran (and logged, feature
     /// `tracing`, with its spawn site).
     pub slow_polls: u64,
     /// Times a runtime under `bridge::rt::watch` scheduled its probe later than the

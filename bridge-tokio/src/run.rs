@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 /// A future that needs the calling current-thread runtime (a task spawned on it, such as a
 /// mock server in a `#[tokio::test]`, or a socket created on it) cannot finish while this
 /// call blocks that runtime's thread. Such a call is not silent: once it has waited the
-/// stall warning (`bridge::config().stall_warning`, 5 s by default) it logs a warning
+/// stall warning (`bridge::configure().stall_warning`, 5 s by default) it logs a warning
 /// (feature `tracing`) and counts in
 /// [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs), and a deadline that
 /// passes gives a timeout [`Error`] whose message names the cause. Await the future there instead, run

@@ -265,7 +265,7 @@ impl Drop for ProbeTask {
 
 /// Puts the runtime of `handle` under watch: a probe task on it, which the bridge's watcher
 /// thread wakes a few times a second. When the runtime runs the probe later than the
-/// slow-poll threshold (`bridge::config().slow_poll`, 10 ms by default), its workers were
+/// slow-poll threshold (`bridge::configure().slow_poll`, 10 ms by default), its workers were
 /// held that long by polls that do not return (CPU work, a blocking call or a sync wait
 /// inline in a task), and every other task of the runtime waited as long: the bridge says so
 /// once per wake-up, while the runtime is still held, with a warning (feature `tracing`) and

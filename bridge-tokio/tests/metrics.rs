@@ -187,7 +187,7 @@ fn handoff_threads_alive_idle_and_peak_follow_a_burst() {
 #[test]
 fn calls_waiting_for_the_cap_count_as_queued() {
     let _serial = serial();
-    let before = bridge_core::config();
+    let before = bridge_core::configure();
     bridge_core::configure().handoff_threads(1).apply();
     let hold = Arc::new(Barrier::new(2));
     // The first call takes the only thread and holds it.

@@ -31,7 +31,7 @@ struct Threshold(Duration);
 
 impl Threshold {
     fn set(threshold: Duration) -> Self {
-        let before = bridge_core::config().stall_warning;
+        let before = bridge_core::configure().stall_warning;
         bridge_core::configure().stall_warning(threshold).apply();
         Self(before)
     }

@@ -96,7 +96,7 @@ fn a_dedicated_io_runtime_is_watched_too_and_off_means_off() {
     io.spawn(hold(Duration::from_millis(40))).wait();
     assert_eq!(metrics().slow_polls - before, 1);
 
-    let config = bridge_core::config();
+    let config = bridge_core::configure();
     bridge_core::configure().slow_poll(Duration::MAX).apply();
     let before = metrics().slow_polls;
     io.spawn(hold(Duration::from_millis(40))).wait();

@@ -733,7 +733,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
     let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
     let _watch = bridge::rt::watch(rt.handle());
     let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
-    let slow = bridge::config().slow_poll;
+    let slow = bridge::configure().slow_poll;
     let inline = watched(&io, addr, Decode::Inline, big);
     let bridged = watched(&io, addr, Decode::Bridge, big);
     drop(_watch);

@@ -50,10 +50,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// How long a worker waits for a job before it retires (a pool of the tests; the process's
-/// follows `bridge::config()`).
+/// follows `bridge::configure()`).
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
-/// The cap of a pool of the tests (the process's follows `bridge::config()`).
+/// The cap of a pool of the tests (the process's follows `bridge::configure()`).
 pub(crate) const DEFAULT_MAX_THREADS: usize = 512;
 
 /// The name of every handoff thread.
@@ -123,7 +123,7 @@ pub struct Ticket(Option<u64>);
 /// The handoff workers and the jobs queued for them.
 pub struct Pool {
     state: Mutex<State>,
-    /// The process's pool takes its cap and idle time from `bridge::config()` at each
+    /// The process's pool takes its cap and idle time from `bridge::configure()` at each
     /// submit and each job's end; a pool of the tests keeps its own.
     #[cfg_attr(bridge_loom, allow(dead_code))]
     follows_config: bool,

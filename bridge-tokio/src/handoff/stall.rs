@@ -119,7 +119,7 @@ mod tests {
         let _serial = SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = bridge_core::config();
+        let previous = bridge_core::configure();
         bridge_core::configure()
             .stall_warning(Duration::from_millis(100))
             .apply();

@@ -22,7 +22,7 @@
 //!    `bridge::spawn_io(scan).wait()`. Each row group is decoded and evaluated inside one
 //!    poll of that task, which holds an I/O worker for about 30 ms; every other request on
 //!    that worker waits meanwhile. The bridge times each poll of the futures it runs on the
-//!    I/O side, counts each one past `bridge::config().slow_poll` (10 ms by default) in
+//!    I/O side, counts each one past `bridge::configure().slow_poll` (10 ms by default) in
 //!    `bridge::metrics().io.slow_polls` and, with threadbridge's feature `tracing`, logs a
 //!    warning that names the `spawn_io` call. As the program prints it (one line):
 //!
