@@ -15,8 +15,8 @@ use std::time::Duration;
 #[test]
 fn a_wait_for_a_task_that_never_starts_is_counted_at_the_threshold() {
     watchdog(|| {
-        let previous = bridge::configure();
-        bridge::configure()
+        let previous = bridge_core::configure();
+        bridge_core::configure()
             .stall_warning(Duration::from_millis(100))
             .apply();
         let pool = pool(1);

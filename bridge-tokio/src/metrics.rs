@@ -10,6 +10,7 @@
 use crate::context::Route;
 use bridge_core::__counters::{Counters, Local};
 use bridge_core::Histogram;
+#[cfg(not(bridge_loom))]
 use std::time::Duration;
 
 /// The counters, by index in the set.
@@ -20,7 +21,9 @@ const INLINE: usize = 2;
 const STALLED: usize = 3;
 #[cfg(not(bridge_loom))]
 const STALLED_DRIVER: usize = 4;
+#[cfg(not(bridge_loom))]
 const SLOW_POLLS: usize = 5;
+#[cfg(not(bridge_loom))]
 const HELD_RUNTIMES: usize = 6;
 /// The first of the poll-duration histogram's buckets.
 const POLLS: usize = 7;
@@ -50,6 +53,7 @@ pub(crate) fn stalled_handoff() {
 }
 
 /// Records the duration of a poll made on the I/O side.
+#[cfg(not(bridge_loom))]
 #[inline]
 pub(crate) fn polled(duration: Duration) {
     let bucket = bridge_core::__histogram::bucket(duration);
@@ -57,11 +61,13 @@ pub(crate) fn polled(duration: Duration) {
 }
 
 /// Counts a poll on the I/O side reported as slow.
+#[cfg(not(bridge_loom))]
 pub(crate) fn slow_poll() {
     COUNTERS.add(&SHARD, SLOW_POLLS, 1);
 }
 
 /// Counts a watched runtime reported as held.
+#[cfg(not(bridge_loom))]
 pub(crate) fn held_runtime() {
     COUNTERS.add(&SHARD, HELD_RUNTIMES, 1);
 }

@@ -4,6 +4,7 @@
 //!
 //! The counts are the process's: the tests of this binary run one at a time, and nothing
 //! else in it polls long on the I/O side.
+#![cfg(not(bridge_loom))]
 
 #[cfg(feature = "tracing")]
 mod trace_recorder;
