@@ -200,28 +200,24 @@ fn duration(nanos: u64) -> Duration {
 }
 
 /// The cap on handoff threads. Used by bridge-tokio.
-#[doc(hidden)]
 pub fn handoff_threads() -> usize {
     // ORDERING: Relaxed: a setting, read on its own.
     THREADS.load(Relaxed)
 }
 
 /// The keep-alive of idle handoff threads. Used by bridge-tokio.
-#[doc(hidden)]
 pub fn handoff_keep_alive() -> Duration {
     // ORDERING: Relaxed: a setting, read on its own.
     duration(KEEP_ALIVE.load(Relaxed))
 }
 
 /// The stall threshold. Used by bridge-tokio (and this crate's `Task`).
-#[doc(hidden)]
 pub fn stall_warning() -> Duration {
     // ORDERING: Relaxed: a setting, read on its own.
     duration(STALL.load(Relaxed))
 }
 
 /// The slow-poll threshold. Used by bridge-tokio (the I/O side's watch).
-#[doc(hidden)]
 pub fn slow_poll() -> Duration {
     // ORDERING: Relaxed: a setting, read on its own.
     duration(SLOW.load(Relaxed))

@@ -134,12 +134,9 @@ impl Histogram {
     }
 }
 
-impl Histogram {
-    /// A histogram of these bucket counts. Used by bridge-rayon and bridge-tokio.
-    #[doc(hidden)]
-    pub fn __from_counts(counts: [u64; BUCKETS]) -> Self {
-        Self { counts }
-    }
+/// A histogram of these bucket counts (see [`bucket`]). Used by bridge-rayon and bridge-tokio.
+pub fn from_counts(counts: [u64; BUCKETS]) -> Histogram {
+    Histogram { counts }
 }
 
 #[cfg(test)]

@@ -262,7 +262,9 @@ pub fn metrics() -> CpuMetrics {
         finished: counts[FINISHED],
         panicked: counts[PANICKED],
         cancelled: counts[CANCELLED],
-        queue_wait: Histogram::__from_counts(std::array::from_fn(|k| counts[WAIT + k])),
+        queue_wait: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
+            counts[WAIT + k]
+        })),
         yielded: bridge_core::__courtesy::yields(),
         stalled_waits: counts[STALLED],
     }

@@ -211,7 +211,9 @@ pub fn metrics() -> IoMetrics {
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
         stalled_drivers: counts[STALLED_DRIVER],
-        poll_durations: Histogram::__from_counts(std::array::from_fn(|k| counts[POLLS + k])),
+        poll_durations: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
+            counts[POLLS + k]
+        })),
         slow_polls: counts[SLOW_POLLS],
         held_runtimes: counts[HELD_RUNTIMES],
     }
