@@ -16,7 +16,7 @@
 //! - [`block_on`]: drive a future to completion on the calling thread without any runtime.
 //! - [`Task`] and [`Error`]: the family's one handle for work running elsewhere and its one
 //!   error; bridge-rayon and bridge-tokio plug their sides in.
-//! - [`Config`], [`configure`] and [`config`]: the process's settings.
+//! - [`Config`] and [`configure`]: the process's settings, to read or change.
 //! - [`stream`]: the bounded buffer of a stream crossing and its consumer,
 //!   [`stream::Crossing`]; the family's `stream::on_io` and `stream::on_cpu` start its
 //!   producer.
