@@ -146,9 +146,11 @@ impl<T> Stream for Crossing<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         match self.get_mut().poll_result(cx) {
             Poll::Ready(Some(Ok(item))) => Poll::Ready(Some(item)),
+            // Resumed, not raised: the panic hook saw the producer's panic where it happened,
+            // and a lost producer is no panic of this thread.
             Poll::Ready(Some(Err(err))) => match err.try_into_panic() {
                 Ok(payload) => panic::resume_unwind(payload),
-                Err(err) => panic!("bridge::stream: {err}"),
+                Err(err) => panic::resume_unwind(Box::new(format!("bridge::stream: {err}"))),
             },
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
