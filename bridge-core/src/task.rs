@@ -47,7 +47,14 @@ pub trait __Work: Send + Sync {
         true
     }
 
-    /// A blocking wait has waited for the stall threshold (`Config::stall_warning`).
+    /// Whether a blocking wait is split at the stall threshold (`Config::stall_warning`) to
+    /// call [`waited`](Self::waited). A split wait parks with a timeout, which costs a timer.
+    fn checks_stalls(&self) -> bool {
+        false
+    }
+
+    /// A blocking wait has waited for the stall threshold (see
+    /// [`checks_stalls`](Self::checks_stalls)).
     fn waited(&self, waited: Duration) {
         let _ = waited;
     }
@@ -144,7 +151,11 @@ impl<T> Task<T> {
             Err(TryRecvError::Empty) => None,
         };
         if received.is_none() {
-            let threshold = crate::__config::stall_warning();
+            let threshold = if self.work.checks_stalls() {
+                crate::__config::stall_warning()
+            } else {
+                Duration::MAX
+            };
             let work = &*self.work;
             work.block(&mut || {
                 received = Some(match rx.recv_timeout(threshold) {

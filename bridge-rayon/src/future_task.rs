@@ -473,6 +473,10 @@ where
         may_help()
     }
 
+    fn checks_stalls(&self) -> bool {
+        true
+    }
+
     fn waited(&self, waited: Duration) {
         // ORDERING: Relaxed: a look for a warning, which orders nothing.
         if self.state.load(Relaxed) == SCHEDULED {
