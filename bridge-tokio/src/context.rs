@@ -69,6 +69,13 @@ pub(crate) fn outside_on(handle: &Handle) -> bool {
         .is_ok_and(|outside| outside == Some(handle.id()))
 }
 
+/// The driver whose handle a call on this thread polls its future with, if any: a call
+/// nested there is inside that driver's line already, further up this thread's stack.
+#[cfg(not(bridge_loom))]
+pub(crate) fn outside() -> Option<Id> {
+    OUTSIDE.try_with(Cell::get).ok().flatten()
+}
+
 /// Sets [`OUTSIDE`] until dropped, then puts back what it was.
 #[cfg(not(bridge_loom))]
 pub(crate) struct Outside(Option<Id>);

@@ -100,28 +100,37 @@ pub(crate) fn run<F: Future>(
     future: F,
     deadline: Option<Instant>,
 ) -> Result<Result<F::Output, Error>, F> {
-    match drivers() {
-        Some(drivers) => Ok(pick(drivers).run(future, deadline)),
+    match drivers().and_then(pick) {
+        Some(driver) => Ok(driver.run(future, deadline)),
         None => Err(future),
     }
 }
 
 /// The driver this thread used last if no call is inside it, else one with no call inside
-/// (which becomes this thread's), else this thread's.
-fn pick(drivers: &'static [&'static Driver]) -> &'static Driver {
+/// (which becomes this thread's), else this thread's. Never the driver that a call further
+/// up this thread's stack is inside: the nested call would wait in the line of its own
+/// caller, which cannot move until it returns. Such a call takes another driver, free or
+/// not; with no other driver, none (it is then polled here, the I/O runtime driving its I/O).
+fn pick(drivers: &'static [&'static Driver]) -> Option<&'static Driver> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let mine = crate::context::outside();
+    let usable = |d: &&Driver| Some(d.id) != mine;
     let mut k = PREFERRED.try_with(Cell::get).unwrap_or(usize::MAX);
     if k >= drivers.len() {
         // ORDERING: Relaxed: spreads threads over the drivers; nothing is published.
         k = NEXT.fetch_add(1, Ordering::Relaxed) % drivers.len();
     }
-    if drivers[k].gate.inside() > 0 {
-        if let Some(free) = drivers.iter().position(|d| d.gate.inside() == 0) {
-            k = free;
-        }
+    if drivers[k].gate.inside() > 0 || !usable(&drivers[k]) {
+        let free = drivers
+            .iter()
+            .position(|d| d.gate.inside() == 0 && usable(&d));
+        let other = || drivers.iter().position(|d| usable(&d));
+        k = free
+            .or_else(|| usable(&drivers[k]).then_some(k))
+            .or_else(other)?;
     }
     let _ = PREFERRED.try_with(|preferred| preferred.set(k));
-    drivers[k]
+    Some(drivers[k])
 }
 
 /// Lends this thread's wake flag to one call, and takes it back when dropped.
