@@ -123,8 +123,8 @@ fn pick(drivers: &'static [&'static Driver]) -> Option<&'static Driver> {
     if drivers[k].gate.inside() > 0 || !usable(&drivers[k]) {
         let free = drivers
             .iter()
-            .position(|d| d.gate.inside() == 0 && usable(&d));
-        let other = || drivers.iter().position(|d| usable(&d));
+            .position(|d| d.gate.inside() == 0 && usable(d));
+        let other = || drivers.iter().position(&usable);
         k = free
             .or_else(|| usable(&drivers[k]).then_some(k))
             .or_else(other)?;
