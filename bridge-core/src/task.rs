@@ -76,8 +76,11 @@ pub trait __Work: Send + Sync {
 ///   return them as an [`Error`].
 /// - **Dropping** the task cancels its work: a closure that has not started never starts,
 ///   a future is dropped at its next wake-up. [`detach`](Self::detach) lets it run on.
-/// - **Waiting on a rayon worker** runs the task's queued work on that worker, so the
-///   workers of a pool (even a pool of one thread) never wait for work queued behind them.
+/// - **Waiting on a rayon worker** of the task's pool runs the task's queued work on that
+///   worker, with a time limit or without, so the workers of a pool (even a pool of one
+///   thread) never wait for work queued behind them. A waiter anywhere else (off rayon, a
+///   worker of another pool, a worker inside a tokio runtime's `block_on`) blocks: it is
+///   no worker of the task's pool, and the work runs there.
 ///
 /// [`spawn`]: https://docs.rs/threadbridge/latest/bridge/fn.spawn.html
 /// [`cpu::spawn_future`]: https://docs.rs/threadbridge/latest/bridge/cpu/fn.spawn_future.html
@@ -180,6 +183,9 @@ impl<T> Task<T> {
     /// Blocks for at most `timeout`: `Some(value)` if the task finished by then, `None` if
     /// not (the task goes on; wait again or drop it).
     ///
+    /// On a rayon worker of the task's pool the wait runs the task's queued work, as
+    /// [`wait`](Self::wait) does: the limit bounds the waiting, not the work run here.
+    ///
     /// # Panics
     ///
     /// As [`wait`](Self::wait) does, and if the value was already taken.
@@ -218,6 +224,24 @@ impl<T> Task<T> {
 
     #[track_caller]
     fn wait_until(&mut self, deadline: Option<Instant>) -> Option<T> {
+        if self.rx.is_none() {
+            taken();
+        }
+        if self.work.joins_by_polling() {
+            // On a worker of the task's pool: wait as `join` does, by polling, so that the
+            // waiter runs the task's queued work (a pool's only worker would otherwise wait
+            // for the full limit for work queued behind it).
+            let polled = poll_fn(|cx| self.poll_outcome(cx));
+            let received = match deadline {
+                Some(deadline) => crate::__block_on_deadline(polled, deadline),
+                None => Some(crate::block_on(polled)),
+            };
+            if received.is_none() {
+                // Timed out: the task goes on; its waker is not woken again.
+                self.work.stop_helping();
+            }
+            return received.map(unwrap);
+        }
         let Some(rx) = self.rx.as_mut() else {
             taken();
         };
