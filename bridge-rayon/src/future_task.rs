@@ -40,8 +40,8 @@
 //! started + cancelled`, `started == finished + panicked`.
 
 use crate::coverage_arms::arm;
+use crate::home;
 use crate::job::{self, Outcome};
-use crate::job_claim::may_help;
 use crate::metrics;
 use crate::sync::AtomicU8;
 use crate::sync::Mutex as HelperLock;
@@ -92,12 +92,13 @@ use states::{DONE, IDLE, NOTIFIED, RUNNING, SCHEDULED};
 /// with its feature `tokio`, `bridge::cpu::spawn_future` enters the shared `IoRuntime`
 /// during each poll, so that tokio's timers, sockets and channels work inside.
 ///
-/// **Waiting on a worker.** A waiter on a rayon worker (a poll of the `Task`, `.await` in
-/// `bridge::run_blocking` or `bridge::block_on`, [`wait`](Task::wait), [`join`](Task::join))
-/// runs the future's queued poll itself when no pool thread has taken it, and comes back for
-/// each later one: every worker of a pool may wait for its own future tasks at once (a
-/// `par_iter` over sync calls, a pool of one thread) and they still finish. It runs nothing
-/// else. The timed waits never run a poll: their limit holds on every thread.
+/// **Waiting on a worker.** A waiter on a worker of the task's pool (a poll of the `Task`,
+/// `.await` in `bridge::run_blocking` or `bridge::block_on`, [`wait`](Task::wait),
+/// [`join`](Task::join), [`wait_timeout`](Task::wait_timeout)) runs the future's queued poll
+/// itself when no pool thread has taken it, and comes back for each later one: every worker
+/// of a pool may wait for its own future tasks at once (a `par_iter` over sync calls, a pool
+/// of one thread) and they still finish. It runs nothing else. A waiter on a worker of
+/// another pool, or inside a tokio runtime's `block_on`, runs no poll: it blocks.
 ///
 /// Metrics count a future task as started at its first poll, finished when it completes
 /// (or is dropped by a cancel after its first poll), panicked when a poll panics, and
@@ -431,10 +432,18 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// On a rayon worker: leaves `waker` to be woken at the next queued poll, then runs the
-    /// poll queued now, if any, here.
+    /// On a worker of the task's pool: leaves `waker` to be woken at the next queued poll,
+    /// then runs the poll queued now, if any, here (unless a tokio runtime is entered here,
+    /// see `home.rs`).
     fn help(&self, waker: &Waker) -> bool {
-        if !may_help() {
+        if !self.pool.is_home() {
+            arm!("future.help.not_worker");
+            return false;
+        }
+        // Whether a runtime is entered here costs more than a look at the state: asked only
+        // when a poll is queued. One queued later wakes the waiter, which asks then.
+        // ORDERING: Relaxed: a look; the claim below re-reads the state.
+        if self.state.load(Relaxed) == SCHEDULED && !home::outside_runtimes() {
             arm!("future.help.not_worker");
             return false;
         }
@@ -470,7 +479,7 @@ where
     }
 
     fn joins_by_polling(&self) -> bool {
-        may_help()
+        self.pool.is_home() && home::outside_runtimes()
     }
 
     fn checks_stalls(&self) -> bool {
@@ -509,6 +518,17 @@ enum Runner {
 }
 
 impl Runner {
+    /// Whether this thread is one of the pool's workers, whose waiters run its queued polls.
+    /// The loom models' threads all stand for its workers.
+    fn is_home(&self) -> bool {
+        match self {
+            Self::Global => home::on_global_pool(),
+            Self::Custom(pool) => pool.current_thread_index().is_some(),
+            #[cfg(bridge_loom)]
+            Self::Loom(_) => true,
+        }
+    }
+
     fn submit(&self, job: impl FnOnce() + Send + 'static) {
         match self {
             Self::Global => submit_global(job),

@@ -8,7 +8,7 @@
 //!            pool runs its copy, or drops it unrun
 //! QUEUED ──────────────────────────────────────────▶ POOL
 //!    │
-//!    │       the task's waiter, on a rayon worker, with no time limit
+//!    │       the task's waiter, on a worker of the job's pool
 //!    └─────────────────────────────────────────────▶ WAITER
 //! ```
 //!
@@ -22,6 +22,7 @@
 //! Keeping one source of truth for each decision keeps each one testable on its own.
 
 use crate::coverage_arms::arm;
+use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome};
 use crate::sync::AtomicU8;
 use crate::sync::Ordering::Relaxed;
@@ -53,10 +54,9 @@ type Parts<F, T> = (F, Sender<Outcome<T>>, Option<Instant>);
 pub(crate) struct Job<F, T> {
     /// [`states`]: who took the job.
     state: AtomicU8,
-    /// Whether a waiter may claim the job: the loom models' tasks that stand for one
-    /// waited for off the pool say no.
-    #[cfg(bridge_loom)]
-    helpable: bool,
+    /// The pool the job was queued on: only a waiter on one of its workers may claim it
+    /// (see `home.rs`).
+    home: Home,
     /// The job's parts until the claim's winner takes them. A safe cell, not a lock: only
     /// the one winner of the claim ever locks it, so it is never contended, and no user code
     /// runs while it is held (it cannot be poisoned).
@@ -69,11 +69,10 @@ where
     T: Send + 'static,
 {
     /// A queued job.
-    pub(crate) fn new(parts: Parts<F, T>, #[cfg(bridge_loom)] helpable: bool) -> Arc<Self> {
+    pub(crate) fn new(parts: Parts<F, T>, home: Home) -> Arc<Self> {
         Arc::new(Self {
             state: AtomicU8::new(QUEUED),
-            #[cfg(bridge_loom)]
-            helpable,
+            home,
             parts: Mutex::new(Some(parts)),
         })
     }
@@ -97,30 +96,25 @@ where
     }
 }
 
-/// Whether a waiter on this thread runs the queued work it waits for: on a rayon worker,
-/// whose waiting could starve the pool the work is queued on (every worker of a pool
-/// waiting at once, a pool of one thread), and nowhere else (a thread outside rayon would
-/// run CPU work where `spawn` did not promise it; the pool's threads take it there).
-///
-/// In the loom models every waiter helps: the model's threads stand for one pool's workers.
-pub(crate) fn may_help() -> bool {
-    cfg!(bridge_loom) || rayon_core::current_thread_index().is_some()
-}
-
 /// A closure's job as its `Task` sees it. The waiting rules of the rayon side: a waiter on
-/// a rayon worker runs the job if it is still queued (its blocking wait polls, to do so), and
-/// a wait elsewhere that finds the job still queued at the stall threshold is reported.
+/// a worker of the job's pool runs the job if it is still queued (its blocking waits, timed
+/// or not, poll to do so), and a wait elsewhere that finds the job still queued at the
+/// stall threshold is reported.
+///
+/// Only there: a waiter on a worker of that pool could starve it (every worker of a pool
+/// waiting at once, a pool of one thread); a thread outside the pool (off rayon, or a worker
+/// of another pool) would run the job where `spawn` did not promise it (see `home.rs`), and
+/// the pool's threads take it there. Nor while a tokio runtime is entered on the waiter's
+/// thread, where a job that starts a runtime of its own would panic.
 impl<F, T> __Work for Job<F, T>
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    /// Runs the closure here, to the end, if this thread may (a rayon worker, see
-    /// [`may_help`]) and no pool thread has taken it.
+    /// Runs the closure here, to the end, if this thread may (a worker of the job's pool,
+    /// with no runtime entered) and no pool thread has taken it.
     fn help(&self, _: &Waker) -> bool {
-        #[cfg(bridge_loom)]
-        let may_help = || self.helpable;
-        if !may_help() {
+        if !home::is_home(self.home) || !home::outside_runtimes() {
             arm!("claim.waiter.not_worker");
             return false;
         }
@@ -146,7 +140,7 @@ where
     }
 
     fn joins_by_polling(&self) -> bool {
-        may_help()
+        home::is_home(self.home) && home::outside_runtimes()
     }
 
     fn checks_stalls(&self) -> bool {

@@ -21,21 +21,29 @@
 //!
 //! # Inside rayon
 //!
-//! Spawning from a rayon worker puts the job on that worker's pool. Whoever waits on a rayon
-//! worker runs what it waits for, and only that: a wait there ([`Task::wait`],
-//! [`Task::join`], a poll of the task in `bridge::run_blocking` or `bridge::block_on`, a
-//! CPU-side stream read there) runs the task's closure, or its future's queued poll, itself
-//! when no pool thread has taken it. So every worker of a pool may wait at once for work
-//! queued on that pool (a `par_iter` over synchronous calls, a pool of one thread), nested to
-//! any depth, and it all finishes. A waiting job never runs an unrelated job on top of its
-//! stack while it holds its locks. [`Task::wait_timeout`] and [`Task::wait_deadline`] never
-//! run anything: their limit holds on every thread. A thread outside rayon never runs the
-//! work: it blocks.
+//! Spawning from a rayon worker puts the job on that worker's pool. Whoever waits on a worker
+//! of the task's pool runs what it waits for, and only that: a wait there ([`Task::wait`],
+//! [`Task::join`], [`Task::wait_timeout`], [`Task::wait_deadline`], a poll of the task in
+//! `bridge::run_blocking` or `bridge::block_on`, a CPU-side stream read there) runs the
+//! task's closure, or its future's queued poll, itself when no pool thread has taken it. So
+//! every worker of a pool may wait at once for work queued on that pool (a `par_iter` over
+//! synchronous calls, a pool of one thread), nested to any depth, with a time limit or
+//! without, and it all finishes. A timed wait's limit bounds its waiting, not the work it
+//! runs itself. A waiting job never runs an unrelated job on top of its stack while it holds
+//! its locks.
+//!
+//! A job always runs as its own pool's work (its threads, stack size and start handler): a
+//! thread outside rayon, or a worker of another pool, never runs it; it blocks (it is no
+//! worker of the job's pool) until a thread of the job's pool does. Nor does a worker run it
+//! while a tokio runtime is entered on its thread (a runtime's `block_on` body there), where
+//! a job that starts a runtime of its own could not; it blocks too. (That needs the feature
+//! `tokio`, which the facade turns on; without it a worker helps there as anywhere.)
 //!
 //! What can still deadlock is what plain blocking waits would deadlock on, a cycle the
 //! program builds: jobs on different workers that wait for each other's tasks; a thread
-//! outside rayon that waits for a task while every worker of the pool is blocked in
-//! something the bridge cannot see (such a wait is counted in
+//! outside the task's pool (or a worker inside a runtime's `block_on`) that waits for a task
+//! while every worker of the pool is blocked in something the bridge cannot see (such a
+//! blocking wait is counted in
 //! [`CpuMetrics::stalled_waits`] and named by a warning at the stall threshold). See [`Task`]
 //! for the rules.
 //!
@@ -88,6 +96,7 @@
 
 mod coverage_arms;
 mod future_task;
+mod home;
 mod job;
 mod job_claim;
 mod limit;

@@ -1,6 +1,7 @@
 //! Putting closures on a pool: the global one, or any `rayon::ThreadPool`.
 
 use crate::CancelFlag;
+use crate::home;
 use bridge_core::Task;
 #[cfg(not(bridge_loom))]
 use bridge_core::stream::Crossing;
@@ -16,9 +17,11 @@ use std::sync::Arc;
 /// global pool's queue. A panic in `f` is caught on the pool thread and comes back through
 /// the task; rayon's panic handler never sees it.
 ///
-/// `f` runs on a pool thread, or on a rayon worker that waits for the task before any
-/// pool thread started it, inline in the wait; see [`Task`]'s section on waiting on a
-/// rayon worker.
+/// `f` runs on a thread of the pool it was queued on, or on a worker of that same pool that
+/// waits for the task before any other thread started it, inline in the wait; see
+/// [`Task`]'s section on waiting on a rayon worker. A waiter anywhere else (off rayon, a
+/// worker of another pool, a worker inside a tokio runtime's `block_on`) blocks: `f` always
+/// runs as its pool's work, with its threads, stack size and start handler.
 /// With the feature `tracing`, the span current here is current while `f` runs, wherever it
 /// runs (see the crate docs' [Tracing](crate#tracing) section).
 ///
@@ -35,7 +38,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f(), home::of_spawn());
     rayon_core::spawn(job);
     task
 }
@@ -55,7 +58,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
+    let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f(), home::of_spawn());
     rayon_core::spawn_fifo(job);
     task
 }
@@ -76,7 +79,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (task, job) = crate::task::new(f);
+    let (task, job) = crate::task::new(f, home::of_spawn());
     rayon_core::spawn(job);
     task
 }
@@ -198,7 +201,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f(), home::of(self));
         self.spawn(job);
         task
     }
@@ -208,7 +211,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f());
+        let (task, job) = crate::task::new(move |_: CancelFlag<'_>| f(), home::of(self));
         self.spawn_fifo(job);
         task
     }
@@ -218,7 +221,7 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, job) = crate::task::new(f);
+        let (task, job) = crate::task::new(f, home::of(self));
         self.spawn(job);
         task
     }
@@ -254,7 +257,7 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    crate::task::with_job(f, false)
+    crate::task::new(f, false)
 }
 
 /// Test hook for the loom models: like [`__loom_task`], but a waiter on any loom thread of
@@ -267,5 +270,5 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    crate::task::with_job(f, true)
+    crate::task::new(f, true)
 }

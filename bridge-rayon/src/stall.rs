@@ -1,7 +1,8 @@
 //! A wait for a task that never starts is named, not silent.
 //!
-//! A thread outside rayon that waits for a task (`wait`, `join`) blocks: it never runs the
-//! job (a waiter on a rayon worker does, see `job_claim.rs`). If every thread of the task's
+//! A thread outside the task's pool that waits for a task (`wait`, `join`) blocks: it never
+//! runs the job (a waiter on a worker of the pool does, see `job_claim.rs`; one inside a
+//! tokio runtime's `block_on` blocks too). If every thread of the task's
 //! pool is blocked in something the bridge cannot see (waiting for this very thread, a lock,
 //! a channel), the job never starts and the wait never ends. The wait is split at the
 //! family's stall threshold (`bridge::configure().stall_warning`, 5 s by default): a task still
@@ -21,10 +22,11 @@ pub(crate) fn stalled(waited: Duration) {
     #[cfg(feature = "tracing")]
     tracing::warn!(
         ?waited,
-        "bridge::cpu: a task waited for from outside rayon has not started: every thread of \
-         its rayon pool is busy or blocked (in something the bridge cannot see: a lock, a \
-         channel, a wait for this thread), so the wait may never end. Wait from a thread of \
-         the pool (a waiter there runs the work it waits for), give the pool more threads, \
-         or bound the wait with wait_timeout"
+        "bridge::cpu: a task waited for from outside its rayon pool (or from inside a tokio \
+         runtime) has not started: every thread of its pool is busy or blocked (in something \
+         the bridge cannot see: a lock, a channel, a wait for this thread), so the wait may \
+         never end. Wait from a thread of the pool outside any runtime (a waiter there runs \
+         the work it waits for), give the pool more threads, or bound the wait with \
+         wait_timeout"
     );
 }

@@ -1,29 +1,15 @@
 //! The family's [`Task`] over a closure's job on rayon.
 
+use crate::home::Home;
 use crate::job::CancelFlag;
 use crate::job_claim::{Job, PoolJob};
 use bridge_core::{__Work, Task, oneshot};
 use std::sync::Arc;
 
-/// Makes a task and the job that fulfils it; the caller hands the job to a pool.
-pub(crate) fn new<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
-where
-    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    with_job(
-        f,
-        #[cfg(bridge_loom)]
-        true,
-    )
-}
-
-/// [`new`]; under loom, `helpable: false` stands for a task waited for off the pool (its
-/// waiters never claim the job).
-pub(crate) fn with_job<F, T>(
-    f: F,
-    #[cfg(bridge_loom)] helpable: bool,
-) -> (Task<T>, impl FnOnce() + Send + 'static)
+/// Makes a task and the job that fulfils it; the caller hands the job to the pool `home`
+/// stands for. (Under loom, `home: false` stands for a task waited for off the pool: its
+/// waiters never claim the job.)
+pub(crate) fn new<F, T>(f: F, home: Home) -> (Task<T>, impl FnOnce() + Send + 'static)
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
@@ -33,11 +19,7 @@ where
     let f = crate::trace::in_current_span(f);
     let (tx, rx) = oneshot::channel();
     let parts = (f, tx, crate::metrics::spawned());
-    let job = Job::new(
-        parts,
-        #[cfg(bridge_loom)]
-        helpable,
-    );
+    let job = Job::new(parts, home);
     let pool_job = PoolJob::new(Arc::clone(&job));
     (Task::__new(rx, job as Arc<dyn __Work>), move || {
         pool_job.run()

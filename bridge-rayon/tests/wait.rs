@@ -156,72 +156,126 @@ fn waits_while_holding_a_lock(wait: fn(Task<u32>) -> u32) {
     });
 }
 
-/// Pool of one. Its only worker waits with a 10 ms limit for a task queued (from outside)
-/// behind an unrelated job that sleeps a second. The wait must give up at its limit, not
-/// after running the slow job.
+/// Pool of one. Its only worker waits with a limit for a task queued (from outside) behind
+/// an unrelated job that sleeps a second. The wait runs the task it waits for, and only that:
+/// it gets the value while the unrelated job is still queued.
 #[test]
-fn wait_timeout_on_a_worker_holds_its_limit_past_a_queued_slow_job() {
+fn a_timed_wait_on_a_worker_runs_its_task_not_a_slow_job_queued_before_it() {
     watchdog(|| {
         let pool = pool(1);
+        let slow_started = Arc::new(AtomicUsize::new(0));
         let (task_tx, task_rx) = mpsc::channel::<Task<u32>>();
         let (started_tx, started) = mpsc::channel();
+        let seen = Arc::clone(&slow_started);
         let waiter = pool.spawn_task(move || {
             started_tx.send(()).unwrap();
             let mut task = task_rx.recv().unwrap();
-            let start = Instant::now();
-            let got = task.wait_timeout(LIMIT);
-            (got, start.elapsed(), task)
+            let got = task.wait_timeout(WATCHDOG / 4);
+            (got, seen.load(SeqCst))
         });
         started.recv().unwrap();
-        pool.spawn(|| thread::sleep(SLOW));
+        let flag = Arc::clone(&slow_started);
+        pool.spawn(move || {
+            flag.fetch_add(1, SeqCst);
+            thread::sleep(SLOW);
+        });
         task_tx.send(pool.spawn_task(|| 7)).unwrap();
-        let (got, took, task) = waiter.wait();
-        assert_eq!(got, None, "the wait ran queued work to get the value");
-        assert!(took < LIMIT_WITH_NOISE, "a 10 ms wait took {took:?}");
-        assert_eq!(task.wait(), 7);
+        let (got, slow_before) = waiter.wait();
+        assert_eq!(
+            got,
+            Some(7),
+            "the timed wait did not run the task it waits for"
+        );
+        assert_eq!(slow_before, 0, "the timed wait ran an unrelated queued job");
     });
 }
 
-/// Pool of one. Its only worker spawns a slow task and waits for it with a 10 ms limit, then
-/// with a deadline 10 ms away: the job has not started and only this worker could run it,
-/// but a closure run inline cannot stop at the limit, so both waits must only block and
-/// give up. A wait without a limit then runs it inline.
+/// A pool's only worker, inside `install`, spawns a task and waits for it with a limit (and
+/// with a deadline): nobody else can run the job, so the wait runs it, as `wait` does, and
+/// gets the value instead of `None` at the limit. The limit bounds the waiting, not the work
+/// the waiter runs itself: a job slower than the limit still gives its value.
 #[test]
-fn timed_waits_on_the_spawning_worker_never_run_the_job_inline() {
+fn timed_waits_on_a_pools_only_worker_run_the_task() {
     watchdog(|| {
-        let pool = pool(1);
-        let timed = pool.spawn_task(|| {
-            let mut task = bridge_rayon::spawn(|| {
-                thread::sleep(SLOW);
-                7
-            });
-            let start = Instant::now();
-            let by_timeout = task.wait_timeout(LIMIT);
-            let after_timeout = start.elapsed();
-            let start = Instant::now();
-            let by_deadline = task.wait_deadline(Instant::now() + LIMIT);
-            let after_deadline = start.elapsed();
-            let value = task.wait();
+        use bridge::cpu::ThreadPoolExt;
+        let pool = named_pool(1, "only");
+        let limit = Duration::from_secs(2);
+        let got = pool.install(|| {
+            let by_timeout = pool.spawn_task(|| 42).wait_timeout(limit);
+            let by_deadline = pool.spawn_task(|| 43).wait_deadline(Instant::now() + limit);
+            let global_api = bridge::spawn(|| 44).wait_timeout(limit);
+            let fifo = bridge::spawn_fifo(|| 45).wait_deadline(Instant::now() + limit);
+            let future = bridge::cpu::spawn_future(async { 46 }).wait_timeout(limit);
+            let ran_on = pool
+                .spawn_task(|| thread::current().name().map(String::from))
+                .wait_timeout(limit);
+            let slow = pool
+                .spawn_task(|| {
+                    thread::sleep(Duration::from_millis(50));
+                    47
+                })
+                .wait_timeout(Duration::from_millis(1));
             (
                 by_timeout,
-                after_timeout,
                 by_deadline,
-                after_deadline,
-                value,
+                global_api,
+                fifo,
+                future,
+                ran_on,
+                slow,
             )
         });
-        let (by_timeout, after_timeout, by_deadline, after_deadline, value) = timed.wait();
-        assert_eq!(by_timeout, None);
-        assert!(
-            after_timeout < LIMIT_WITH_NOISE,
-            "wait_timeout(10 ms) took {after_timeout:?}"
-        );
-        assert_eq!(by_deadline, None);
-        assert!(
-            after_deadline < LIMIT_WITH_NOISE,
-            "wait_deadline(now + 10 ms) took {after_deadline:?}"
-        );
-        assert_eq!(value, 7);
+        assert_eq!(got.0, Some(42), "wait_timeout");
+        assert_eq!(got.1, Some(43), "wait_deadline");
+        assert_eq!(got.2, Some(44), "bridge::spawn + wait_timeout");
+        assert_eq!(got.3, Some(45), "bridge::spawn_fifo + wait_deadline");
+        // Not this pool's: the global pool polls it, this worker only waits.
+        assert_eq!(got.4, Some(46), "a future task of the global pool");
+        assert_eq!(got.5, Some(Some("only-0".to_string())));
+        assert_eq!(got.6, Some(47), "a job slower than the limit");
+    });
+}
+
+/// A future task of the pool, waited for with a limit on the pool's only worker: the waiter
+/// runs its queued polls.
+#[test]
+fn a_timed_wait_on_a_pools_only_worker_polls_its_future_task() {
+    watchdog(|| {
+        use bridge::cpu::ThreadPoolExt;
+        let pool = Arc::new(pool(1));
+        let inner = Arc::clone(&pool);
+        let got = pool.install(move || {
+            let mut task = inner.spawn_future_task(async {
+                let half = bridge::spawn(|| 20).await;
+                half + bridge::spawn(|| 22).await
+            });
+            (
+                task.wait_timeout(Duration::from_secs(2)),
+                inner
+                    .spawn_future_task(async { 1 })
+                    .wait_deadline(Instant::now() + Duration::from_secs(2)),
+            )
+        });
+        assert_eq!(got, (Some(42), Some(1)));
+    });
+}
+
+/// Every worker of a pool of two waits at once, with a limit, for a task it spawned: each
+/// runs its own, and every wait gets its value.
+#[test]
+fn every_worker_of_a_pool_waiting_with_a_limit_gets_its_value() {
+    watchdog(|| {
+        let pool = pool(2);
+        let barrier = std::sync::Barrier::new(2);
+        let got = pool.broadcast(|ctx| {
+            let index = ctx.index();
+            let mut task = bridge::spawn(move || index * 10);
+            // Both workers are here (neither is free to take the other's job) before
+            // either waits.
+            barrier.wait();
+            task.wait_timeout(Duration::from_secs(2))
+        });
+        assert_eq!(got, [Some(0), Some(10)]);
     });
 }
 
@@ -242,8 +296,8 @@ fn timed_waits_off_a_worker_hold_their_limit() {
     });
 }
 
-/// A task dropped on the worker that spawned it, before its job started (after a timed wait,
-/// or straight away), never runs, and its captures are dropped once.
+/// A task dropped on the worker that spawned it, before its job started (after a look with
+/// `try_get`, or straight away), never runs, and its captures are dropped once.
 #[test]
 fn a_task_dropped_on_its_spawning_worker_never_runs() {
     watchdog(|| {
@@ -260,7 +314,8 @@ fn a_task_dropped_on_its_spawning_worker_never_runs() {
                     ran.fetch_add(1, SeqCst);
                 });
                 if i % 100 == 0 {
-                    assert_eq!(task.wait_timeout(Duration::from_micros(100)), None);
+                    // A look that does not wait runs nothing.
+                    assert_eq!(task.try_get(), None);
                 }
                 drop(task);
             }
@@ -347,10 +402,10 @@ fn a_claimed_job_runs_once_inline_and_gives_its_value_or_panic() {
 /// A task spawned on a worker and waited for anywhere else (another worker of its pool, a
 /// worker of another pool) is not run by that waiter: the waiter blocks, and the closure
 /// runs on the pool it was spawned on, on the thread the pool gives it.
-/// Whoever waits on a rayon worker runs the job it waits for if no pool thread took it,
-/// whichever worker spawned it (here the main thread did), and a worker of another pool too
-/// (rayon does not tell which pool a worker belongs to). A thread outside rayon never runs
-/// it: it blocks until a pool thread does.
+/// Whoever waits on a worker of the task's pool runs the job it waits for if no pool thread
+/// took it, whichever thread spawned it (here the main thread did). A thread outside rayon
+/// never runs it, nor does a worker of another pool: they block until a thread of the
+/// task's pool does.
 #[test]
 fn a_waiter_off_the_pool_blocks_instead_of_running_the_job() {
     watchdog(|| {
@@ -370,11 +425,20 @@ fn a_waiter_off_the_pool_blocks_instead_of_running_the_job() {
         drop(hold);
         assert_eq!(waiter.join().unwrap().as_deref(), Some("home-0"));
 
-        // The same on a worker of another pool: it runs the job.
+        // The same on a worker of another pool, with and without a limit: it blocks.
         let hold = gate(&home);
-        let task = home.spawn_task(name);
-        assert_eq!(other.install(|| task.wait()).as_deref(), Some("other-0"));
+        let mut task = home.spawn_task(name);
+        let limited = other.install(|| task.wait_timeout(Duration::from_millis(50)));
+        assert_eq!(limited, None, "a worker of another pool ran the job");
+        let task = other.spawn_task(move || task.wait());
+        thread::sleep(Duration::from_millis(50));
+        assert!(!task.is_finished(), "a worker of another pool ran the job");
         drop(hold);
+        assert_eq!(task.wait().as_deref(), Some("home-0"));
+
+        // On a worker of its own pool, it runs the job.
+        let task = home.spawn_task(name);
+        assert_eq!(home.install(|| task.wait()).as_deref(), Some("home-0"));
     });
 }
 
