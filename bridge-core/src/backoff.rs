@@ -1,6 +1,6 @@
 //! How every blocking wait of the family waits: a bounded spin with exponential backoff, then
 //! a park. Used by the oneshot's blocking receive and `block_on` here, and by bridge-tokio's
-//! handoff worker and drivers' hand-over.
+//! handoff worker.
 //!
 //! A wait whose event comes within the spin saves a park and an unpark (a futex wait, a futex
 //! wake and a switch on each side: microseconds). The spin is crossbeam-utils' `Backoff`, the

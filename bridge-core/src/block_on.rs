@@ -18,9 +18,11 @@ use std::time::Instant;
 /// tokio runtime to make progress and would wait forever here; use `bridge::run_blocking`
 /// for those).
 ///
-/// A future that wakes itself while it is polled (to ask for another poll) is polled again
-/// after the thread yields, not at once: whatever it waits for (a oneshot sender between its
-/// two steps, say) gets a chance to run, and `block_on` never spins.
+/// A future that wakes itself while it is polled (to ask for another poll, as
+/// `tokio::task::yield_now` does outside a runtime's scheduler) is polled again at once, and
+/// every 32nd time in a row after the thread yields: a short run of self-wakes costs no system
+/// call, and whatever a longer one waits for (a oneshot sender between its two steps, say)
+/// gets a chance to run.
 ///
 /// It takes anything that turns into a future (`IntoFuture`), as `.await` does.
 ///
@@ -64,10 +66,17 @@ pub fn __block_on_deadline<F: Future>(future: F, deadline: Instant) -> Option<F:
     poll_until(future, Some(deadline))
 }
 
+/// Self-wakes in a row that [`block_on`] answers by polling again at once; the next one
+/// yields the thread first. Fixed: a short run of self-wakes (a few `yield_now`s) costs no
+/// system call, and a sender descheduled mid-send gets the CPU within this many polls.
+const SELF_WAKES_PER_YIELD: u32 = 32;
+
 fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
     let mut future = pin!(future);
     let signal = Lease::take();
     let mut cx = Context::from_waker(&signal.waker);
+    // Self-wakes in a row since the last park or yield.
+    let mut self_wakes = 0u32;
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             arm!("block_on.ready");
@@ -76,9 +85,11 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
         if signal.take() {
             // Woken already, most likely by the poll itself: a oneshot receiver whose sender
             // is between taking the old waker and its final store wakes the poll's waker
-            // and asks to be polled again. Polling again at once would spin for as long as
-            // that sender is descheduled; yield first, as a blocking receive waits the same
-            // hand-over out, so the sender's thread can finish.
+            // and asks to be polled again, and so does `yield_now` outside a runtime's
+            // scheduler. It is polled again at once, as tokio's own `block_on` does; but a
+            // loop of such polls would spin for as long as that sender is descheduled, so
+            // every `SELF_WAKES_PER_YIELD`-th one in a row yields the thread first, as a
+            // blocking receive waits the same hand-over out, and the sender can finish.
             arm!("block_on.yields");
             // A future that wakes itself at every poll never lets this loop park: the
             // deadline is checked here too, or it would never pass.
@@ -86,8 +97,16 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
                 arm!("block_on.expired");
                 return None;
             }
-            thread::yield_now();
-        } else if let Some(deadline) = deadline {
+            self_wakes += 1;
+            // Under loom every one yields: a model's spin must yield to its other threads.
+            if cfg!(bridge_loom) || self_wakes == SELF_WAKES_PER_YIELD {
+                self_wakes = 0;
+                thread::yield_now();
+            }
+            continue;
+        }
+        self_wakes = 0;
+        if let Some(deadline) = deadline {
             if !signal.park_deadline(deadline) {
                 arm!("block_on.expired");
                 return None;

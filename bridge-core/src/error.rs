@@ -208,9 +208,8 @@ impl fmt::Display for Error {
                 stalled_current_thread: true,
             } => f.write_str(
                 "the deadline passed before the future finished, and the call was made on a \
-                 current-thread runtime (yours, or one of the bridge's drivers, which run the \
-                 tasks spawned in calls made with no runtime), which runs none of its tasks \
-                 while its thread waits in (or for) the call: a future that needs one of them \
+                 current-thread runtime, which runs none of its tasks while its thread waits \
+                 in (or for) the call: a future that needs one of them \
                  (a server spawned there, a socket created there) cannot finish. Await the \
                  future there instead of calling run_blocking, or run those tasks on another \
                  runtime (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")])",

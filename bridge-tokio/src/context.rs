@@ -4,8 +4,6 @@
 
 use crate::shutdown;
 use std::cell::Cell;
-#[cfg(not(bridge_loom))]
-use tokio::runtime::Id;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 crate::sync::thread_flag! {
@@ -53,57 +51,6 @@ impl Drop for MarkFree {
     }
 }
 
-#[cfg(not(bridge_loom))]
-thread_local! {
-    /// The driver whose handle a call polls its future with on this thread, while it polls.
-    static OUTSIDE: Cell<Option<Id>> = const { Cell::new(None) };
-}
-
-#[cfg(not(bridge_loom))]
-/// Whether a call on this thread polls its future with `handle` entered, a driver's,
-/// outside its `block_on`: a call nested there (not in a runtime the future started) has
-/// no runtime of its own and takes the no-runtime route again.
-pub(crate) fn outside_on(handle: &Handle) -> bool {
-    OUTSIDE
-        .try_with(Cell::get)
-        .is_ok_and(|outside| outside == Some(handle.id()))
-}
-
-/// The driver whose handle a call on this thread polls its future with, if any: a call
-/// nested there is inside that driver's line already, further up this thread's stack.
-#[cfg(not(bridge_loom))]
-pub(crate) fn outside() -> Option<Id> {
-    OUTSIDE.try_with(Cell::get).ok().flatten()
-}
-
-/// Sets [`OUTSIDE`] until dropped, then puts back what it was.
-#[cfg(not(bridge_loom))]
-pub(crate) struct Outside(Option<Id>);
-
-#[cfg(not(bridge_loom))]
-impl Outside {
-    pub(crate) fn set(id: Option<Id>) -> Self {
-        Self(
-            OUTSIDE
-                .try_with(|outside| outside.replace(id))
-                .unwrap_or(id),
-        )
-    }
-}
-
-#[cfg(not(bridge_loom))]
-impl Drop for Outside {
-    fn drop(&mut self) {
-        let _ = OUTSIDE.try_with(|outside| outside.set(self.0));
-    }
-}
-
-/// Loom builds have no drivers.
-#[cfg(bridge_loom)]
-pub(crate) fn outside_on(_handle: &Handle) -> bool {
-    false
-}
-
 /// How [`run_blocking`](crate::run::run_blocking) runs a future from the calling context: the label of each route,
 /// as [`route`] reports it and [`IoMetrics`](crate::metrics::IoMetrics) counts it.
 ///
@@ -125,10 +72,7 @@ pub enum Route {
     /// A task on a multi-thread runtime's worker: the future is polled on this thread with
     /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
     /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
-    /// its other tasks move to another thread. Also a call nested in a future that the bridge
-    /// polls with a multi-thread runtime's handle on a thread no runtime has entered (a
-    /// handoff worker, a call with no runtime given an I/O runtime of its own with
-    /// an I/O runtime): polled right there.
+    /// its other tasks move to another thread.
     BlockInPlace,
     /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
     /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
@@ -147,12 +91,13 @@ pub enum Route {
     /// drives its I/O and timers only while its own thread sits in `Runtime::block_on`, which
     /// nothing guarantees (it may be blocked waiting for this very thread).
     Handoff,
-    /// No runtime (a plain thread, a rayon worker, a call nested in a future that such a
-    /// call polls): the future is polled on this thread, which drives one of the drivers
-    /// (current-thread runtimes shared by every such call, one per CPU) while it waits, so
-    /// that its I/O events wake this very thread. Also a multi-thread runtime that is shutting down (a value dropped by
-    /// its shutdown): polled on this thread, its I/O and timers driven by the shared
-    /// [`IoRuntime`](crate::io_runtime::IoRuntime).
+    /// No runtime (a plain thread, a rayon worker): the future is polled on this thread with
+    /// the shared [`IoRuntime`](crate::io_runtime::IoRuntime)'s handle entered, whose workers
+    /// drive its I/O and timers while this thread waits on a wake flag of its own. Also a
+    /// multi-thread runtime that is shutting down (a value dropped by its shutdown), and a
+    /// call nested in a future that the bridge polls on a thread no runtime has entered (a
+    /// handoff worker, another call with no runtime): polled right there, with the handle
+    /// entered there.
     Inline,
 }
 
@@ -207,9 +152,9 @@ impl Ambient {
     /// The route of a call made in this context.
     pub(crate) fn route(&self) -> Route {
         match self {
-            Ambient::None | Ambient::Dying => Route::Inline,
+            Ambient::None | Ambient::Dying | Ambient::MultiThread(_) => Route::Inline,
             Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
-            Ambient::Worker(_) | Ambient::MultiThread(_) => Route::BlockInPlace,
+            Ambient::Worker(_) => Route::BlockInPlace,
         }
     }
 }
@@ -221,10 +166,6 @@ pub(crate) fn ambient() -> Ambient {
         Err(_) => return Ambient::None,
     };
     if !matches!(handle.runtime_flavor(), RuntimeFlavor::MultiThread) {
-        // A call nested in a future that a driver's call polls: no runtime of its own.
-        if outside_on(&handle) {
-            return Ambient::None;
-        }
         return Ambient::CurrentThread;
     }
     if tokio::runtime::worker_index().is_some() {

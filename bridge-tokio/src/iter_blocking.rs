@@ -13,7 +13,7 @@ use std::pin::Pin;
 /// [`bridge::run_blocking`](crate::run_blocking) would run `stream.next()` there.
 ///
 /// The route is chosen for each item from the thread that asks for it (a plain thread or a
-/// rayon worker: polled here, the thread driving one of the shared drivers' I/O while it waits;
+/// rayon worker: polled here, the I/O runtime's workers driving its I/O while it waits;
 /// a multi-thread runtime's task: polled here, leaving the scheduler; a current-thread
 /// runtime, a `#[tokio::main]` body, a `LocalSet`: polled on a handoff worker while this
 /// thread waits), so the iterator may move between threads and contexts as it goes. Its

@@ -39,8 +39,7 @@
 //!    warning, which counts in `metrics`);
 //! 4. `in_place` (polled on this thread), `watch` (the I/O side's slow polls, and probes of
 //!    runtimes), then `io_task` (the I/O side's `Task`, each poll watched);
-//! 5. `io_runtime` (the shared runtime and `spawn_io`), then `drivers` (the runtimes that
-//!    calls with no runtime drive, which build the shared runtime first);
+//! 5. `io_runtime` (the shared runtime and `spawn_io`);
 //! 6. `run`: the entry points, which run each call by its route;
 //! 7. `iter_blocking`, `stream`.
 //!
@@ -110,8 +109,6 @@
 #![forbid(unsafe_code)]
 
 mod context;
-#[cfg(not(bridge_loom))]
-mod drivers;
 mod handoff;
 mod in_place;
 mod io_runtime;
@@ -128,23 +125,6 @@ mod trace;
 #[cfg(not(bridge_loom))]
 mod watch;
 
-/// Loom builds have no drivers (their calls with no runtime are polled here), only the
-/// drivers' gate, which the loom models check.
-#[cfg(bridge_loom)]
-mod drivers {
-    pub(crate) mod gate;
-
-    pub(crate) fn run<F: std::future::Future>(
-        future: F,
-        _deadline: Option<std::time::Instant>,
-    ) -> Result<Result<F::Output, bridge_core::Error>, F> {
-        Err(future)
-    }
-}
-
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use drivers::gate::{Gate as __LoomGate, Take as __LoomTake, WakeFlag as __LoomFlag};
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::__loom_handoff;

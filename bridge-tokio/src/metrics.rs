@@ -20,13 +20,11 @@ const INLINE: usize = 2;
 #[cfg(not(bridge_loom))]
 const STALLED: usize = 3;
 #[cfg(not(bridge_loom))]
-const STALLED_DRIVER: usize = 4;
+const SLOW_POLLS: usize = 4;
 #[cfg(not(bridge_loom))]
-const SLOW_POLLS: usize = 5;
-#[cfg(not(bridge_loom))]
-const HELD_RUNTIMES: usize = 6;
+const HELD_RUNTIMES: usize = 5;
 /// The first of the poll-duration histogram's buckets.
-const POLLS: usize = 7;
+const POLLS: usize = 6;
 const COUNT: usize = POLLS + bridge_core::__histogram::BUCKETS;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
@@ -70,13 +68,6 @@ pub(crate) fn slow_poll() {
 #[cfg(not(bridge_loom))]
 pub(crate) fn held_runtime() {
     COUNTERS.add(&SHARD, HELD_RUNTIMES, 1);
-}
-
-/// Counts a call with no runtime that waited past the stall threshold for a driver held by
-/// one poll all along.
-#[cfg(not(bridge_loom))]
-pub(crate) fn stalled_driver() {
-    COUNTERS.add(&SHARD, STALLED_DRIVER, 1);
 }
 
 /// A snapshot of the I/O side's counters, from `bridge::metrics().io`.
@@ -137,12 +128,6 @@ pub struct IoMetrics {
     /// waits: a future that needs one of them never finishes. Each is one of the
     /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
     pub stalled_handoffs: u64,
-    /// Calls made with no runtime (the [`inline`](Self::inline) route, with no time limit)
-    /// that waited longer than the stall warning for their I/O driver
-    /// while one poll held the driver's thread all along (a task that blocks its thread
-    /// inside the driver's runtime), counted once each (and logged, feature `tracing`). The
-    /// call waits on; one with a time limit returns `TimedOut` at its limit instead.
-    pub stalled_drivers: u64,
     /// How long the polls of the futures the bridge runs on the I/O side took
     /// (`bridge::spawn_io`, `IoRuntime::spawn`, `stream::on_io`, `IoStore`): every poll, on
     /// every I/O runtime. A poll holds its worker for as long: the tail of this histogram is
@@ -210,7 +195,6 @@ pub fn metrics() -> IoMetrics {
         handoff_threads_peak: peak,
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
-        stalled_drivers: counts[STALLED_DRIVER],
         poll_durations: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
             counts[POLLS + k]
         })),

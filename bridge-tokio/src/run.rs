@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 ///   thread), which must not be blocked while the future needs it, the future runs on a
 ///   handoff worker with the shared I/O runtime's handle while this thread blocks on a
 ///   oneshot;
-/// - with **no runtime**, the future is polled on this thread, which drives one of the
-///   bridge's I/O drivers while it waits, so that its I/O events wake this very thread; a
-///   multi-thread runtime that is shutting down (a value dropped by its shutdown calls from
-///   its worker) is treated as no runtime, its I/O driven by the shared I/O runtime.
+/// - with **no runtime** (a plain thread, a rayon worker), the future is polled on this
+///   thread with the shared [`IoRuntime`]'s handle entered, as tokio's `Handle::block_on`
+///   does: that runtime's workers drive its I/O and timers, and tasks it spawns (a pooled
+///   client's connections) live there, so they keep running between calls and serve every
+///   thread; a multi-thread runtime that is shutting down (a value dropped by its shutdown
+///   calls from its worker) is treated as no runtime.
 ///
 /// With the feature `tracing`, the span current here is current in every poll of the future,
 /// wherever it runs (see the crate docs' [Tracing](crate#tracing) section).
@@ -62,7 +64,8 @@ use std::time::{Duration, Instant};
 ///
 /// Background tasks that the future spawns (the connection drivers of a pooled HTTP or
 /// object-store client) live on the runtime that drives it: on the `BlockInPlace` route the
-/// caller's own runtime, which must then outlive the connections that other threads reuse.
+/// caller's own runtime, which must then outlive the connections that other threads reuse;
+/// with no runtime, the shared I/O runtime.
 /// For a client shared beyond one runtime's life, run its calls with
 /// [`spawn_io`](crate::spawn_io)`(fut).wait()`, which always uses the I/O runtime.
 ///
@@ -180,8 +183,7 @@ where
     crate::metrics::call(ambient.route());
     let io = || IoRuntime::global().handle();
     match ambient {
-        Ambient::None => crate::drivers::run(future, deadline)
-            .unwrap_or_else(|future| in_place::poll_free(io(), future, deadline)),
+        Ambient::None => in_place::poll_free(io(), future, deadline),
         Ambient::Dying => {
             crate::trace::moved_off_dying_runtime();
             in_place::poll_any(io(), future, deadline)

@@ -4,15 +4,9 @@
 pub(crate) use std::sync::atomic::Ordering;
 
 #[cfg(bridge_loom)]
-pub(crate) use loom::sync::{
-    Arc,
-    atomic::{AtomicBool, AtomicUsize},
-};
+pub(crate) use loom::sync::{Arc, atomic::AtomicBool};
 #[cfg(not(bridge_loom))]
-pub(crate) use std::sync::{
-    Arc,
-    atomic::{AtomicBool, AtomicUsize},
-};
+pub(crate) use std::sync::{Arc, atomic::AtomicBool};
 
 /// Declares a thread-local `Cell<bool>`, `false` on every new thread: std's, or loom's under
 /// loom (where the model's threads share one OS thread).
@@ -54,65 +48,6 @@ impl<T> Mutex<T> {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard)
-    }
-
-    /// Runs `ready` with the lock held until it gives `Some`, waiting on `changed` in between
-    /// (the lock released), or until `deadline` passes: then `None`. Under loom a deadline
-    /// never passes (loom's timed wait is an untimed one): the models give none.
-    pub(crate) fn wait_on<R>(
-        &self,
-        changed: &Condvar,
-        deadline: Option<std::time::Instant>,
-        mut ready: impl FnMut(&mut T) -> Option<R>,
-    ) -> Option<R> {
-        let mut guard = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        loop {
-            if let Some(r) = ready(&mut guard) {
-                return Some(r);
-            }
-            guard = match deadline {
-                None => changed
-                    .0
-                    .wait(guard)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
-                Some(deadline) => {
-                    let left = deadline.checked_duration_since(std::time::Instant::now());
-                    match left {
-                        Some(left) if !left.is_zero() => {
-                            changed
-                                .0
-                                .wait_timeout(guard, left)
-                                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                                .0
-                        }
-                        _ => return None,
-                    }
-                }
-            };
-        }
-    }
-}
-
-/// A condition variable for [`Mutex`]: std's, or loom's under loom.
-#[derive(Debug)]
-pub(crate) struct Condvar(
-    #[cfg(not(bridge_loom))] std::sync::Condvar,
-    #[cfg(bridge_loom)] loom::sync::Condvar,
-);
-
-impl Condvar {
-    pub(crate) fn new() -> Self {
-        #[cfg(not(bridge_loom))]
-        return Self(std::sync::Condvar::new());
-        #[cfg(bridge_loom)]
-        return Self(loom::sync::Condvar::new());
-    }
-
-    pub(crate) fn notify_one(&self) {
-        self.0.notify_one();
     }
 }
 

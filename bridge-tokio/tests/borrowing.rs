@@ -144,7 +144,7 @@ fn a_runtime_dropped_mid_call_keeps_the_borrow_alive() {
                     _ => {
                         let _entered = entered.enter();
                         bridge_tokio::try_run_blocking(async {
-                            assert_eq!(route(), Route::BlockInPlace);
+                            assert_eq!(route(), Route::Inline);
                             bridge_tokio::try_run_blocking(borrowing(
                                 &stack,
                                 Duration::from_secs(30),

@@ -129,12 +129,12 @@ fn expected(stack: &[Ctx]) -> Route {
         Ctx::CurrentBody | Ctx::CurrentTask | Ctx::CurrentBlocking | Ctx::TokioLocalOnCurrent => {
             Route::Handoff
         }
-        // Inside a future that a call with no runtime polls (on a driver), there is still
-        // none; inside one that another route runs, a multi-thread runtime's handle is
-        // entered (the I/O runtime's on a handoff worker, the ambient one in place).
+        // Inside a future that the bridge polls on a thread no runtime has entered (a call
+        // with no runtime, a handoff worker), polled right there; inside one polled in place
+        // on a worker (after block_in_place), on that worker again.
         Ctx::Nested => match outer {
-            Route::Inline => Route::Inline,
-            _ => Route::BlockInPlace,
+            Route::BlockInPlace => Route::BlockInPlace,
+            _ => Route::Inline,
         },
         // Changes nothing about the tokio context.
         Ctx::BlockOn => outer,

@@ -147,7 +147,6 @@ async fn a_server_spawned_on_the_blocked_runtime_is_named() {
             "Await the future there instead of calling run_blocking",
             "#[tokio::test(flavor = \"multi_thread\")]",
             "try_run_blocking_timeout",
-            "one of the bridge's drivers",
             "bridge::spawn_io",
         ] {
             assert!(new[0].message.contains(part), "{part:?}: {new:?}");

@@ -154,12 +154,12 @@ fn expected(stack: &[Ctx]) -> Route {
         // A spawn_blocking thread of a current-thread runtime is inside that runtime's
         // context, where block_in_place is not allowed.
         Ctx::CurrentBlocking => Route::Handoff,
-        // The future of a call with no runtime is polled with none of its own (a driver's
-        // handle entered); that of any other call with a multi-thread runtime's handle
-        // entered.
+        // The future of a call with no runtime, or of a handoff, is polled on a thread no
+        // runtime has entered (polled right there again); that of a call in place on a
+        // worker, on that worker (after block_in_place).
         Ctx::Nested => match outer {
-            Route::Inline => Route::Inline,
-            _ => Route::BlockInPlace,
+            Route::BlockInPlace => Route::BlockInPlace,
+            _ => Route::Inline,
         },
         // Changes nothing about the tokio context.
         Ctx::BlockOn => outer,

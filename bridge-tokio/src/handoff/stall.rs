@@ -69,9 +69,8 @@ fn passed_threshold(threshold: Duration) {
         tracing::warn!(
             waited = ?threshold,
             "run_blocking: a call made on a current-thread runtime is still waiting for its \
-             future (the runtime is yours, or one of the bridge's drivers, which run the tasks \
-             spawned in calls made with no runtime), and that runtime runs none of its tasks \
-             while its thread waits in (or for) the call: a future that needs one of them (a \
+             future, and that runtime runs none of its tasks while its thread waits in (or \
+             for) the call: a future that needs one of them (a \
              server spawned there, a socket created there) never finishes. Await the future \
              there instead of calling run_blocking, run those tasks on another runtime \
              (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or \

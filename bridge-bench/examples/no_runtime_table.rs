@@ -1,0 +1,492 @@
+//! The no-runtime route's table: synchronous callers with no runtime run futures to
+//! completion through `bridge::run_blocking` and through the three peers that work there,
+//! at every caller count users have, on the futures they hand over. The route's design was
+//! chosen from this table (docs/design.md, "The no-runtime route").
+//!
+//! `cargo run --release -p bridge-bench --example no_runtime_table -- [RUNS] [MILLIS]`
+//!
+//! - **Callers:** 1 thread, one per CPU, 4x and 32x the CPUs (plain threads), and a rayon
+//!   `par_iter` over the global pool.
+//! - **Futures:** `ready`; `yield` (4 `yield_now`); `echo` (one 64-byte round trip on a
+//!   connection the thread keeps); `fan16` (16 concurrent round trips on 16 kept
+//!   connections); `connect` (connect, one round trip, close); `http` (a GET through one
+//!   pooled hyper client shared by every thread, 1 KiB replies).
+//! - **Peers:** `rt per thread` (a current-thread runtime kept in a `thread_local!`);
+//!   `global` (one multi-thread runtime with a worker per CPU, entered with
+//!   `Handle::block_on`); `background` (one runtime thread that every call hands its future
+//!   to, the way `reqwest::blocking` works).
+//!
+//! Each cell runs every variant for `MILLIS` (400 by default) after a warm-up, the variants'
+//! order rotated from run to run. `TABLE_WORK` and `TABLE_CALLERS` (comma-separated names:
+//! `echo,http`; `1,cpus,4x,32x,par_iter`) pick cells; `TABLE_FIRST_RUN` numbers the runs
+//! from another start, so that separate processes rotate the order too. It prints one CSV line per run, cell and variant (calls/s,
+//! p50 and p99 in microseconds, failures), then a table of the median calls/s over the runs
+//! with the bridge's ratio to the best peer that worked in the cell. The servers run on a
+//! runtime of their own in this process.
+
+use futures::future::join_all;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// Bytes of every echo request and reply.
+const MESSAGE: usize = 64;
+/// Bytes of every HTTP reply body.
+const BODY: usize = 1024;
+/// Calls each caller makes before the timed window (and the connections it opens).
+const WARM: u32 = 20;
+/// A call that takes longer failed (a client shared across runtimes that nobody drives).
+const CALL_LIMIT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Variant {
+    Bridge,
+    PerThread,
+    Global,
+    Background,
+}
+
+const VARIANTS: [Variant; 4] = [
+    Variant::Bridge,
+    Variant::PerThread,
+    Variant::Global,
+    Variant::Background,
+];
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Bridge => "bridge",
+            Variant::PerThread => "rt per thread",
+            Variant::Global => "global",
+            Variant::Background => "background",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Work {
+    Ready,
+    Yield,
+    Echo,
+    Fan16,
+    Connect,
+    Http,
+}
+
+const WORKS: [Work; 6] = [
+    Work::Ready,
+    Work::Yield,
+    Work::Echo,
+    Work::Fan16,
+    Work::Connect,
+    Work::Http,
+];
+
+impl Work {
+    fn name(self) -> &'static str {
+        match self {
+            Work::Ready => "ready",
+            Work::Yield => "yield",
+            Work::Echo => "echo",
+            Work::Fan16 => "fan16",
+            Work::Connect => "connect",
+            Work::Http => "http",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Callers {
+    Threads(usize),
+    ParIter,
+}
+
+impl Callers {
+    fn name(self) -> String {
+        match self {
+            Callers::Threads(n) => format!("{n} threads"),
+            Callers::ParIter => "par_iter".into(),
+        }
+    }
+}
+
+/// One multi-thread runtime with a worker per CPU: the `global` peer.
+static GLOBAL: LazyLock<Runtime> = LazyLock::new(|| {
+    Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a multi-thread runtime")
+});
+
+/// One current-thread runtime driven by a thread of its own: the `background` peer.
+static BACKGROUND: LazyLock<Handle> = LazyLock::new(|| {
+    let rt = Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    let handle = rt.handle().clone();
+    std::thread::Builder::new()
+        .name("background-rt".into())
+        .spawn(move || rt.block_on(std::future::pending::<()>()))
+        .expect("the background runtime's thread");
+    handle
+});
+
+thread_local! {
+    static PER_THREAD: Runtime = Builder::new_current_thread().enable_all().build().expect("a runtime");
+    /// Kept connections, per variant: each is registered with the runtime that drives it.
+    static CONNS: RefCell<BTreeMap<Variant, Vec<TcpStream>>> = RefCell::new(BTreeMap::new());
+}
+
+/// Runs `future` by `variant`, from a thread with no runtime.
+fn drive<F>(variant: Variant, future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match variant {
+        Variant::Bridge => bridge::run_blocking(future),
+        Variant::PerThread => PER_THREAD.with(|rt| rt.block_on(future)),
+        Variant::Global => GLOBAL.handle().block_on(future),
+        Variant::Background => {
+            let (tx, rx) = bridge::oneshot::channel();
+            BACKGROUND.spawn(async move {
+                let _ = tx.send(future.await);
+            });
+            rx.recv_blocking()
+                .expect("the background runtime runs every task")
+        }
+    }
+}
+
+/// What one cell shares between its callers.
+struct Cell {
+    echo: SocketAddr,
+    http: String,
+    client: Client<HttpConnector, Empty<Bytes>>,
+    failed: AtomicU64,
+}
+
+/// One call: `true` if it did its work within [`CALL_LIMIT`].
+fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
+    let echo = cell.echo;
+    let ok = match work {
+        Work::Ready => drive(variant, async { black_box(1u64) == 1 }),
+        Work::Yield => drive(variant, async {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            true
+        }),
+        Work::Echo | Work::Fan16 => {
+            let want = if work == Work::Echo { 1 } else { 16 };
+            let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
+            let (ok, conns) = drive(variant, async move {
+                let work = async {
+                    while conns.len() < want {
+                        conns.push(TcpStream::connect(echo).await?);
+                    }
+                    let trips = conns.iter_mut().map(round_trip);
+                    join_all(trips)
+                        .await
+                        .into_iter()
+                        .collect::<std::io::Result<()>>()
+                };
+                let ok = matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(())));
+                (ok, conns)
+            });
+            if ok {
+                CONNS.with(|c| c.borrow_mut().insert(variant, conns));
+            }
+            ok
+        }
+        Work::Connect => drive(variant, async move {
+            let work = async {
+                let mut conn = TcpStream::connect(echo).await?;
+                conn.set_zero_linger()?;
+                round_trip(&mut conn).await
+            };
+            matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(())))
+        }),
+        Work::Http => {
+            let client = cell.client.clone();
+            let uri = cell.http.parse().expect("a URI");
+            drive(variant, async move {
+                let work = async {
+                    let reply = client.get(uri).await.ok()?;
+                    let body = reply.into_body().collect().await.ok()?.to_bytes();
+                    Some(body.len() == BODY)
+                };
+                matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Some(true)))
+            })
+        }
+    };
+    if !ok {
+        cell.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    ok
+}
+
+async fn round_trip(conn: &mut TcpStream) -> std::io::Result<()> {
+    let mut buf = [7u8; MESSAGE];
+    conn.write_all(&buf).await?;
+    conn.read_exact(&mut buf).await?;
+    Ok(())
+}
+
+/// What one variant did in one cell.
+struct Outcome {
+    calls_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    failed: u64,
+}
+
+fn measure(
+    variant: Variant,
+    work: Work,
+    callers: Callers,
+    window: Duration,
+    servers: &Servers,
+) -> Outcome {
+    let cell = Arc::new(Cell {
+        echo: servers.echo,
+        http: format!("http://{}/", servers.http),
+        client: Client::builder(TokioExecutor::new()).build_http(),
+        failed: AtomicU64::new(0),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let latencies = Arc::new(Mutex::new(Vec::<f32>::new()));
+    let timed = move |cell: &Cell, lat: &mut Vec<f32>| {
+        let start = Instant::now();
+        let ok = call(variant, work, cell);
+        lat.push(start.elapsed().as_secs_f32() * 1e6);
+        ok
+    };
+    let elapsed = match callers {
+        Callers::Threads(n) => {
+            let barrier = Arc::new(Barrier::new(n + 1));
+            let threads: Vec<_> = (0..n)
+                .map(|_| {
+                    let (cell, stop, barrier, latencies) = (
+                        cell.clone(),
+                        stop.clone(),
+                        barrier.clone(),
+                        latencies.clone(),
+                    );
+                    std::thread::spawn(move || {
+                        let mut lat = Vec::new();
+                        let mut ok = (0..WARM).all(|_| call(variant, work, &cell));
+                        barrier.wait();
+                        // ORDERING: a stop signal; the results go through the mutex.
+                        while ok && !stop.load(Ordering::Relaxed) {
+                            ok = timed(&cell, &mut lat);
+                        }
+                        latencies.lock().unwrap().extend(lat);
+                        CONNS.with(|c| c.borrow_mut().clear());
+                    })
+                })
+                .collect();
+            barrier.wait();
+            let start = Instant::now();
+            std::thread::sleep(window);
+            stop.store(true, Ordering::Relaxed);
+            for t in threads {
+                t.join().expect("a caller thread");
+            }
+            start.elapsed()
+        }
+        Callers::ParIter => {
+            let pass = |deadline: Instant| {
+                (0..u32::MAX)
+                    .into_par_iter()
+                    .with_min_len(1)
+                    .try_for_each(|_| {
+                        let mut lat = Vec::with_capacity(1);
+                        if Instant::now() >= deadline || !timed(&cell, &mut lat) {
+                            return Err(());
+                        }
+                        latencies.lock().unwrap().extend(lat);
+                        Ok(())
+                    })
+            };
+            let _ = pass(Instant::now() + window / 4);
+            latencies.lock().unwrap().clear();
+            let start = Instant::now();
+            let _ = pass(start + window);
+            let elapsed = start.elapsed();
+            rayon::broadcast(|_| CONNS.with(|c| c.borrow_mut().clear()));
+            elapsed
+        }
+    };
+    let mut lat = std::mem::take(&mut *latencies.lock().unwrap());
+    lat.sort_by(f32::total_cmp);
+    let at = |q: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * q) as usize)
+            .copied()
+            .unwrap_or(f32::NAN)
+    };
+    Outcome {
+        calls_per_s: lat.len() as f64 / elapsed.as_secs_f64(),
+        p50_us: f64::from(at(0.5)),
+        p99_us: f64::from(at(0.99)),
+        failed: cell.failed.load(Ordering::Relaxed),
+    }
+}
+
+struct Servers {
+    echo: SocketAddr,
+    http: SocketAddr,
+    _runtime: Runtime,
+}
+
+fn servers() -> Servers {
+    let runtime = Builder::new_multi_thread()
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .expect("the servers' runtime");
+    let (echo, http) = runtime.block_on(async {
+        let echo = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .expect("bind");
+        let http = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .expect("bind");
+        (echo, http)
+    });
+    let addrs = (echo.local_addr().unwrap(), http.local_addr().unwrap());
+    runtime.spawn(async move {
+        while let Ok((mut conn, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; MESSAGE];
+                while conn.read_exact(&mut buf).await.is_ok() {
+                    if conn.write_all(&buf).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    runtime.spawn(async move {
+        let body = Bytes::from(vec![b'x'; BODY]);
+        while let Ok((conn, _)) = http.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_req| {
+                    let body = body.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(body)))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(conn), service)
+                    .await;
+            });
+        }
+    });
+    Servers {
+        echo: addrs.0,
+        http: addrs.1,
+        _runtime: runtime,
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let runs: usize = args.next().map_or(3, |a| a.parse().expect("RUNS"));
+    let window = Duration::from_millis(args.next().map_or(400, |a| a.parse().expect("MILLIS")));
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let picked = |var: &str, name: &str| {
+        std::env::var(var).map_or(true, |list| list.split(',').any(|n| n == name))
+    };
+    let callers: Vec<Callers> = [
+        ("1", Callers::Threads(1)),
+        ("cpus", Callers::Threads(cpus)),
+        ("4x", Callers::Threads(4 * cpus)),
+        ("32x", Callers::Threads(32 * cpus)),
+        ("par_iter", Callers::ParIter),
+    ]
+    .into_iter()
+    .filter(|(name, _)| picked("TABLE_CALLERS", name))
+    .map(|(_, c)| c)
+    .collect();
+    let works: Vec<Work> = WORKS
+        .into_iter()
+        .filter(|w| picked("TABLE_WORK", w.name()))
+        .collect();
+    let first: usize =
+        std::env::var("TABLE_FIRST_RUN").map_or(0, |n| n.parse().expect("TABLE_FIRST_RUN"));
+    let servers = servers();
+    LazyLock::force(&GLOBAL);
+    LazyLock::force(&BACKGROUND);
+    let mut medians: BTreeMap<(Callers, Work), BTreeMap<Variant, Vec<Option<f64>>>> =
+        BTreeMap::new();
+    println!("run,callers,work,variant,calls_per_s,p50_us,p99_us,failed");
+    for run in first..first + runs {
+        for &c in &callers {
+            for &work in &works {
+                for k in 0..VARIANTS.len() {
+                    let variant = VARIANTS[(k + run) % VARIANTS.len()];
+                    let o = measure(variant, work, c, window, &servers);
+                    println!(
+                        "{run},{},{},{},{:.0},{:.1},{:.1},{}",
+                        c.name(),
+                        work.name(),
+                        variant.name(),
+                        o.calls_per_s,
+                        o.p50_us,
+                        o.p99_us,
+                        o.failed
+                    );
+                    medians
+                        .entry((c, work))
+                        .or_default()
+                        .entry(variant)
+                        .or_default()
+                        .push((o.failed == 0).then_some(o.calls_per_s));
+                }
+            }
+        }
+    }
+    println!();
+    println!(
+        "| callers | future | bridge | rt per thread | global | background | best peer / bridge |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for ((c, work), by) in &medians {
+        let median = |v: &Variant| -> Option<f64> {
+            let mut xs: Vec<f64> = by.get(v)?.iter().copied().collect::<Option<_>>()?;
+            xs.sort_by(f64::total_cmp);
+            xs.get(xs.len() / 2).copied()
+        };
+        let cellv = |v: &Variant| median(v).map_or("failed".to_string(), |x| format!("{x:.0}"));
+        let best = VARIANTS[1..].iter().filter_map(median).fold(0.0, f64::max);
+        let ratio = median(&Variant::Bridge).map_or("-".into(), |b| format!("{:.2}", best / b));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            c.name(),
+            work.name(),
+            cellv(&Variant::Bridge),
+            cellv(&Variant::PerThread),
+            cellv(&Variant::Global),
+            cellv(&Variant::Background),
+            ratio
+        );
+    }
+}
