@@ -197,10 +197,15 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             let want = if work == Work::Echo { 1 } else { 16 };
             let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
             let (ok, conns) = drive(variant, async move {
-                let work = async {
-                    while conns.len() < want {
-                        conns.push(TcpStream::connect(echo).await?);
+                // Connecting is the warm-up's work (a burst of connects may wait for the
+                // listener's backlog); the limit is the round trips'.
+                while conns.len() < want {
+                    match TcpStream::connect(echo).await {
+                        Ok(conn) => conns.push(conn),
+                        Err(_) => return (false, conns),
                     }
+                }
+                let work = async {
                     let trips = conns.iter_mut().map(round_trip);
                     join_all(trips)
                         .await
@@ -271,6 +276,10 @@ fn measure(
         failed: AtomicU64::new(0),
     });
     let stop = Arc::new(AtomicBool::new(false));
+    // Set once the window's clock has started: callers released by the barrier earlier wait
+    // for it, so that no call before the window counts (the main thread may be descheduled
+    // between the barrier and its clock when callers outnumber CPUs).
+    let go = Arc::new(AtomicBool::new(false));
     let latencies = Arc::new(Mutex::new(Vec::<f32>::new()));
     let timed = move |cell: &Cell, lat: &mut Vec<f32>| {
         let start = Instant::now();
@@ -283,9 +292,10 @@ fn measure(
             let barrier = Arc::new(Barrier::new(n + 1));
             let threads: Vec<_> = (0..n)
                 .map(|_| {
-                    let (cell, stop, barrier, latencies) = (
+                    let (cell, stop, go, barrier, latencies) = (
                         cell.clone(),
                         stop.clone(),
+                        go.clone(),
                         barrier.clone(),
                         latencies.clone(),
                     );
@@ -293,7 +303,10 @@ fn measure(
                         let mut lat = Vec::new();
                         let mut ok = (0..WARM).all(|_| call(variant, work, &cell));
                         barrier.wait();
-                        // ORDERING: a stop signal; the results go through the mutex.
+                        // ORDERING: start and stop signals; the results go through the mutex.
+                        while !go.load(Ordering::Relaxed) {
+                            std::thread::yield_now();
+                        }
                         while ok && !stop.load(Ordering::Relaxed) {
                             ok = timed(&cell, &mut lat);
                         }
@@ -304,6 +317,7 @@ fn measure(
                 .collect();
             barrier.wait();
             let start = Instant::now();
+            go.store(true, Ordering::Relaxed);
             std::thread::sleep(window);
             stop.store(true, Ordering::Relaxed);
             for t in threads {

@@ -241,8 +241,8 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
     let route = bridge_tokio::route();
     scenario(
         "no-runtime-ready",
-        "how a plain thread runs the future: bridge::run_blocking (default: polled here with \
-         the handle of one of bridge's drivers, shared current-thread runtimes); raw \
+        "how a plain thread runs the future: bridge::run_blocking (polled here with \
+         the handle of bridge's shared multi-thread I/O runtime); raw \
          Handle::block_on of a shared \
          multi-thread runtime; a current-thread runtime cached in a thread_local!; a \
          current-thread runtime built per call.",
@@ -439,8 +439,8 @@ fn no_runtime_tcp(
     let report = loaded_scenario(
         name,
         "which runtime drives the call's socket from a plain thread: bridge::run_blocking \
-         (polled here, the socket on one of bridge's drivers, shared current-thread runtimes, \
-         which this thread drives while it waits: it polls the driver's epoll itself); raw \
+         (polled here, the socket on bridge's shared multi-thread I/O runtime, whose workers \
+         wake this thread); raw \
          Handle::block_on of a shared multi-thread runtime (polled here, the socket on the \
          study's own runtime, whose workers wake this thread); a current-thread runtime cached in a thread_local! (this thread polls \
          its own epoll); a current-thread runtime built per call.",
