@@ -18,7 +18,11 @@ fn a_thread_at_nice_19_stays_at_19() {
         bridge::cpu::lower_thread_priority(19).unwrap();
         assert_eq!(nice_of_this_thread(), 19);
         bridge::cpu::lower_thread_priority(10).unwrap();
-        assert_eq!(nice_of_this_thread(), 19, "lower_thread_priority(10) raised the thread");
+        assert_eq!(
+            nice_of_this_thread(),
+            19,
+            "lower_thread_priority(10) raised the thread"
+        );
     })
     .join()
     .unwrap();

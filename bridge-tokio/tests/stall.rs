@@ -144,7 +144,9 @@ async fn a_server_spawned_on_the_blocked_runtime_is_named() {
         assert_eq!(new.len(), 1, "one warning: {new:?}");
         assert_eq!(new[0].level, tracing::Level::WARN);
         for part in [
-            "Await the future there instead of calling run_blocking",
+            "a server spawned there",
+            "Create the future inside the async block given to run_blocking",
+            "await it there instead of calling run_blocking",
             "#[tokio::test(flavor = \"multi_thread\")]",
             "try_run_blocking_timeout",
             "bridge::spawn_io",

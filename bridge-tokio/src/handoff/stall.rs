@@ -66,6 +66,19 @@ fn threshold_from_now() -> Option<(Duration, Instant)> {
     Some((threshold, Instant::now().checked_add(threshold)?))
 }
 
+/// The stall warning. It names timers first: a `sleep` or `timeout` created in the runtime's
+/// body (tokio's own `nesting` example) is the shape users meet most, and the one with no
+/// task to point at.
+#[cfg(not(bridge_loom))]
+const STALLED: &str = "run_blocking: a call made on a current-thread runtime is still waiting \
+     for its future, and that runtime drives none of its timers, sockets or tasks while its \
+     thread waits in (or for) the call: a future that needs one of them (a tokio::time::sleep \
+     or timeout created there, a socket created there, a server spawned there) never \
+     finishes. Create the future inside the async block given to run_blocking, or await it \
+     there instead of calling run_blocking; run those tasks on another runtime \
+     (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or bound the \
+     wait with try_run_blocking_timeout";
+
 /// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.
 #[cfg(not(bridge_loom))]
 #[cold]
@@ -73,18 +86,33 @@ fn threshold_from_now() -> Option<(Duration, Instant)> {
 fn passed_threshold(threshold: Duration) {
     if caller_is_current_thread() {
         crate::metrics::stalled_handoff();
-        #[cfg(not(feature = "tracing"))]
-        let _ = threshold;
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            waited = ?threshold,
-            "run_blocking: a call made on a current-thread runtime is still waiting for its \
-             future, and that runtime runs none of its tasks while its thread waits in (or \
-             for) the call: a future that needs one of them (a \
-             server spawned there, a socket created there) never finishes. Await the future \
-             there instead of calling run_blocking, run those tasks on another runtime \
-             (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or \
-             bound the wait with try_run_blocking_timeout"
+        warn_stalled(threshold);
+    }
+}
+
+/// Names a stalled call where users look. With the feature `tracing` and a subscriber
+/// installed, a warning to it, for each call. Otherwise (no feature, or no subscriber: a
+/// `#[tokio::test]` usually has none) the call may well hang for good, and a hang is all the
+/// user would see, where tokio's own `Handle::block_on` panics with a message in the same
+/// shape: so the first such call of the process writes the warning to stderr, once. It goes
+/// to the stderr stream itself, not through `eprintln!`, which the test harness captures and
+/// shows only for a test that ends, never for one that hangs.
+#[cfg(not(bridge_loom))]
+fn warn_stalled(threshold: Duration) {
+    #[cfg(feature = "tracing")]
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(waited = ?threshold, "{STALLED}");
+        return;
+    }
+    static WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    // ORDERING: Relaxed: the flag only elects one writer; it publishes nothing else.
+    if !WRITTEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {STALLED} (waited {threshold:?}; written once per process, counted in \
+             bridge::metrics().io.stalled_handoffs; with the feature `tracing` and a \
+             subscriber, logged for each call)"
         );
     }
 }
