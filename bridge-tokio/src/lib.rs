@@ -143,4 +143,4 @@ pub use metrics::IoMetrics;
 pub use metrics::metrics;
 pub use run::{run_blocking, try_run_blocking, try_run_blocking_timeout};
 #[cfg(not(bridge_loom))]
-pub use watch::{Watch, watch};
+pub use watch::{Watch, watch, watched};

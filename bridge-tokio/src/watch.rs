@@ -49,7 +49,7 @@ static WATCHER: OnceLock<std::thread::Thread> = OnceLock::new();
 /// A poll in progress on one thread.
 struct Running {
     started: Instant,
-    site: &'static Location<'static>,
+    site: Site,
     /// Named already (by the watcher): its end does not name it again.
     reported: bool,
 }
@@ -176,8 +176,29 @@ fn wake_watcher() {
     }
 }
 
+/// Where a watched future comes from, to name it.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(feature = "tracing"),
+    expect(
+        dead_code,
+        reason = "named only in the warnings of the feature `tracing`"
+    )
+)]
+pub(crate) enum Site {
+    /// Spawned on the I/O side by the bridge (`spawn_io`, `IoRuntime::spawn`, `on_io`).
+    Spawned(&'static Location<'static>),
+    /// Wrapped by the user in [`watched`].
+    Watched(&'static Location<'static>),
+}
+
 /// Times `poll`, one poll of a future spawned at `site`, and names it if it runs long.
 pub(crate) fn poll<R>(site: &'static Location<'static>, poll: impl FnOnce() -> R) -> R {
+    timed(Site::Spawned(site), poll)
+}
+
+/// Times `poll`, one poll of the future from `site`, and names it if it runs long.
+fn timed<R>(site: Site, poll: impl FnOnce() -> R) -> R {
     let started = Instant::now();
     let watched = SLOT
         .try_with(|slot| {
@@ -226,21 +247,76 @@ impl Drop for End {
 
 /// Names a poll that held its worker `held` (so far, when it is `still_running`).
 #[cold]
-fn slow_poll(site: &'static Location<'static>, held: Duration, still_running: bool) {
+fn slow_poll(site: Site, held: Duration, still_running: bool) {
     metrics::slow_poll();
     #[cfg(not(feature = "tracing"))]
     let _ = (site, held, still_running);
     #[cfg(feature = "tracing")]
-    tracing::warn!(
-        %site,
-        ?held,
-        still_running,
-        "bridge: a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
-         CPU work (a decode, a parse, compression) or a blocking call runs on the I/O side, \
-         and every other task of that worker waits meanwhile. Move the CPU work to \
-         bridge::spawn or bridge::cpu::spawn_future, and blocking calls to \
-         tokio::task::spawn_blocking"
-    );
+    match site {
+        Site::Spawned(site) => tracing::warn!(
+            %site,
+            ?held,
+            still_running,
+            "bridge: a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
+             CPU work (a decode, a parse, compression) or a blocking call runs on the I/O \
+             side, and every other task of that worker waits meanwhile. Move the CPU work to \
+             bridge::spawn or bridge::cpu::spawn_future, and blocking calls to \
+             tokio::task::spawn_blocking"
+        ),
+        Site::Watched(site) => tracing::warn!(
+            %site,
+            ?held,
+            still_running,
+            "bridge: a poll of the future watched at {site} (bridge::rt::watched) has held \
+             its runtime's worker for {held:?}: CPU work (a decode, a parse, compression) or \
+             a blocking call runs inline in that task, and every other task of that worker \
+             waits meanwhile. Move the CPU work to bridge::spawn or \
+             bridge::cpu::spawn_future, and blocking calls to tokio::task::spawn_blocking"
+        ),
+    }
+}
+
+/// Wraps `future` so that each of its polls is timed as the bridge times the polls of the
+/// futures it runs on the I/O side: into `bridge::metrics().io.poll_durations`, and a poll
+/// that holds its thread past the slow-poll threshold (`bridge::configure().slow_poll`, 10 ms
+/// by default) is counted in `bridge::metrics().io.slow_polls` and named once, with the file
+/// and line of this call (feature `tracing`, a warning that gives the remedy): while it still
+/// runs (by the bridge's watcher thread) or when it returns.
+///
+/// For the futures of your own runtime that [`watch`] says are held: a handler, a
+/// connection's task. Wrap each where it is made, and the warning names the one that holds
+/// the workers. It runs on any runtime or executor and changes nothing else of the future:
+/// same output, same wake-ups, its panics pass through, dropped with it.
+///
+/// Each poll costs what the bridge's own I/O-side polls cost: two clock reads, two
+/// uncontended locks of a slot of the polling thread's own, a relaxed increment of a
+/// per-thread counter and a relaxed load; a small fraction of a microsecond, next to a poll
+/// of a handler that does any I/O. `Duration::MAX` as the threshold stops the naming, not the
+/// timing.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// bridge::configure().slow_poll(Duration::from_millis(20)).apply();
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let before = bridge::metrics().io.slow_polls;
+/// let hash = rt.spawn(bridge::rt::watched(async {
+///     // CPU work inline in a handler: its worker is held for 50 ms, and this line is named.
+///     std::thread::sleep(Duration::from_millis(50));
+///     "digest"
+/// }));
+/// assert_eq!(rt.block_on(hash).unwrap(), "digest");
+/// assert!(bridge::metrics().io.slow_polls > before);
+/// ```
+#[track_caller]
+pub fn watched<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let site = Site::Watched(Location::caller());
+    async move {
+        let mut future = std::pin::pin!(future);
+        std::future::poll_fn(|cx| timed(site, || future.as_mut().poll(cx))).await
+    }
 }
 
 /// One look of the watcher at `now`: names the polls in progress past `slow`, wakes the
