@@ -97,8 +97,9 @@ pub mod cpu {
 
 /// The I/O side: [`IoRuntime`](rt::IoRuntime), the shared multi-thread runtime that runs
 /// [`spawn_io`]'s futures and drives the I/O of synchronous callers, or one of your own;
-/// [`watch`](rt::watch), which names the polls that hold a runtime of yours. (Named `rt`, not
-/// `tokio`, so that `use bridge::*` does not hide the `tokio` crate.)
+/// [`watch`](rt::watch), which says when a runtime of yours is held, and
+/// [`watched`](rt::watched), which names the future of yours whose polls hold it. (Named
+/// `rt`, not `tokio`, so that `use bridge::*` does not hide the `tokio` crate.)
 ///
 /// The bridge times every poll of the futures it runs on the I/O side
 /// (`bridge::metrics().io.poll_durations`) and names one that holds its worker past
@@ -116,7 +117,7 @@ pub mod cpu {
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod rt {
     #[doc(inline)]
-    pub use bridge_tokio::{IoRuntime, Watch, watch};
+    pub use bridge_tokio::{IoRuntime, Watch, watch, watched};
 }
 
 /// Streams across sides: make a `Stream` on the I/O runtime (`on_io`, feature `tokio`) or on

@@ -49,6 +49,7 @@ fn tokio_paths_resolve() {
     let task: bridge::Task<u8> = io.spawn(async { 5 });
     assert_eq!(task.wait(), 5);
     assert_eq!(bridge::spawn_io(async { 6 }).wait(), 6);
+    assert_eq!(bridge::block_on(bridge::rt::watched(async { 7 })), 7);
     let slow = async { tokio::time::sleep(std::time::Duration::from_secs(60)).await };
     let limit = std::time::Duration::from_millis(1);
     let err = bridge::try_run_blocking_timeout(slow, limit).unwrap_err();

@@ -63,7 +63,8 @@ impl Error {
     }
 
     /// The time limit passed; `stalled_current_thread` when the caller blocked a
-    /// current-thread runtime. Used by bridge-tokio.
+    /// current-thread runtime that had tasks alive, which could not run. Used by
+    /// bridge-tokio.
     #[doc(hidden)]
     pub fn __timed_out(stalled_current_thread: bool) -> Self {
         Self {
@@ -208,7 +209,7 @@ impl fmt::Display for Error {
                 stalled_current_thread: true,
             } => f.write_str(
                 "the deadline passed before the future finished, and the call was made on a \
-                 current-thread runtime, which runs none of its tasks while its thread waits \
+                 current-thread runtime with tasks alive, which runs none of its tasks while its thread waits \
                  in (or for) the call: a future that needs one of them \
                  (a server spawned there, a socket created there) cannot finish. Await the \
                  future there instead of calling run_blocking, or run those tasks on another \

@@ -6,6 +6,9 @@ use std::io;
 /// the higher, the later the thread runs while other threads wait for a CPU). For the
 /// threads of a CPU pool: call it from rayon's `ThreadPoolBuilder::start_handler`.
 ///
+/// It never raises a priority: a thread that already runs at `nice` or nicer (a higher nice
+/// value) is left as it is, also where the process has the privilege to raise it.
+///
 /// A service that hands CPU work to rayon keeps its I/O side responsive only while the
 /// runtime's workers get a CPU when they wake. With every CPU busy with CPU work at the
 /// same priority, a waking worker waits for the scheduler's next turn, and the latency of
@@ -26,9 +29,7 @@ use std::io;
 /// - [`io::ErrorKind::InvalidInput`] for a `nice` outside 1 to 19 (0 is the default
 ///   priority, and values below it raise a priority, which this function does not do);
 /// - [`io::ErrorKind::Unsupported`] off Linux;
-/// - the OS's error if it refuses, e.g. `PermissionDenied` for a value below the thread's
-///   current one (a thread that was lowered further cannot be raised back without the
-///   privilege).
+/// - the OS's error if it refuses to report or to set the thread's nice value.
 ///
 /// # Examples
 ///
@@ -48,6 +49,19 @@ use std::io;
 /// assert_eq!(sum, (499_500, 1));
 /// ```
 ///
+/// A thread already nicer than asked stays as it is:
+///
+/// ```
+/// # #[cfg(target_os = "linux")]
+/// std::thread::spawn(|| {
+///     bridge::cpu::lower_thread_priority(19).unwrap();
+///     // Not raised back to 10, whatever the process's privileges.
+///     bridge::cpu::lower_thread_priority(10).unwrap();
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+///
 /// A value outside 1 to 19 is refused before the OS is asked:
 ///
 /// ```
@@ -63,7 +77,13 @@ pub fn lower_thread_priority(nice: u8) -> io::Result<()> {
             format!("nice {nice} is not a lower priority: use 1 to 19"),
         ));
     }
-    bridge_core::__os::set_thread_nice(i32::from(nice))
+    let nice = i32::from(nice);
+    // A thread at this nice value or a higher one already runs this late or later: setting
+    // `nice` would raise its priority (allowed with the privilege, e.g. as root).
+    if bridge_core::__os::thread_nice()? >= nice {
+        return Ok(());
+    }
+    bridge_core::__os::set_thread_nice(nice)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -83,6 +103,19 @@ mod tests {
         let nices = pool.broadcast(|_| bridge_core::__os::thread_nice().unwrap());
         assert_eq!(nices, [i32::from(nice); 2]);
         assert_eq!(bridge_core::__os::thread_nice().unwrap(), before);
+    }
+
+    #[test]
+    fn a_thread_already_nicer_is_left_as_it_is() {
+        std::thread::spawn(|| {
+            lower_thread_priority(19).unwrap();
+            assert_eq!(bridge_core::__os::thread_nice().unwrap(), 19);
+            // Setting 10 would raise the thread's priority (allowed with the privilege).
+            lower_thread_priority(10).unwrap();
+            assert_eq!(bridge_core::__os::thread_nice().unwrap(), 19);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

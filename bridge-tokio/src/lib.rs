@@ -84,7 +84,7 @@
 //! | the handoff pool starts a worker thread | debug |
 //! | the handoff pool is at its cap and a call queues (once per burst: when the queue was empty) | info |
 //! | a call's multi-thread runtime is shutting down, so its future runs on the I/O runtime | info |
-//! | a call made on a current-thread runtime still waits for its handed-off future after the stall warning (5 s by default; once per call, also counted in [`IoMetrics::stalled_handoffs`]): that runtime runs none of its tasks meanwhile | warn |
+//! | a call made on a current-thread runtime still waits for its handed-off future after the stall warning (5 s by default; once per call, also counted in [`IoMetrics::stalled_handoffs`]): that runtime drives none of its timers, sockets or tasks meanwhile. Without the feature, or with no subscriber installed, the first such call of the process writes the warning to stderr instead | warn |
 //! | a call's runtime was lost under it (`Error::is_lost`) | warn |
 //! | no handoff thread or runtime could be started | error |
 //!
@@ -143,4 +143,4 @@ pub use metrics::IoMetrics;
 pub use metrics::metrics;
 pub use run::{run_blocking, try_run_blocking, try_run_blocking_timeout};
 #[cfg(not(bridge_loom))]
-pub use watch::{Watch, watch};
+pub use watch::{Watch, watch, watched};

@@ -124,8 +124,10 @@ pub struct IoMetrics {
     /// Calls made on a current-thread runtime (its `block_on` body, a task, a `LocalSet` or a
     /// `spawn_blocking` thread there) that waited for their handed-off future longer than
     /// the stall warning (`bridge::configure().stall_warning`), counted once each when the wait passed it
-    /// (and logged, feature `tracing`). That runtime runs none of its tasks while such a call
-    /// waits: a future that needs one of them never finishes. Each is one of the
+    /// (and logged, feature `tracing`, to an installed subscriber; otherwise the first one of
+    /// the process writes the warning to stderr). That runtime drives none of its timers,
+    /// sockets or tasks while such a call waits: a future that needs one of them (a
+    /// `tokio::time::sleep` created in its body) never finishes. Each is one of the
     /// [`handoff`](Self::handoff) calls too ([`calls`](Self::calls) does not count it twice).
     pub stalled_handoffs: u64,
     /// How long the polls of the futures the bridge runs on the I/O side took

@@ -6,16 +6,24 @@
 //! [`watch`] puts a runtime of the user's under a probe: a small task the watcher wakes a few
 //! times a second, whose lateness says how long the runtime's workers were held.
 //!
-//! Each thread that polls such futures has a slot (the poll in progress, if any) that only it
-//! and the watcher lock; the watcher is one thread for the process, started with the first
-//! slot or probe, that looks at every slot and probe each [`TICK`]. A poll costs two clock
-//! reads, two uncontended locks of its thread's slot and one relaxed increment; nothing is
-//! shared between the I/O workers.
+//! Each thread that polls such futures has a slot (the poll in progress, if any, and a count
+//! of its polls) that only it and the watcher lock; the watcher is one thread for the process,
+//! started with the first slot or probe, that looks at every slot and probe each [`TICK`]. A
+//! poll costs two clock reads, two uncontended locks of its thread's slot, one relaxed
+//! increment and one relaxed load of a flag that changes only when the watcher sleeps or
+//! wakes; nothing is written that the I/O workers share.
+//!
+//! The watcher sleeps (parked, no wake-up at all) when there is nothing to look at: the
+//! threshold is `Duration::MAX` (the watch is off), or no probe is alive and no poll has run
+//! for [`IDLE_AFTER`]. The next poll that starts while the threshold is finite, and the next
+//! [`watch`], wake it. (A watch made while the threshold is off starts probing at the first
+//! such poll or watch after the threshold is set.)
 
 use crate::metrics;
 use std::future::Future;
 use std::panic::Location;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -29,17 +37,33 @@ const TICK: Duration = Duration::from_millis(100);
 /// How often the watcher wakes each probe (a few times a second).
 const PROBE_PERIOD: Duration = Duration::from_millis(250);
 
+/// How long the watcher goes on looking after the last poll it saw, with no probe alive.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// The watcher is parked (or about to park) until a poll or a watch wakes it.
+static ASLEEP: AtomicBool = AtomicBool::new(false);
+
+/// The watcher thread, to unpark it.
+static WATCHER: OnceLock<std::thread::Thread> = OnceLock::new();
+
 /// A poll in progress on one thread.
 struct Running {
     started: Instant,
-    site: &'static Location<'static>,
+    site: Site,
     /// Named already (by the watcher): its end does not name it again.
     reported: bool,
 }
 
-/// One thread's poll in progress, shared with the watcher.
+/// One thread's poll in progress, and how many polls it started, shared with the watcher.
 #[derive(Default)]
-struct Slot(Mutex<Option<Running>>);
+struct Slot(Mutex<SlotState>);
+
+#[derive(Default)]
+struct SlotState {
+    running: Option<Running>,
+    /// Polls started on this thread: the watcher sees from it that the I/O side ran.
+    polls: u64,
+}
 
 /// What the watcher looks at: every thread's slot and every probe, while they live.
 #[derive(Default)]
@@ -75,26 +99,123 @@ fn start_watcher() {
         let _ = std::thread::Builder::new()
             .name("bridge-watch".into())
             .spawn(|| {
+                let mut seen = Seen::default();
                 loop {
                     std::thread::sleep(TICK);
-                    look(Instant::now(), bridge_core::__config::slow_poll());
+                    let now = Instant::now();
+                    let slow = bridge_core::__config::slow_poll();
+                    if slow == Duration::MAX {
+                        // The watch is off: nothing to name, no probe to wake.
+                        sleep_until_woken(&mut seen);
+                    } else if look(now, slow, &mut seen) {
+                        seen.active = now;
+                    } else if now.saturating_duration_since(seen.active) >= IDLE_AFTER {
+                        sleep_until_woken(&mut seen);
+                    }
                 }
-            });
+            })
+            .map(|watcher| WATCHER.set(watcher.thread().clone()));
     });
+}
+
+/// What the watcher saw in its last look: the polls started on every thread, and when it
+/// last saw the I/O side busy.
+struct Seen {
+    polls: u64,
+    active: Instant,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Self {
+            polls: 0,
+            active: Instant::now(),
+        }
+    }
+}
+
+/// Parks the watcher until a poll or a watch wakes it, unless one came in the meantime.
+///
+/// The flag is raised first and the slots and probes looked at after, each under its lock: a
+/// poll that starts later takes its slot's lock after the watcher's look released it, so it
+/// sees the flag raised and wakes the watcher; one that started earlier is in the look.
+fn sleep_until_woken(seen: &mut Seen) {
+    // ORDERING: Relaxed: the slot and `WATCHED` locks taken by the look below and by each
+    // poll and watch order this store before their load (see above); the flag publishes
+    // nothing else.
+    ASLEEP.store(true, Ordering::Relaxed);
+    let slow = bridge_core::__config::slow_poll();
+    let busy = slow != Duration::MAX && {
+        let polls = seen.polls;
+        let busy_now = look(Instant::now(), slow, seen);
+        busy_now || seen.polls != polls
+    };
+    if busy {
+        // ORDERING: Relaxed: only this thread acts on the flag being down.
+        ASLEEP.store(false, Ordering::Relaxed);
+        return;
+    }
+    // ORDERING: Relaxed: a waker lowers the flag before it unparks this thread, and an
+    // unpark that comes before the park makes it return at once; a spurious return loops.
+    while ASLEEP.load(Ordering::Relaxed) {
+        std::thread::park();
+    }
+    seen.active = Instant::now();
+}
+
+/// Wakes the watcher if it sleeps and the watch is on: a poll started, or a new watch.
+fn wake_watcher() {
+    // ORDERING: Relaxed: see `sleep_until_woken`. The swap elects one waker.
+    if ASLEEP.load(Ordering::Relaxed)
+        && bridge_core::__config::slow_poll() != Duration::MAX
+        && ASLEEP.swap(false, Ordering::Relaxed)
+    {
+        if let Some(watcher) = WATCHER.get() {
+            watcher.unpark();
+        }
+    }
+}
+
+/// Where a watched future comes from, to name it.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(feature = "tracing"),
+    expect(
+        dead_code,
+        reason = "named only in the warnings of the feature `tracing`"
+    )
+)]
+pub(crate) enum Site {
+    /// Spawned on the I/O side by the bridge (`spawn_io`, `IoRuntime::spawn`, `on_io`).
+    Spawned(&'static Location<'static>),
+    /// Wrapped by the user in [`watched`].
+    Watched(&'static Location<'static>),
 }
 
 /// Times `poll`, one poll of a future spawned at `site`, and names it if it runs long.
 pub(crate) fn poll<R>(site: &'static Location<'static>, poll: impl FnOnce() -> R) -> R {
+    timed(Site::Spawned(site), poll)
+}
+
+/// Times `poll`, one poll of the future from `site`, and names it if it runs long.
+fn timed<R>(site: Site, poll: impl FnOnce() -> R) -> R {
     let started = Instant::now();
     let watched = SLOT
         .try_with(|slot| {
-            *lock(&slot.0) = Some(Running {
+            let mut state = lock(&slot.0);
+            state.running = Some(Running {
                 started,
                 site,
                 reported: false,
             });
+            state.polls += 1;
         })
         .is_ok();
+    // ORDERING: Relaxed: see `sleep_until_woken`; the slot's lock above orders this load
+    // after a sleeping watcher's store.
+    if ASLEEP.load(Ordering::Relaxed) {
+        wake_watcher();
+    }
     // Ends the poll however it ends (the caller catches a panic, but a guard costs nothing).
     let _end = End { started, watched };
     poll()
@@ -111,7 +232,9 @@ impl Drop for End {
         let took = self.started.elapsed();
         metrics::polled(took);
         let running = if self.watched {
-            SLOT.try_with(|slot| lock(&slot.0).take()).ok().flatten()
+            SLOT.try_with(|slot| lock(&slot.0).running.take())
+                .ok()
+                .flatten()
         } else {
             None
         };
@@ -124,47 +247,113 @@ impl Drop for End {
 
 /// Names a poll that held its worker `held` (so far, when it is `still_running`).
 #[cold]
-fn slow_poll(site: &'static Location<'static>, held: Duration, still_running: bool) {
+fn slow_poll(site: Site, held: Duration, still_running: bool) {
     metrics::slow_poll();
     #[cfg(not(feature = "tracing"))]
     let _ = (site, held, still_running);
     #[cfg(feature = "tracing")]
-    tracing::warn!(
-        %site,
-        ?held,
-        still_running,
-        "bridge: a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
-         CPU work (a decode, a parse, compression) or a blocking call runs on the I/O side, \
-         and every other task of that worker waits meanwhile. Move the CPU work to \
-         bridge::spawn or bridge::cpu::spawn_future, and blocking calls to \
-         tokio::task::spawn_blocking"
-    );
+    match site {
+        Site::Spawned(site) => tracing::warn!(
+            %site,
+            ?held,
+            still_running,
+            "bridge: a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
+             CPU work (a decode, a parse, compression) or a blocking call runs on the I/O \
+             side, and every other task of that worker waits meanwhile. Move the CPU work to \
+             bridge::spawn or bridge::cpu::spawn_future, and blocking calls to \
+             tokio::task::spawn_blocking"
+        ),
+        Site::Watched(site) => tracing::warn!(
+            %site,
+            ?held,
+            still_running,
+            "bridge: a poll of the future watched at {site} (bridge::rt::watched) has held \
+             its runtime's worker for {held:?}: CPU work (a decode, a parse, compression) or \
+             a blocking call runs inline in that task, and every other task of that worker \
+             waits meanwhile. Move the CPU work to bridge::spawn or \
+             bridge::cpu::spawn_future, and blocking calls to tokio::task::spawn_blocking"
+        ),
+    }
+}
+
+/// Wraps `future` so that each of its polls is timed as the bridge times the polls of the
+/// futures it runs on the I/O side: into `bridge::metrics().io.poll_durations`, and a poll
+/// that holds its thread past the slow-poll threshold (`bridge::configure().slow_poll`, 10 ms
+/// by default) is counted in `bridge::metrics().io.slow_polls` and named once, with the file
+/// and line of this call (feature `tracing`, a warning that gives the remedy): while it still
+/// runs (by the bridge's watcher thread) or when it returns.
+///
+/// For the futures of your own runtime that [`watch`] says are held: a handler, a
+/// connection's task. Wrap each where it is made, and the warning names the one that holds
+/// the workers. It runs on any runtime or executor and changes nothing else of the future:
+/// same output, same wake-ups, its panics pass through, dropped with it.
+///
+/// Each poll costs what the bridge's own I/O-side polls cost: two clock reads, two
+/// uncontended locks of a slot of the polling thread's own, a relaxed increment of a
+/// per-thread counter and a relaxed load; a small fraction of a microsecond, next to a poll
+/// of a handler that does any I/O. `Duration::MAX` as the threshold stops the naming, not the
+/// timing.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// bridge::configure().slow_poll(Duration::from_millis(20)).apply();
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let before = bridge::metrics().io.slow_polls;
+/// let hash = rt.spawn(bridge::rt::watched(async {
+///     // CPU work inline in a handler: its worker is held for 50 ms, and this line is named.
+///     std::thread::sleep(Duration::from_millis(50));
+///     "digest"
+/// }));
+/// assert_eq!(rt.block_on(hash).unwrap(), "digest");
+/// assert!(bridge::metrics().io.slow_polls > before);
+/// ```
+#[track_caller]
+pub fn watched<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let site = Site::Watched(Location::caller());
+    async move {
+        let mut future = std::pin::pin!(future);
+        std::future::poll_fn(|cx| timed(site, || future.as_mut().poll(cx))).await
+    }
 }
 
 /// One look of the watcher at `now`: names the polls in progress past `slow`, wakes the
 /// probes that are due, names those still not run past `slow`, and forgets what is gone.
-fn look(now: Instant, slow: Duration) {
+/// Returns whether there was anything to watch: a poll in progress or started since the last
+/// look (`seen` is updated), or a probe alive.
+fn look(now: Instant, slow: Duration, seen: &mut Seen) -> bool {
     let (slots, probes) = {
         let mut watched = lock(&WATCHED);
         watched.slots.retain(|slot| slot.strong_count() > 0);
         watched.probes.retain(|probe| probe.strong_count() > 0);
         (watched.slots.clone(), watched.probes.clone())
     };
-    if slow != Duration::MAX {
-        for slot in slots.iter().filter_map(Weak::upgrade) {
-            let mut running = lock(&slot.0);
-            if let Some(running) = running.as_mut().filter(|running| !running.reported) {
-                let held = now.saturating_duration_since(running.started);
-                if held >= slow {
-                    running.reported = true;
-                    slow_poll(running.site, held, true);
-                }
+    let (mut polls, mut running_now) = (0, false);
+    for slot in slots.iter().filter_map(Weak::upgrade) {
+        let mut state = lock(&slot.0);
+        polls += state.polls;
+        running_now |= state.running.is_some();
+        if slow == Duration::MAX {
+            continue;
+        }
+        if let Some(running) = state.running.as_mut().filter(|running| !running.reported) {
+            let held = now.saturating_duration_since(running.started);
+            if held >= slow {
+                running.reported = true;
+                slow_poll(running.site, held, true);
             }
         }
     }
+    let mut probed = false;
     for probe in probes.iter().filter_map(Weak::upgrade) {
+        probed = true;
         probe.look(now, slow);
     }
+    let ran = polls != seen.polls;
+    seen.polls = polls;
+    ran || running_now || probed
 }
 
 /// A watched runtime's probe, shared by its task, its [`Watch`] and the watcher.
@@ -275,6 +464,11 @@ impl Drop for ProbeTask {
 /// probe task goes with it). It costs the runtime one short task poll per wake-up. A
 /// current-thread runtime that is not driven (no `block_on` running) counts as held.
 ///
+/// The watcher is one thread for the process (`bridge-watch`). It sleeps, with no wake-up at
+/// all, while the threshold is `Duration::MAX` (the watch is off), and once no watch is alive
+/// and nothing has run on the I/O side for a second; the next watch, or the next poll on the
+/// I/O side, wakes it.
+///
 /// # Examples
 ///
 /// ```
@@ -302,6 +496,7 @@ pub fn watch(handle: &Handle) -> Watch {
     });
     lock(&WATCHED).probes.push(Arc::downgrade(&probe));
     start_watcher();
+    wake_watcher();
     let task = handle.spawn(ProbeTask(Arc::clone(&probe)));
     Watch {
         probe,

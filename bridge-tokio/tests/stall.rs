@@ -144,7 +144,9 @@ async fn a_server_spawned_on_the_blocked_runtime_is_named() {
         assert_eq!(new.len(), 1, "one warning: {new:?}");
         assert_eq!(new[0].level, tracing::Level::WARN);
         for part in [
-            "Await the future there instead of calling run_blocking",
+            "a server spawned there",
+            "Create the future inside the async block given to run_blocking",
+            "await it there instead of calling run_blocking",
             "#[tokio::test(flavor = \"multi_thread\")]",
             "try_run_blocking_timeout",
             "bridge::spawn_io",
@@ -267,4 +269,24 @@ fn calls_off_current_thread_runtimes_are_not_named() {
     assert_eq!(stalled() - before, 0);
     #[cfg(feature = "tracing")]
     assert_eq!(warnings().len() - warned, 0);
+}
+
+/// A server that accepts and never answers, reached from a `#[tokio::test]` with a socket
+/// created inside the future (so on the I/O runtime): nothing of the caller's runtime was
+/// needed, nothing of it was stalled, and the timeout is the plain one.
+#[tokio::test]
+async fn a_silent_server_elsewhere_gives_the_plain_timeout() {
+    let _serial = SERIAL.lock().await;
+    let _threshold = Threshold::set(Duration::from_secs(10));
+    let addr = server_elsewhere(Duration::from_secs(3600));
+    assert_eq!(bridge_tokio::route(), Route::Handoff);
+
+    let limit = Duration::from_millis(200);
+    let err = bridge_tokio::try_run_blocking_timeout(connect_write_read(addr), limit).unwrap_err();
+
+    assert!(err.is_timeout(), "not a timeout: {err:?}");
+    assert_eq!(
+        err.to_string(),
+        "the deadline passed before the future finished"
+    );
 }

@@ -185,3 +185,54 @@ fn threads() -> usize {
     #[cfg(not(target_os = "linux"))]
     return 0;
 }
+
+/// A future of the user's, on the user's own runtime, wrapped in `bridge::rt::watched`: a
+/// 50 ms poll past a 20 ms threshold is counted, and named with the line that wrapped it.
+#[test]
+fn a_slow_poll_of_a_watched_future_on_a_users_runtime_is_named_with_its_line() {
+    let _serial = serial();
+    let threshold = bridge::configure().slow_poll;
+    bridge::configure()
+        .slow_poll(Duration::from_millis(20))
+        .apply();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let before = metrics();
+    let line = line!() + 1;
+    let handler = bridge::rt::watched(async {
+        // A hash computed inline in a handler.
+        thread::sleep(Duration::from_millis(50));
+        7
+    });
+    assert_eq!(rt.block_on(rt.spawn(handler)).unwrap(), 7);
+    let fast = rt.spawn(bridge::rt::watched(async {
+        tokio::task::yield_now().await
+    }));
+    rt.block_on(fast).unwrap();
+    let after = metrics();
+    bridge::configure().slow_poll(threshold).apply();
+
+    assert_eq!(after.slow_polls - before.slow_polls, 1);
+    let polls = after.poll_durations.since(&before.poll_durations);
+    let timed: u64 = polls.buckets().map(|(_, n)| n).sum();
+    assert!(timed >= 3, "every poll is timed: {polls:?}");
+    assert!(
+        polls.percentile(100.0).unwrap() >= Duration::from_millis(32),
+        "{polls:?}"
+    );
+    #[cfg(feature = "tracing")]
+    {
+        let site = format!("{}:{line}:", file!());
+        let named = trace_recorder::seen_prefix("bridge: a poll of the future watched at");
+        assert!(
+            named.iter().any(|seen| seen.message.contains(&site)
+                && seen.level == tracing::Level::WARN
+                && seen.message.contains("bridge::spawn")),
+            "no warning names {site}: {named:?}"
+        );
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = line;
+}

@@ -6,9 +6,19 @@
 //! `#[tokio::test]`, then a sync client call) can never finish. The caller's wait is split at a
 //! threshold (`Config::stall_warning`): a call still waiting then, whose caller is a current-thread
 //! runtime, logs one warning (feature `tracing`) and counts in
-//! [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs), and a deadline that
-//! passes on such a call gives a timeout error whose message says the same. It only warns: the call
+//! [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs). It only warns: the call
 //! waits on as before.
+//!
+//! A deadline that passes on such a call gives a timeout error that names the stalled runtime
+//! only when a stall was seen: the caller's runtime has tasks alive, or tasks woken and
+//! queued, at the deadline (tokio's `num_alive_tasks` and `global_queue_depth`). A
+//! current-thread runtime polls its tasks only inside its own `block_on`, so none of those
+//! could run during the wait: a server spawned there never accepted, a task that would have
+//! fed the future never ran. A future that waits on something else (a silent server on
+//! another runtime, a long sleep created in the future) gives the plain timeout. What tokio's
+//! stable metrics do not show is missed: a socket or a timer created in the runtime's body and
+//! then awaited inside the future needs that runtime's driver but no task of it, so it gives
+//! the plain timeout too (the threshold's warning and count above still name it).
 //!
 //! The caller's context is read only when the threshold or the deadline has passed, on the
 //! calling thread (which is still inside the call, so still in its runtime's context): a call
@@ -56,6 +66,19 @@ fn threshold_from_now() -> Option<(Duration, Instant)> {
     Some((threshold, Instant::now().checked_add(threshold)?))
 }
 
+/// The stall warning. It names timers first: a `sleep` or `timeout` created in the runtime's
+/// body (tokio's own `nesting` example) is the shape users meet most, and the one with no
+/// task to point at.
+#[cfg(not(bridge_loom))]
+const STALLED: &str = "run_blocking: a call made on a current-thread runtime is still waiting \
+     for its future, and that runtime drives none of its timers, sockets or tasks while its \
+     thread waits in (or for) the call: a future that needs one of them (a tokio::time::sleep \
+     or timeout created there, a socket created there, a server spawned there) never \
+     finishes. Create the future inside the async block given to run_blocking, or await it \
+     there instead of calling run_blocking; run those tasks on another runtime \
+     (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or bound the \
+     wait with try_run_blocking_timeout";
+
 /// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.
 #[cfg(not(bridge_loom))]
 #[cold]
@@ -63,18 +86,33 @@ fn threshold_from_now() -> Option<(Duration, Instant)> {
 fn passed_threshold(threshold: Duration) {
     if caller_is_current_thread() {
         crate::metrics::stalled_handoff();
-        #[cfg(not(feature = "tracing"))]
-        let _ = threshold;
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            waited = ?threshold,
-            "run_blocking: a call made on a current-thread runtime is still waiting for its \
-             future, and that runtime runs none of its tasks while its thread waits in (or \
-             for) the call: a future that needs one of them (a \
-             server spawned there, a socket created there) never finishes. Await the future \
-             there instead of calling run_blocking, run those tasks on another runtime \
-             (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or \
-             bound the wait with try_run_blocking_timeout"
+        warn_stalled(threshold);
+    }
+}
+
+/// Names a stalled call where users look. With the feature `tracing` and a subscriber
+/// installed, a warning to it, for each call. Otherwise (no feature, or no subscriber: a
+/// `#[tokio::test]` usually has none) the call may well hang for good, and a hang is all the
+/// user would see, where tokio's own `Handle::block_on` panics with a message in the same
+/// shape: so the first such call of the process writes the warning to stderr, once. It goes
+/// to the stderr stream itself, not through `eprintln!`, which the test harness captures and
+/// shows only for a test that ends, never for one that hangs.
+#[cfg(not(bridge_loom))]
+fn warn_stalled(threshold: Duration) {
+    #[cfg(feature = "tracing")]
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(waited = ?threshold, "{STALLED}");
+        return;
+    }
+    static WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    // ORDERING: Relaxed: the flag only elects one writer; it publishes nothing else.
+    if !WRITTEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {STALLED} (waited {threshold:?}; written once per process, counted in \
+             bridge::metrics().io.stalled_handoffs; with the feature `tracing` and a \
+             subscriber, logged for each call)"
         );
     }
 }
@@ -91,11 +129,28 @@ fn caller_is_current_thread() -> bool {
     )
 }
 
+/// Whether the calling thread is in a current-thread runtime's context whose runtime holds
+/// tasks that could not run while its thread waited: tasks alive (spawned and not finished:
+/// a current-thread runtime polls them only inside its `block_on`, which is waiting in the
+/// call) or woken and queued. Read at the deadline, on the calling thread.
+#[cfg(not(bridge_loom))]
+fn caller_runtime_stalled() -> bool {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread {
+        return false;
+    }
+    let metrics = handle.metrics();
+    metrics.num_alive_tasks() > 0 || metrics.global_queue_depth() > 0
+}
+
 /// The error of a handoff whose deadline passed, read on the calling thread after the
-/// wait: it names the stalled current-thread runtime when the caller is one.
+/// wait: it names the stalled current-thread runtime when the caller is one and that runtime
+/// had tasks that could not run (see the module's docs).
 pub(crate) fn timed_out() -> Error {
     #[cfg(not(bridge_loom))]
-    let stalled = caller_is_current_thread();
+    let stalled = caller_runtime_stalled();
     #[cfg(bridge_loom)]
     let stalled = false;
     Error::__timed_out(stalled)
@@ -152,12 +207,29 @@ mod tests {
     }
 
     #[test]
-    fn a_current_thread_runtime_counts_once_and_names_the_stall() {
+    fn a_current_thread_runtime_with_a_task_counts_once_and_names_the_stall() {
         handoff_past_threshold(|call| {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap();
-            assert_eq!(rt.block_on(async { call() }), (1, true));
+            let stalled = rt.block_on(async {
+                // A task of the caller's runtime, which cannot run while its thread waits.
+                let task = tokio::spawn(std::future::pending::<()>());
+                let stalled = call();
+                task.abort();
+                stalled
+            });
+            assert_eq!(stalled, (1, true));
+        });
+    }
+
+    #[test]
+    fn a_current_thread_runtime_without_tasks_counts_once_and_times_out_plainly() {
+        handoff_past_threshold(|call| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            assert_eq!(rt.block_on(async { call() }), (1, false));
         });
     }
 }
