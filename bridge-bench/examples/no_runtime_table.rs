@@ -43,6 +43,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Handle, Runtime};
 
+/// Each variant's calls per second in one cell, run by run (`None`: a call failed).
+type PerVariant = BTreeMap<Variant, Vec<Option<f64>>>;
+
 /// Bytes of every echo request and reply.
 const MESSAGE: usize = 64;
 /// Bytes of every HTTP reply body.
@@ -150,7 +153,7 @@ static BACKGROUND: LazyLock<Handle> = LazyLock::new(|| {
 thread_local! {
     static PER_THREAD: Runtime = Builder::new_current_thread().enable_all().build().expect("a runtime");
     /// Kept connections, per variant: each is registered with the runtime that drives it.
-    static CONNS: RefCell<BTreeMap<Variant, Vec<TcpStream>>> = RefCell::new(BTreeMap::new());
+    static CONNS: RefCell<BTreeMap<Variant, Vec<TcpStream>>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// Runs `future` by `variant`, from a thread with no runtime.
@@ -449,8 +452,7 @@ fn main() {
     let servers = servers();
     LazyLock::force(&GLOBAL);
     LazyLock::force(&BACKGROUND);
-    let mut medians: BTreeMap<(Callers, Work), BTreeMap<Variant, Vec<Option<f64>>>> =
-        BTreeMap::new();
+    let mut medians: BTreeMap<(Callers, Work), PerVariant> = BTreeMap::new();
     println!("run,callers,work,variant,calls_per_s,p50_us,p99_us,failed");
     for run in first..first + runs {
         for &c in &callers {
