@@ -4,6 +4,7 @@
 //!
 //! Each test runs its body under a watchdog: a wait that deadlocks fails the test after
 //! 20 s instead of hanging the suite.
+#![cfg(not(bridge_loom))]
 
 mod common;
 
