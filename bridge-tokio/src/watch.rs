@@ -40,6 +40,11 @@ const PROBE_PERIOD: Duration = Duration::from_millis(250);
 /// How long the watcher goes on looking after the last poll it saw, with no probe alive.
 const IDLE_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a woken probe may go unrun before the watcher names its runtime as still held
+/// (a poll that never returns); a probe that runs sooner is named when it runs, with the
+/// whole wait of the work woken beside it.
+const STILL_HELD: Duration = Duration::from_secs(1);
+
 /// The watcher is parked (or about to park) until a poll or a watch wakes it.
 static ASLEEP: AtomicBool = AtomicBool::new(false);
 
@@ -366,8 +371,10 @@ struct ProbeState {
     woken: Option<Instant>,
     /// When the probe last ran.
     ran: Instant,
-    /// The current wake-up was named already.
+    /// The current wake-up was counted as held already.
     reported: bool,
+    /// The current wake-up was named in a warning already.
+    warned: bool,
     /// The probe task's waker.
     waker: Option<Waker>,
     /// The probe task is gone (its runtime shut down, or the watch was dropped).
@@ -386,13 +393,20 @@ impl Probe {
             Some(woken) => {
                 let held = now.saturating_duration_since(woken);
                 if !state.reported && held >= slow {
+                    // Counted now; named when the probe runs, with the whole wait, or here
+                    // if the runtime stays held (a poll that never returns).
                     state.reported = true;
-                    held_runtime(held);
+                    metrics::held_runtime();
+                }
+                if state.reported && !state.warned && held >= STILL_HELD.max(slow) {
+                    state.warned = true;
+                    held_runtime(held, true);
                 }
             }
             None if now.saturating_duration_since(state.ran) >= PROBE_PERIOD => {
                 state.woken = Some(now);
                 state.reported = false;
+                state.warned = false;
                 if let Some(waker) = state.waker.clone() {
                     drop(state);
                     waker.wake();
@@ -403,36 +417,74 @@ impl Probe {
     }
 }
 
-/// Names a watched runtime whose workers were held `held` (so far, if the probe has not run).
+/// Names a watched runtime on which a woken task waited `held` before it ran (`still`: has
+/// waited so far, and has not run yet).
 #[cold]
-fn held_runtime(held: Duration) {
-    metrics::held_runtime();
+fn held_runtime(held: Duration, still: bool) {
     #[cfg(not(feature = "tracing"))]
-    let _ = held;
+    let _ = (held, still);
     #[cfg(feature = "tracing")]
-    tracing::warn!(
-        ?held,
-        "bridge::rt::watch: a watched runtime has not run a task woken {held:?} ago: its \
-         workers are held by polls that do not return (CPU work, a blocking call or a sync \
-         wait inline in a task). Move CPU work to bridge::spawn or bridge::cpu::spawn_future, \
-         and blocking calls to tokio::task::spawn_blocking"
-    );
+    if still {
+        tracing::warn!(
+            ?held,
+            "bridge::rt::watch: a watched runtime has not run a task woken {held:?} ago: its \
+             workers are held by polls that do not return (CPU work, a blocking call or a \
+             sync wait inline in a task). Wrap its handlers in bridge::rt::watched to name \
+             the one that holds them; move CPU work to bridge::spawn or \
+             bridge::cpu::spawn_future, and blocking calls to tokio::task::spawn_blocking"
+        );
+    } else {
+        tracing::warn!(
+            ?held,
+            "bridge::rt::watch: work woken on a watched runtime (a socket's reader, a timer) \
+             waited {held:?} for the runtime to turn its I/O driver: its workers were held by polls that did not return (CPU work, a blocking call or a \
+             sync wait inline in a task). Wrap its handlers in bridge::rt::watched to name \
+             the one that holds them; move CPU work to bridge::spawn or \
+             bridge::cpu::spawn_future, and blocking calls to tokio::task::spawn_blocking"
+        );
+    }
 }
 
-/// The probe's task: runs each time the watcher wakes it, and says how late it ran.
-struct ProbeTask(Arc<Probe>);
+/// The probe's task: each time the watcher wakes it, it waits for the runtime's next turn of
+/// its I/O driver (a `yield_now`, which tokio defers until then), and says how late that came.
+/// A task woken from another thread is run soon even on a held runtime (tokio looks at its
+/// queue of such tasks after every poll once polls run long), but a socket's readiness and a
+/// timer reach their tasks only when a worker turns the driver (when it parks, or every few
+/// dozen polls): the turn is the delay that work woken on the runtime sees.
+struct ProbeTask {
+    probe: Arc<Probe>,
+    /// The wait for the driver's turn, while one is under way.
+    turn: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
 
 impl Future for ProbeTask {
     type Output = ();
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if this.turn.is_none() && lock(&this.probe.state).woken.is_some() {
+            this.turn = Some(Box::pin(tokio::task::yield_now()));
+        }
+        if let Some(turn) = this.turn.as_mut() {
+            if turn.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.turn = None;
+        }
         let now = Instant::now();
         let slow = bridge_core::__config::slow_poll();
-        let mut state = lock(&self.0.state);
+        let mut state = lock(&this.probe.state);
         if let Some(woken) = state.woken.take() {
             let late = now.saturating_duration_since(woken);
-            if !state.reported && late >= slow {
-                held_runtime(late);
+            if late >= slow {
+                if !state.reported {
+                    state.reported = true;
+                    metrics::held_runtime();
+                }
+                if !state.warned {
+                    state.warned = true;
+                    held_runtime(late, false);
+                }
             }
             state.ran = now;
         }
@@ -446,7 +498,7 @@ impl Future for ProbeTask {
 
 impl Drop for ProbeTask {
     fn drop(&mut self) {
-        let mut state = lock(&self.0.state);
+        let mut state = lock(&self.probe.state);
         state.stopped = true;
         state.waker = None;
     }
@@ -456,9 +508,12 @@ impl Drop for ProbeTask {
 /// thread wakes a few times a second. When the runtime runs the probe later than the
 /// slow-poll threshold (`bridge::configure().slow_poll`, 10 ms by default), its workers were
 /// held that long by polls that do not return (CPU work, a blocking call or a sync wait
-/// inline in a task), and every other task of the runtime waited as long: the bridge says so
-/// once per wake-up, while the runtime is still held, with a warning (feature `tracing`) and
-/// a count in `bridge::metrics().io.held_runtimes`.
+/// inline in a task), and every other task woken on the runtime (a socket's reader, a timer)
+/// waited about as long. The bridge counts it in `bridge::metrics().io.held_runtimes` once
+/// per wake-up, while the runtime is still held, and names it with a warning (feature
+/// `tracing`) that says how long the probe waited once it runs: the delay your own woken work
+/// saw. A probe still not run after a second is named then, as still held. To learn which
+/// task holds the workers, wrap its future in [`watched`].
 ///
 /// The watch ends when the returned [`Watch`] is dropped, or when the runtime shuts down (its
 /// probe task goes with it). It costs the runtime one short task poll per wake-up. A
@@ -490,6 +545,7 @@ pub fn watch(handle: &Handle) -> Watch {
             woken: None,
             ran: Instant::now(),
             reported: false,
+            warned: false,
             waker: None,
             stopped: false,
         }),
@@ -497,7 +553,10 @@ pub fn watch(handle: &Handle) -> Watch {
     lock(&WATCHED).probes.push(Arc::downgrade(&probe));
     start_watcher();
     wake_watcher();
-    let task = handle.spawn(ProbeTask(Arc::clone(&probe)));
+    let task = handle.spawn(ProbeTask {
+        probe: Arc::clone(&probe),
+        turn: None,
+    });
     Watch {
         probe,
         task: task.abort_handle(),

@@ -726,8 +726,50 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
     }
 }
 
-/// The `watch` scenario: the inline variant and bridge's, with the bridge's watch on; see
-/// its `varied` text.
+/// The `watch` scenario's user's-runtime case: the same queries, decode inline, spawned as
+/// tasks of the user's own runtime (`rt`, no `IoRuntime`), each wrapped in
+/// `bridge::rt::watched`, as a service wraps its handlers.
+fn watched_on_users_runtime(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    rounds: u64,
+) -> Watched {
+    let before = bridge::metrics().io;
+    // The `watched` site the bridge names, with its line.
+    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
+        .map(|q| {
+            (
+                rt.spawn(bridge::rt::watched(query(addr, q, Decode::Inline, rounds))),
+                line!(),
+            )
+        })
+        .collect();
+    let line = tasks.first().map_or(0, |&(_, line)| line);
+    let mut reads: Vec<f64> = tasks
+        .into_iter()
+        .flat_map(|(task, _)| {
+            rt.block_on(task)
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default()
+        })
+        .collect();
+    reads.sort_by(f64::total_cmp);
+    let after = bridge::metrics().io;
+    Watched {
+        slow_polls: after.slow_polls - before.slow_polls,
+        held: after.held_runtimes - before.held_runtimes,
+        longest_poll: after
+            .poll_durations
+            .since(&before.poll_durations)
+            .percentile(100.0),
+        reads,
+        line,
+    }
+}
+
+/// The `watch` scenario: the inline variant and bridge's, with the bridge's watch on, and the
+/// inline decode on the user's own runtime, its tasks watched; see its `varied` text.
 fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<ScenarioReport> {
     let rt = query_runtime()?;
     let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
@@ -736,6 +778,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
     let slow = bridge::configure().slow_poll;
     let inline = watched(&io, addr, Decode::Inline, big);
     let bridged = watched(&io, addr, Decode::Bridge, big);
+    let users = watched_on_users_runtime(&rt, addr, big);
     drop(_watch);
     drop(rt);
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
@@ -765,6 +808,20 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
             detail: describe(INLINE, &inline),
         }),
     );
+    let users_site = format!("bridge-bench/src/studies/wrong_pool.rs:{}", users.line);
+    let users_named = Judged::once(
+        format!(
+            "with the decode inline in tasks of the user's own runtime, each wrapped in \
+             bridge::rt::watched, the bridge names the slow polls (the watched call's site, \
+             {users_site}, in its warning with feature tracing) and the held runtime"
+        ),
+        Some(Check {
+            met: users.slow_polls > 0 && users.held > 0,
+            value: format!("{} named, {} held", users.slow_polls, users.held),
+            bound: "slow polls named >= 1 and held-runtime reports >= 1".into(),
+            detail: describe("inline, user's runtime", &users),
+        }),
+    );
     let silent = Judged::once(
         "with the same decode on rayon (bridge::spawn), the bridge names nothing",
         Some(Check {
@@ -786,7 +843,9 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
             "the query runtime of `wall`, wrapped as an IoRuntime (IoRuntime::from_handle) and \
              under bridge::rt::watch; {WATCH_QUERIES} queries spawned at once with \
              IoRuntime::spawn (at {site}), each {READS} reads of the same object store, each \
-             read followed by the decode; one run per variant, inline first."
+             read followed by the decode; one run per variant, inline first; then the inline \
+             decode again as tasks of the same runtime spawned with tokio (no IoRuntime), \
+             each wrapped in bridge::rt::watched (at {users_site})."
         ),
         measure: Measure::ms("read"),
         rows: rows(
@@ -810,8 +869,12 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
                 load: None,
             },
         ),
-        judged: vec![named, silent],
-        notes: vec![describe(INLINE, &inline), describe(BASELINE, &bridged)],
+        judged: vec![named, users_named, silent],
+        notes: vec![
+            describe(INLINE, &inline),
+            describe(BASELINE, &bridged),
+            describe("inline, user's runtime", &users),
+        ],
         ..Default::default()
     })
 }
