@@ -145,12 +145,25 @@ fn nested_waits() {
 
 /// What one synchronous call waits for, nested `depth` levels deep: each level is CPU-side
 /// work of the pool (a closure, a future task, a stream pumped on the pool) whose body makes
-/// the next level's synchronous call.
+/// the next level's synchronous call; or a closure waited for with a time limit; or a closure
+/// of another pool (its own threads run it, and the levels below run on that pool).
 #[derive(Debug, Clone, Copy)]
 enum Work {
     Closure,
     Future,
     Stream,
+    Timed,
+    OtherPool,
+}
+
+/// The threads of the other pool of [`Work::OtherPool`]: more than any pool of the cases, so
+/// that a job that sees them ran on its own pool.
+const OTHER_THREADS: usize = 5;
+
+/// The other pool, shared by every case.
+fn other_pool() -> Arc<rayon::ThreadPool> {
+    static OTHER: std::sync::OnceLock<Arc<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    Arc::clone(OTHER.get_or_init(|| pool(OTHER_THREADS)))
 }
 
 fn nested_call(pool: &Arc<rayon::ThreadPool>, work: &[Work]) -> u64 {
@@ -172,6 +185,26 @@ fn nested_call(pool: &Arc<rayon::ThreadPool>, work: &[Work]) -> u64 {
                 futures::stream::iter(0..3u64).map(move |_| nested_call(&inner_pool, &rest) + 1);
             bridge::iter_blocking(pool.spawn_stream(items, 1)).sum::<u64>() / 3
         }
+        // A time limit far beyond the work: a timed wait on a worker runs what it waits for
+        // as an untimed one does, so it always gets the value.
+        Work::Timed => pool
+            .spawn_task(move || nested_call(&inner_pool, &rest) + 1)
+            .wait_timeout(Duration::from_secs(50))
+            .unwrap_or(0),
+        // The job runs as the other pool's work: it sees that pool's threads (a 0 fails the
+        // case), whoever waits for it.
+        Work::OtherPool => {
+            let other = other_pool();
+            let inner = Arc::clone(&other);
+            other
+                .spawn_task(move || {
+                    if rayon::current_num_threads() != OTHER_THREADS {
+                        return 0;
+                    }
+                    nested_call(&inner, &rest) + 1
+                })
+                .wait()
+        }
     }
 }
 
@@ -179,8 +212,8 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
     /// Random pool sizes, numbers of waiters at once (beyond the pool's threads: a
-    /// `par_iter` queues the rest) and nesting of the three kinds of work: every call
-    /// gives its depth plus one, under a watchdog.
+    /// `par_iter` queues the rest) and nesting of the kinds of work, timed waits and a
+    /// second pool among them: every call gives its depth plus one, under a watchdog.
     #[test]
     fn waiters_on_their_own_pool_finish(
         threads in 1usize..=4,
@@ -190,6 +223,8 @@ proptest::proptest! {
                 proptest::strategy::Just(Work::Closure),
                 proptest::strategy::Just(Work::Future),
                 proptest::strategy::Just(Work::Stream),
+                proptest::strategy::Just(Work::Timed),
+                proptest::strategy::Just(Work::OtherPool),
             ],
             0..=3,
         ),
