@@ -259,20 +259,22 @@ fn slow_poll(site: Site, held: Duration, still_running: bool) {
     #[cfg(feature = "tracing")]
     match site {
         Site::Spawned(site) => tracing::warn!(
+            target: "bridge",
             %site,
             ?held,
             still_running,
-            "bridge: a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
+            "a poll of a future spawned at {site} has held an I/O worker for {held:?}: \
              CPU work (a decode, a parse, compression) or a blocking call runs on the I/O \
              side, and every other task of that worker waits meanwhile. Move the CPU work to \
              bridge::spawn or bridge::cpu::spawn_future, and blocking calls to \
              tokio::task::spawn_blocking"
         ),
         Site::Watched(site) => tracing::warn!(
+            target: "bridge",
             %site,
             ?held,
             still_running,
-            "bridge: a poll of the future watched at {site} (bridge::rt::watched) has held \
+            "a poll of the future watched at {site} (bridge::rt::watched) has held \
              its runtime's worker for {held:?}: CPU work (a decode, a parse, compression) or \
              a blocking call runs inline in that task, and every other task of that worker \
              waits meanwhile. Move the CPU work to bridge::spawn or \
@@ -426,6 +428,7 @@ fn held_runtime(held: Duration, still: bool) {
     #[cfg(feature = "tracing")]
     if still {
         tracing::warn!(
+            target: "bridge",
             ?held,
             "bridge::rt::watch: a watched runtime has not run a task woken {held:?} ago: its \
              workers are held by polls that do not return (CPU work, a blocking call or a \
@@ -435,6 +438,7 @@ fn held_runtime(held: Duration, still: bool) {
         );
     } else {
         tracing::warn!(
+            target: "bridge",
             ?held,
             "bridge::rt::watch: work woken on a watched runtime (a socket's reader, a timer) \
              waited {held:?} for the runtime to turn its I/O driver: its workers were held by polls that did not return (CPU work, a blocking call or a \

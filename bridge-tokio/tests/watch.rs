@@ -52,7 +52,7 @@ fn a_50ms_poll_is_named_once_with_its_spawn_site_and_a_1ms_poll_is_not() {
     #[cfg(feature = "tracing")]
     {
         let site = format!("{}:{line}:", file!());
-        let named = trace_recorder::seen_prefix("bridge: a poll of a future spawned at");
+        let named = trace_recorder::seen_prefix("a poll of a future spawned at");
         assert!(
             named.iter().any(|seen| seen.message.contains(&site)
                 && seen.level == tracing::Level::WARN
@@ -225,7 +225,7 @@ fn a_slow_poll_of_a_watched_future_on_a_users_runtime_is_named_with_its_line() {
     #[cfg(feature = "tracing")]
     {
         let site = format!("{}:{line}:", file!());
-        let named = trace_recorder::seen_prefix("bridge: a poll of the future watched at");
+        let named = trace_recorder::seen_prefix("a poll of the future watched at");
         assert!(
             named.iter().any(|seen| seen.message.contains(&site)
                 && seen.level == tracing::Level::WARN
