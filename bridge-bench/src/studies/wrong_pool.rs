@@ -708,22 +708,11 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
         .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
         .collect();
     let line = tasks.first().map_or(0, |&(_, line)| line);
-    let mut reads: Vec<f64> = tasks
+    let reads = tasks
         .into_iter()
         .flat_map(|(task, _)| task.wait().unwrap_or_default())
         .collect();
-    reads.sort_by(f64::total_cmp);
-    let after = bridge::metrics().io;
-    Watched {
-        slow_polls: after.slow_polls - before.slow_polls,
-        held: after.held_runtimes - before.held_runtimes,
-        longest_poll: after
-            .poll_durations
-            .since(&before.poll_durations)
-            .percentile(100.0),
-        reads,
-        line,
-    }
+    Watched::since(&before, reads, line)
 }
 
 /// The `watch` scenario's user's-runtime case: the same queries, decode inline, spawned as
@@ -734,18 +723,20 @@ fn watched_on_users_runtime(
     addr: SocketAddr,
     rounds: u64,
 ) -> Watched {
+    /// Spawns `query` watched, with the line of the `watched` call the bridge names.
+    fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send,
+    {
+        (rt.spawn(bridge::rt::watched(query)), line!())
+    }
     let before = bridge::metrics().io;
-    // The `watched` site the bridge names, with its line.
     let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
-        .map(|q| {
-            (
-                rt.spawn(bridge::rt::watched(query(addr, q, Decode::Inline, rounds))),
-                line!(),
-            )
-        })
+        .map(|q| spawn(rt, query(addr, q, Decode::Inline, rounds)))
         .collect();
     let line = tasks.first().map_or(0, |&(_, line)| line);
-    let mut reads: Vec<f64> = tasks
+    let reads = tasks
         .into_iter()
         .flat_map(|(task, _)| {
             rt.block_on(task)
@@ -754,17 +745,24 @@ fn watched_on_users_runtime(
                 .unwrap_or_default()
         })
         .collect();
-    reads.sort_by(f64::total_cmp);
-    let after = bridge::metrics().io;
-    Watched {
-        slow_polls: after.slow_polls - before.slow_polls,
-        held: after.held_runtimes - before.held_runtimes,
-        longest_poll: after
-            .poll_durations
-            .since(&before.poll_durations)
-            .percentile(100.0),
-        reads,
-        line,
+    Watched::since(&before, reads, line)
+}
+
+impl Watched {
+    /// What the I/O side's counters say happened since `before`, with the run's `reads`.
+    fn since(before: &bridge::IoMetrics, mut reads: Vec<f64>, line: u32) -> Self {
+        reads.sort_by(f64::total_cmp);
+        let after = bridge::metrics().io;
+        Watched {
+            slow_polls: after.slow_polls - before.slow_polls,
+            held: after.held_runtimes - before.held_runtimes,
+            longest_poll: after
+                .poll_durations
+                .since(&before.poll_durations)
+                .percentile(100.0),
+            reads,
+            line,
+        }
     }
 }
 
