@@ -3,6 +3,7 @@
 use crate::coverage_arms::arm;
 use crate::parker::Parker;
 use crate::sync::thread;
+use crate::workers::Here;
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
@@ -77,6 +78,12 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
     let mut cx = Context::from_waker(&signal.waker);
     // Self-wakes in a row since the last park or yield.
     let mut self_wakes = 0u32;
+    // On a pool's worker: when its wait began, when it is next checked, whether it was named.
+    let mut here = crate::workers::here();
+    let threshold = crate::__config::stall_warning();
+    let mut waiting_since = None;
+    let mut next_check: Option<Option<Instant>> = None;
+    let mut named = false;
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             arm!("block_on.ready");
@@ -106,7 +113,44 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
             continue;
         }
         self_wakes = 0;
-        if let Some(deadline) = deadline {
+        if !matches!(here, Here::Elsewhere) {
+            // A pool's worker (or nobody knows yet): the wait is split at the stall threshold
+            // (see `workers.rs`).
+            let now = Instant::now();
+            let since = *waiting_since.get_or_insert(now);
+            let check = *next_check.get_or_insert_with(|| now.checked_add(threshold));
+            let until = match (deadline, check) {
+                (Some(deadline), Some(check)) => Some(deadline.min(check)),
+                (deadline, check) => deadline.or(check),
+            };
+            match until {
+                Some(until) if signal.park_deadline(until) => {}
+                Some(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
+                    arm!("block_on.expired");
+                    return None;
+                }
+                Some(_) => {
+                    let now = Instant::now();
+                    next_check = Some(now.checked_add(threshold));
+                    here = crate::workers::here();
+                    if let Here::Worker(workers) = here {
+                        // The threshold passed with the wait not over: named once, then the
+                        // worker runs what its pool has queued (it may be what the wait
+                        // needs) and polls again.
+                        if !named {
+                            named = true;
+                            workers.stalled(now.saturating_duration_since(since));
+                        }
+                        while workers.help() {
+                            if signal.take() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                None => signal.park(),
+            }
+        } else if let Some(deadline) = deadline {
             if !signal.park_deadline(deadline) {
                 arm!("block_on.expired");
                 return None;

@@ -2,6 +2,7 @@
 
 use crate::Error;
 use crate::oneshot::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
+use crate::workers::Here;
 use futures_core::future::FusedFuture;
 use std::any::Any;
 use std::fmt;
@@ -80,7 +81,10 @@ pub trait __Work: Send + Sync {
 ///   worker, with a time limit or without, so the workers of a pool (even a pool of one
 ///   thread) never wait for work queued behind them. A waiter anywhere else (off rayon, a
 ///   worker of another pool, a worker inside a tokio runtime's `block_on`) blocks: it is
-///   no worker of the task's pool, and the work runs there.
+///   no worker of the task's pool, and the work runs there. A wait on any pool's worker that
+///   lasts the stall threshold (`stall_warning`, 5 s by default) is counted and named, and
+///   the worker then runs its own pool's queued jobs, which may be what the wait needs (an
+///   I/O task that awaits CPU work queued behind the waiter).
 ///
 /// [`spawn`]: https://docs.rs/threadbridge/latest/bridge/fn.spawn.html
 /// [`cpu::spawn_future`]: https://docs.rs/threadbridge/latest/bridge/cpu/fn.spawn_future.html
@@ -142,8 +146,10 @@ impl<T> Task<T> {
     /// assert_eq!(err.to_string(), "the work panicked: corrupt page");
     /// ```
     pub fn join(mut self) -> Result<T, Error> {
-        if self.work.joins_by_polling() {
-            return crate::block_on(poll_fn(|cx| self.poll_outcome(cx)));
+        if self.joins_by_polling() {
+            return self
+                .poll_blocking(None)
+                .unwrap_or_else(|| unreachable!("without a deadline, only the outcome ends it"));
         }
         let Some(mut rx) = self.rx.take() else {
             return Err(Error::__lost());
@@ -227,15 +233,12 @@ impl<T> Task<T> {
         if self.rx.is_none() {
             taken();
         }
-        if self.work.joins_by_polling() {
+        if self.joins_by_polling() {
             // On a worker of the task's pool: wait as `join` does, by polling, so that the
             // waiter runs the task's queued work (a pool's only worker would otherwise wait
-            // for the full limit for work queued behind it).
-            let polled = poll_fn(|cx| self.poll_outcome(cx));
-            let received = match deadline {
-                Some(deadline) => crate::__block_on_deadline(polled, deadline),
-                None => Some(crate::block_on(polled)),
-            };
+            // for the full limit for work queued behind it). On any pool's worker: the wait
+            // is watched at the stall threshold (see `workers.rs`).
+            let received = self.poll_blocking(deadline);
             if received.is_none() {
                 // Timed out: the task goes on; its waker is not woken again.
                 self.work.stop_helping();
@@ -343,27 +346,43 @@ impl<T> Task<T> {
         }
     }
 
+    /// Whether a blocking wait polls the task (see `join`): on a worker of the task's pool,
+    /// and on any pool's worker (or wherever none is known yet), whose wait `block_on` watches
+    /// at the stall threshold (see `workers.rs`).
+    fn joins_by_polling(&self) -> bool {
+        self.work.joins_by_polling() || !matches!(crate::workers::here(), Here::Elsewhere)
+    }
+
+    /// Polls the task to its outcome on this thread, inside its side's `block`: `None` if
+    /// `deadline` passed first.
+    fn poll_blocking(&mut self, deadline: Option<Instant>) -> Option<Result<T, Error>> {
+        let Self { rx, work } = self;
+        let work = &**work;
+        let mut received = None;
+        let blocked = work.block(&mut || {
+            let polled = poll_fn(|cx| poll_parts(rx, work, cx));
+            received = match deadline {
+                Some(deadline) => crate::__block_on_deadline(polled, deadline),
+                None => Some(crate::block_on(polled)),
+            };
+        });
+        if !blocked {
+            // Waiting here could hang (see `__Work::block`): the outcome is lost to this wait.
+            return Some(took(rx, work, Err(RecvError)));
+        }
+        received
+    }
+
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, Error>> {
-        let Some(rx) = self.rx.as_mut() else {
-            taken();
-        };
-        self.work.help(cx.waker());
-        let received = ready!(Pin::new(rx).poll(cx));
-        Poll::Ready(self.took(received))
+        poll_parts(&mut self.rx, &*self.work, cx)
     }
 
     fn took(&mut self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
-        self.rx = None;
-        self.work.stop_helping();
-        self.outcome(received)
+        took(&mut self.rx, &*self.work, received)
     }
 
     fn outcome(&self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
-        match received {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(payload)) => Err(self.work.error(payload)),
-            Err(RecvError) => Err(Error::__lost()),
-        }
+        outcome(&*self.work, received)
     }
 
     /// On a consumer's empty poll: runs the producing task's queued work here where its side
@@ -371,6 +390,39 @@ impl<T> Task<T> {
     #[cfg(not(bridge_loom))]
     pub(crate) fn help(&self, waker: &Waker) -> bool {
         self.rx.is_some() && self.work.help(waker)
+    }
+}
+
+/// [`Task::poll_outcome`] over the task's parts, for a wait that lends them out separately.
+fn poll_parts<T>(
+    rx: &mut Option<Receiver<__Outcome<T>>>,
+    work: &dyn __Work,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, Error>> {
+    let Some(receiver) = rx.as_mut() else {
+        taken();
+    };
+    work.help(cx.waker());
+    let received = ready!(Pin::new(receiver).poll(cx));
+    Poll::Ready(took(rx, work, received))
+}
+
+/// The outcome is taken: the task's value, or why there is none.
+fn took<T>(
+    rx: &mut Option<Receiver<__Outcome<T>>>,
+    work: &dyn __Work,
+    received: Result<__Outcome<T>, RecvError>,
+) -> Result<T, Error> {
+    *rx = None;
+    work.stop_helping();
+    outcome(work, received)
+}
+
+fn outcome<T>(work: &dyn __Work, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+    match received {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(payload)) => Err(work.error(payload)),
+        Err(RecvError) => Err(Error::__lost()),
     }
 }
 

@@ -142,6 +142,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    crate::stall::watch_workers();
     let (task, shared) = make(fut, pool);
     shared.pool.submit(poll_job(shared.clone()));
     task

@@ -30,3 +30,49 @@ pub(crate) fn stalled(waited: Duration) {
          wait_timeout"
     );
 }
+
+/// rayon's workers, as the family's blocking waits see them (see bridge-core's `Workers`): a
+/// worker whose wait (for an I/O task, a `run_blocking`, a crossing) passes the stall
+/// threshold is counted and named, then runs its own pool's queued work, which may be the
+/// CPU work that wait needs.
+struct RayonWorkers;
+
+impl bridge_core::Workers for RayonWorkers {
+    fn is_worker(&self) -> bool {
+        rayon_core::current_thread_index().is_some()
+    }
+
+    /// `rayon::yield_now` runs a job of this worker's own pool, never another's; not while a
+    /// tokio runtime is entered here (see `home.rs`).
+    fn help(&self) -> bool {
+        crate::home::outside_runtimes()
+            && rayon_core::yield_now() == Some(rayon_core::Yield::Executed)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stalled(&self, waited: Duration) {
+        crate::metrics::stalled_wait();
+        #[cfg(not(feature = "tracing"))]
+        let _ = waited;
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            ?waited,
+            "bridge::cpu: a rayon worker has been blocked in a wait (a task of the I/O side, \
+             run_blocking, a crossing) past the stall threshold; if what it waits for needs \
+             CPU work queued on its own pool, behind it, the wait never ends while every \
+             worker waits so. It now runs its pool's queued work between checks. Await the \
+             CPU task in the same future instead, or wait from a thread outside the pool"
+        );
+    }
+}
+
+/// Registers rayon's workers with bridge-core (once per process; at each spawn, a load).
+#[inline]
+pub(crate) fn watch_workers() {
+    #[cfg(not(bridge_loom))]
+    {
+        static WORKERS: RayonWorkers = RayonWorkers;
+        bridge_core::register_workers(&WORKERS);
+    }
+}

@@ -17,6 +17,7 @@ where
     // The span current at the spawn follows the closure (see `trace.rs`).
     #[cfg(feature = "tracing")]
     let f = crate::trace::in_current_span(f);
+    crate::stall::watch_workers();
     let (tx, rx) = oneshot::channel();
     let parts = (f, tx, crate::metrics::spawned());
     let job = Job::new(parts, home);
