@@ -66,7 +66,7 @@ pub use __config::{Config, configure};
 pub use __histogram::Histogram;
 pub use block_on::{__block_on_deadline, block_on};
 pub use error::Error;
-pub use task::{__Outcome, __Work, __contain, CatchUnwind, Task};
+pub use task::{__Cell, __Outcome, __Work, __contain, CatchUnwind, Task};
 pub use workers::{Workers, register_workers};
 
 /// Compile-time checks of the handles' auto traits and variance, run as doctests.

@@ -66,6 +66,106 @@ pub trait __Work: Send + Sync {
     }
 }
 
+/// A side's own cell for its task's outcome, shared with the work (bridge-rayon's closure
+/// job holds its claim and its outcome in one allocation).
+#[doc(hidden)]
+pub trait __Cell<T>: Send + Sync {
+    /// Takes the outcome if it is there; leaves `cx`'s waker to be woken when it is
+    /// otherwise. `Err` if the work was lost.
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<__Outcome<T>, RecvError>>;
+
+    /// Takes the outcome if it is there, without waiting.
+    fn try_take(&self) -> Result<__Outcome<T>, TryRecvError>;
+
+    /// Whether the outcome is there (or the work was lost).
+    fn is_ready(&self) -> bool;
+
+    /// The task was dropped with its outcome not taken: the work is cancelled.
+    fn close(&self);
+
+    /// The task was detached: the work runs on, and its outcome is dropped where it ends.
+    fn abandon(&self);
+}
+
+/// Where a task's outcome arrives: bridge-core's oneshot, or its side's own cell.
+enum Source<T> {
+    Channel(Receiver<__Outcome<T>>),
+    Cell(Arc<dyn __Cell<T>>),
+}
+
+impl<T> Source<T> {
+    fn try_recv(&mut self) -> Result<__Outcome<T>, TryRecvError> {
+        match self {
+            Self::Channel(rx) => rx.try_recv(),
+            Self::Cell(cell) => cell.try_take(),
+        }
+    }
+
+    fn recv_timeout(&mut self, timeout: Duration) -> Result<__Outcome<T>, RecvTimeoutError> {
+        match self {
+            Self::Channel(rx) => rx.recv_timeout(timeout),
+            Self::Cell(_) => self.recv_until(Instant::now().checked_add(timeout)),
+        }
+    }
+
+    fn recv_deadline(&mut self, deadline: Instant) -> Result<__Outcome<T>, RecvTimeoutError> {
+        match self {
+            Self::Channel(rx) => rx.recv_deadline(deadline),
+            Self::Cell(_) => self.recv_until(Some(deadline)),
+        }
+    }
+
+    /// A cell's blocking receive: its poll, on this thread.
+    fn recv_until(&mut self, deadline: Option<Instant>) -> Result<__Outcome<T>, RecvTimeoutError> {
+        let received = match deadline {
+            Some(deadline) => crate::__block_on_deadline(&mut *self, deadline),
+            None => Some(crate::block_on(&mut *self)),
+        };
+        match received {
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(RecvError)) => Err(RecvTimeoutError::Closed),
+            None => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        match self {
+            Self::Channel(rx) => rx.is_ready(),
+            Self::Cell(cell) => cell.is_ready(),
+        }
+    }
+
+    /// Detached: the work runs on, its outcome dropped where it ends.
+    fn abandon(self) {
+        match self {
+            Self::Channel(rx) => rx.abandon(),
+            Self::Cell(cell) => cell.abandon(),
+        }
+    }
+
+    /// Dropped with the outcome not taken: the work is cancelled.
+    fn close(self) {
+        match self {
+            Self::Channel(rx) => drop(rx),
+            Self::Cell(cell) => {
+                cell.close();
+                drop(cell);
+            }
+        }
+    }
+}
+
+impl<T> Future for Source<T> {
+    type Output = Result<__Outcome<T>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Channel(rx) => Pin::new(rx).poll(cx),
+            Self::Cell(cell) => cell.poll_take(cx),
+        }
+    }
+}
+
 /// A handle for work running elsewhere: a closure or future on rayon ([`spawn`],
 /// [`cpu::spawn_future`]) or a future on the I/O runtime ([`spawn_io`]). Its value is taken
 /// once, by `.await` (any executor), [`wait`](Self::wait) or [`join`](Self::join) (blocking),
@@ -102,7 +202,7 @@ pub trait __Work: Send + Sync {
 /// ```
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
-    rx: Option<Receiver<__Outcome<T>>>,
+    rx: Option<Source<T>>,
     work: Arc<dyn __Work>,
 }
 
@@ -114,7 +214,20 @@ impl<T> Task<T> {
     /// bridge-tokio.
     #[doc(hidden)]
     pub fn __new(rx: Receiver<__Outcome<T>>, work: Arc<dyn __Work>) -> Self {
-        Self { rx: Some(rx), work }
+        Self {
+            rx: Some(Source::Channel(rx)),
+            work,
+        }
+    }
+
+    /// A task whose outcome arrives in `cell`, which also runs its work. Used by
+    /// bridge-rayon (a closure's job: one allocation for the job and its outcome).
+    #[doc(hidden)]
+    pub fn __with_cell<C: __Cell<T> + __Work + 'static>(cell: Arc<C>) -> Self {
+        Self {
+            rx: Some(Source::Cell(Arc::clone(&cell) as Arc<dyn __Cell<T>>)),
+            work: cell,
+        }
     }
 
     /// Blocks until the task finishes and returns its value.
@@ -310,7 +423,7 @@ impl<T> Task<T> {
     /// assert_eq!(task.wait(), 1);
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.rx.as_ref().is_none_or(Receiver::is_ready)
+        self.rx.as_ref().is_none_or(Source::is_ready)
     }
 
     /// A future that returns the value, or the [`Error`] that [`join`](Self::join) would,
@@ -395,7 +508,7 @@ impl<T> Task<T> {
 
 /// [`Task::poll_outcome`] over the task's parts, for a wait that lends them out separately.
 fn poll_parts<T>(
-    rx: &mut Option<Receiver<__Outcome<T>>>,
+    rx: &mut Option<Source<T>>,
     work: &dyn __Work,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, Error>> {
@@ -409,7 +522,7 @@ fn poll_parts<T>(
 
 /// The outcome is taken: the task's value, or why there is none.
 fn took<T>(
-    rx: &mut Option<Receiver<__Outcome<T>>>,
+    rx: &mut Option<Source<T>>,
     work: &dyn __Work,
     received: Result<__Outcome<T>, RecvError>,
 ) -> Result<T, Error> {
@@ -429,7 +542,7 @@ fn outcome<T>(work: &dyn __Work, received: Result<__Outcome<T>, RecvError>) -> R
 impl<T> Drop for Task<T> {
     fn drop(&mut self) {
         if let Some(rx) = self.rx.take() {
-            contain(move || drop(rx));
+            contain(move || rx.close());
             self.work.stop_helping();
             self.work.cancel();
         }
@@ -517,7 +630,7 @@ fn unwrap<T>(result: Result<T, Error>) -> T {
     }
 }
 
-fn recv_forever<T>(rx: &mut Receiver<T>) -> Result<T, RecvError> {
+fn recv_forever<T>(rx: &mut Source<T>) -> Result<__Outcome<T>, RecvError> {
     loop {
         match rx.recv_timeout(Duration::MAX) {
             Ok(value) => return Ok(value),

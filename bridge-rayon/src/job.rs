@@ -2,7 +2,6 @@
 //! cancellation flag the closure reads.
 
 use crate::metrics;
-use bridge_core::oneshot::{SendError, Sender};
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
@@ -80,46 +79,46 @@ impl fmt::Debug for CancelFlag<'_> {
     }
 }
 
-/// The sender's view of its task, without the value type.
-trait ReceiverGone {
+/// The job's view of its task, without the value type.
+pub(crate) trait ReceiverGone {
+    /// Whether the task was dropped (not detached): nobody will take the outcome.
     fn receiver_gone(&self) -> bool;
 }
 
-impl<T> ReceiverGone for Sender<T> {
-    fn receiver_gone(&self) -> bool {
-        // A dropped `Task` drops its receiver (closed); a detached one abandons it, which
-        // leaves the sender open.
-        self.is_closed()
-    }
+/// Where a job's outcome goes: its task's cell (see `job_claim.rs`).
+pub(crate) trait Outlet<T>: ReceiverGone + Sync {
+    /// Hands the outcome to the task, or drops it (quietly) if nobody will take it.
+    fn deliver(&self, outcome: Outcome<T>);
 }
 
-/// Runs the job: `f` unless its task was dropped before this point, with the outcome sent
-/// to the task. Called by whichever side claimed the job (see `job_claim.rs`): a pool thread, or
-/// the task's waiter. Never unwinds: a panic of `f` travels to the task, and dropping what
-/// nobody wants (`f` itself, its value, a panic payload) happens inside `catch_unwind` here.
+/// Runs the job: `f` unless its task was dropped before this point, with the outcome handed
+/// to the task. Called by whichever side claimed the job (see `job_claim.rs`): a pool
+/// thread, or the task's waiter. Never unwinds: a panic of `f` travels to the task, and
+/// dropping what nobody wants (`f` itself, its value, a panic payload) happens inside
+/// `catch_unwind`.
 ///
 /// Counts the job in the metrics: cancelled, or started (with its queue wait if `spawned_at`
-/// is the time of a sampled spawn) and then finished or panicked, before the outcome is sent,
-/// so that whoever receives it sees the counts.
-pub(crate) fn run<F, T>(f: F, tx: Sender<Outcome<T>>, spawned_at: Option<Instant>)
+/// is the time of a sampled spawn) and then finished or panicked, before the outcome is
+/// handed over, so that whoever takes it sees the counts.
+pub(crate) fn run<F, T>(f: F, outlet: &impl Outlet<T>, spawned_at: Option<Instant>)
 where
     F: FnOnce(CancelFlag<'_>) -> T,
     T: Send,
 {
-    // A drop of the task that happened-before this check is seen here (the channel's state
-    // is one atomic location), so a cancelled job never starts.
-    if tx.is_closed() {
+    // A drop of the task that happened-before this check is seen here, so a cancelled job
+    // never starts.
+    if outlet.receiver_gone() {
         metrics::cancelled();
         drop_quietly(f);
         return;
     }
     metrics::started(spawned_at);
-    let flag = CancelFlag { receiver_gone: &tx };
+    let flag = CancelFlag {
+        receiver_gone: outlet,
+    };
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(flag)));
     metrics::ended(outcome.is_err());
-    if let Err(SendError(unwanted)) = tx.send(outcome) {
-        drop_quietly(unwanted);
-    }
+    outlet.deliver(outcome);
 }
 
 /// Drops `value`, containing a panic from its destructor so that it never reaches the pool's

@@ -1,66 +1,84 @@
-//! Who runs a task's job: the pool, or the task's own waiter.
+//! A closure's job and its task's outcome, in one cell: who runs the job (the pool, or the
+//! task's own waiter), and how its outcome reaches the task.
 //!
-//! A job is shared by its `Task` and by the closure the pool queues. Whoever moves the claim
-//! state away from [`QUEUED`](states::QUEUED) first takes the job out of its slot and is the
-//! only one ever to touch it:
+//! The cell is shared by the `Task` and by the closure the pool queues, and it is the only
+//! allocation of a hop besides rayon's own job box: a hop costs what `rayon::spawn` of a
+//! closure that sends on a oneshot costs. One lock guards its stage:
 //!
 //! ```text
-//!            pool runs its copy, or drops it unrun
-//! QUEUED ──────────────────────────────────────────▶ POOL
-//!    │
-//!    │       the task's waiter, on a worker of the job's pool
-//!    └─────────────────────────────────────────────▶ WAITER
+//!            pool runs its copy             outcome handed over          task takes it
+//! QUEUED ─────────────────────────▶ RUNNING ─────────────────────▶ DONE ───────────────▶ TAKEN
+//!    │      (or the task's waiter,     ▲
+//!    │       on a worker of its pool)  │
+//!    └─────────────────────────────────┘
+//!    pool drops its copy unrun (rayon never does) ─────────────────▶ LOST
 //! ```
 //!
-//! Both are final. The side that loses the race finds the other's state and leaves the job
-//! alone: the pool's copy then does nothing, and the waiter blocks on the task's channel like
-//! any other waiter.
+//! Whoever moves the stage away from `QUEUED` first takes the closure and is the only one
+//! ever to run it; the side that loses finds the stage moved and leaves the job alone: the
+//! pool's copy then does nothing, and the waiter waits for the outcome like any other waiter.
 //!
-//! Cancellation is not a claim state. It stays where it always was, in the oneshot: a
-//! dropped `Task` closes its receiver, and the job (whoever claimed it) checks the channel
-//! before it starts the closure (`job::run`). A waiter cannot cancel: it holds the task.
-//! Keeping one source of truth for each decision keeps each one testable on its own.
+//! The task's interest is a second, lock-free state (`interest`), because the running closure
+//! reads it (its [`CancelFlag`]): a dropped task cancels the job (a job that has not started
+//! never starts) and drops an outcome already handed over; a detached one lets it run on.
+//! In both cases an outcome handed over later is dropped by the job, quietly. The lock is
+//! never held while user code runs (a closure, a waker, a value's drop), so it is never
+//! contended for long and never poisoned.
 
 use crate::coverage_arms::arm;
 use crate::home::{self, Home};
-use crate::job::{self, CancelFlag, Outcome};
-use crate::sync::AtomicU8;
-use crate::sync::Ordering::Relaxed;
-use bridge_core::__Work;
-use bridge_core::oneshot::Sender;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::Waker;
+use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
+use crate::sync::Mutex;
+use crate::sync::{AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use bridge_core::oneshot::{RecvError, TryRecvError};
+use bridge_core::{__Cell, __Work};
+use std::mem;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// The values of a job's claim state.
-pub(crate) mod states {
-    /// In the pool's queue; nobody has taken the job yet. The only state that moves.
-    pub(crate) const QUEUED: u8 = 0;
-    /// The pool took the job: its thread runs it, or the pool dropped its copy unrun and
-    /// with it the closure and the sender (the task then reports `Lost`).
-    pub(crate) const POOL: u8 = 1;
-    /// The task's waiter took the job and runs it inline, on its own thread (a rayon
-    /// worker).
-    pub(crate) const WAITER: u8 = 2;
+/// The values of a task's interest in its outcome.
+mod interest {
+    /// The task may take the outcome.
+    pub(super) const WANTED: u8 = 0;
+    /// The task was dropped: the job is cancelled.
+    pub(super) const CANCELLED: u8 = 1;
+    /// The task was detached: the job runs on, its outcome dropped where it ends.
+    pub(super) const DETACHED: u8 = 2;
 }
 
-use states::{POOL, QUEUED, WAITER};
+use interest::{CANCELLED, DETACHED, WANTED};
 
-/// The closure, the sender of its outcome and the time of the spawn (if its queue wait is
-/// sampled, see `metrics.rs`), until one side claims them.
-type Parts<F, T> = (F, Sender<Outcome<T>>, Option<Instant>);
+/// Where the job is.
+enum Stage<F, T> {
+    /// In the pool's queue; nobody has taken the closure yet. With the time of a sampled
+    /// spawn (see `metrics.rs`).
+    Queued(F, Option<Instant>),
+    /// Taken by the pool or by the waiter: its closure runs, or ran and its outcome is on
+    /// the way.
+    Running,
+    /// The outcome, for the task to take.
+    Done(Outcome<T>),
+    /// The task took the outcome (or no longer wants it).
+    Taken,
+    /// The pool dropped its copy unrun: there will be no outcome.
+    Lost,
+}
 
-/// The job shared by a task and its pool.
+/// The stage, and the waker of the task's latest poll that found no outcome.
+struct Slot<F, T> {
+    stage: Stage<F, T>,
+    waker: Option<Waker>,
+}
+
+/// A closure's job and its task's outcome.
 pub(crate) struct Job<F, T> {
-    /// [`states`]: who took the job.
-    state: AtomicU8,
     /// The pool the job was queued on: only a waiter on one of its workers may claim it
     /// (see `home.rs`).
     home: Home,
-    /// The job's parts until the claim's winner takes them. A safe cell, not a lock: only
-    /// the one winner of the claim ever locks it, so it is never contended, and no user code
-    /// runs while it is held (it cannot be poisoned).
-    parts: Mutex<Option<Parts<F, T>>>,
+    /// See [`interest`]: the task's side, read by the running closure without the lock.
+    interest: AtomicU8,
+    slot: Mutex<Slot<F, T>>,
 }
 
 impl<F, T> Job<F, T>
@@ -69,30 +87,154 @@ where
     T: Send + 'static,
 {
     /// A queued job.
-    pub(crate) fn new(parts: Parts<F, T>, home: Home) -> Arc<Self> {
+    pub(crate) fn new(f: F, spawned_at: Option<Instant>, home: Home) -> Arc<Self> {
         Arc::new(Self {
-            state: AtomicU8::new(QUEUED),
             home,
-            parts: Mutex::new(Some(parts)),
+            interest: AtomicU8::new(WANTED),
+            slot: Mutex::new(Slot {
+                stage: Stage::Queued(f, spawned_at),
+                waker: None,
+            }),
         })
     }
 
-    /// Moves the state from `QUEUED` to `to`: the job's parts if this call won, the state
-    /// found otherwise.
-    fn claim(&self, to: u8) -> Result<Parts<F, T>, u8> {
-        // ORDERING: Relaxed is enough: the compare-exchange only elects the one side that
-        // takes the parts, and a read-modify-write on one location is atomic at any order
-        // (two sides can never both see QUEUED). Nothing is published through the state:
-        // the parts were put in the slot before the job was shared (the pool's queue, or the
-        // task's own thread, synchronizes that), the slot's lock carries them to the winner,
-        // and the outcome travels through the oneshot, whose send happens-before the receive.
-        self.state.compare_exchange(QUEUED, to, Relaxed, Relaxed)?;
-        let parts = self
-            .parts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        Ok(parts.expect("bridge_rayon: a task's job was claimed twice"))
+    /// Moves the stage from `QUEUED` to `RUNNING`: the closure if this call won.
+    fn claim(&self) -> Option<(F, Option<Instant>)> {
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Running) {
+            Stage::Queued(f, spawned_at) => Some((f, spawned_at)),
+            other => {
+                slot.stage = other;
+                None
+            }
+        }
+    }
+
+    /// Runs the closure here if this call claims it: whether it did.
+    fn run_if_queued(&self) -> bool {
+        match self.claim() {
+            Some((f, spawned_at)) => {
+                job::run(f, self, spawned_at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the job with no outcome (its pool dropped it unrun): the task's waiter is woken
+    /// to find it lost.
+    fn lose(&self) {
+        let waker = {
+            let mut slot = self.lock_slot();
+            slot.stage = Stage::Lost;
+            slot.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl<F, T> ReceiverGone for Job<F, T> {
+    fn receiver_gone(&self) -> bool {
+        // ORDERING: Acquire pairs with `close`'s Release store: what the task's thread did
+        // before dropping it is visible to a closure that sees the cancel. Nothing else is
+        // published through it (the outcome travels under the lock).
+        self.interest.load(Acquire) == CANCELLED
+    }
+}
+
+impl<F, T> Outlet<T> for Job<F, T>
+where
+    F: Send,
+    T: Send,
+{
+    fn deliver(&self, outcome: Outcome<T>) {
+        let waker = {
+            let mut slot = self.lock_slot();
+            // ORDERING: Relaxed: the interest only changes under the lock, which orders it.
+            if self.interest.load(Relaxed) != WANTED {
+                drop(slot);
+                job::drop_quietly(outcome);
+                return;
+            }
+            slot.stage = Stage::Done(outcome);
+            slot.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl<F, T> __Cell<T> for Job<F, T>
+where
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>> {
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Taken) {
+            Stage::Done(outcome) => Poll::Ready(Ok(outcome)),
+            Stage::Lost => Poll::Ready(Err(RecvError)),
+            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
+            waiting => {
+                slot.stage = waiting;
+                match &slot.waker {
+                    Some(kept) if kept.will_wake(cx.waker()) => {}
+                    _ => slot.waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn try_take(&self) -> Result<Outcome<T>, TryRecvError> {
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Taken) {
+            Stage::Done(outcome) => Ok(outcome),
+            Stage::Lost => Err(TryRecvError::Closed),
+            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
+            waiting => {
+                slot.stage = waiting;
+                Err(TryRecvError::Empty)
+            }
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        matches!(self.lock_slot().stage, Stage::Done(_) | Stage::Lost | Stage::Taken)
+    }
+
+    fn close(&self) {
+        self.let_go(CANCELLED);
+    }
+
+    fn abandon(&self) {
+        self.let_go(DETACHED);
+    }
+}
+
+impl<F, T> Job<F, T> {
+    /// The task is gone, `interest` says how: its waker and an outcome already handed over
+    /// are dropped here, quietly, outside the lock.
+    fn let_go(&self, interest: u8) {
+        let (waker, unwanted) = {
+            let mut slot = self.lock_slot();
+            // ORDERING: Release pairs with `receiver_gone`'s Acquire.
+            self.interest.store(interest, Release);
+            let unwanted = match slot.stage {
+                Stage::Done(_) => Some(mem::replace(&mut slot.stage, Stage::Taken)),
+                _ => None,
+            };
+            (slot.waker.take(), unwanted)
+        };
+        job::drop_quietly((waker, unwanted));
+    }
+
+    fn lock_slot(&self) -> crate::sync::MutexGuard<'_, Slot<F, T>> {
+        // Never poisoned: no user code runs while it is held.
+        self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -118,24 +260,14 @@ where
             arm!("claim.waiter.not_worker");
             return false;
         }
-        match self.claim(WAITER) {
-            // Not started: it runs here and sends its outcome to the channel this waiter is
-            // about to read.
-            Ok((f, tx, spawned_at)) => {
-                arm!("claim.waiter.claims");
-                job::run(f, tx, spawned_at);
-                true
-            }
+        if self.run_if_queued() {
+            // Not started: it ran here, and its outcome is in the cell.
+            arm!("claim.waiter.claims");
+            true
+        } else {
             // A worker has it (running, or finished): wait for it.
-            Err(POOL) => {
-                arm!("claim.waiter.finds_pool");
-                false
-            }
-            // This handle claimed it before. Not reached today: a claim delivers its outcome
-            // before `help` returns, the poll (or wait) that claimed takes it at once, and a
-            // terminated task never calls again. Nothing to do if it ever is: the outcome is
-            // in the channel, or was taken.
-            Err(_) => false,
+            arm!("claim.waiter.finds_pool");
+            false
         }
     }
 
@@ -148,8 +280,7 @@ where
     }
 
     fn waited(&self, waited: Duration) {
-        // ORDERING: Relaxed: a look for a warning, which orders nothing.
-        if self.state.load(Relaxed) == QUEUED {
+        if matches!(self.lock_slot().stage, Stage::Queued(..)) {
             crate::stall::stalled(waited);
         }
     }
@@ -161,7 +292,8 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
-    job: Arc<Job<F, T>>,
+    /// `None` once run.
+    job: Option<Arc<Job<F, T>>>,
 }
 
 impl<F, T> PoolJob<F, T>
@@ -170,24 +302,20 @@ where
     T: Send + 'static,
 {
     pub(crate) fn new(job: Arc<Job<F, T>>) -> Self {
-        Self { job }
+        Self { job: Some(job) }
     }
 
     /// Runs the job on this pool thread unless its waiter claimed it. Never unwinds.
-    pub(crate) fn run(self) {
-        match self.job.claim(POOL) {
-            // The closure runs here, unless the task was dropped.
-            Ok((f, tx, spawned_at)) => {
-                arm!("claim.pool.starts");
-                job::run(f, tx, spawned_at);
-            }
-            // The waiter runs (or ran) it; nothing to do. The pool runs its copy once, so it
-            // cannot find its own claim.
-            Err(found) => {
-                arm!("claim.pool.finds_waiter");
-                debug_assert_eq!(found, WAITER, "the pool ran a job twice");
-            }
+    pub(crate) fn run(mut self) {
+        let Some(job) = self.job.take() else { return };
+        if job.run_if_queued() {
+            // The closure ran here (or found its task dropped).
+            arm!("claim.pool.starts");
+        } else {
+            // The waiter runs (or ran) it; nothing to do.
+            arm!("claim.pool.finds_waiter");
         }
+        job::drop_quietly(job);
     }
 }
 
@@ -197,19 +325,16 @@ where
     T: Send + 'static,
 {
     fn drop(&mut self) {
-        match self.job.claim(POOL) {
-            // The pool discarded the job without running it (rayon never does). The closure
-            // is dropped here, quietly, and the sender with it, which wakes the task with
-            // `Lost` instead of leaving it waiting.
-            Ok(parts) => {
-                arm!("claim.pool.drops_unrun");
-                crate::metrics::cancelled();
-                job::drop_quietly(parts);
-            }
-            // Dropped after `run` took the job.
-            Err(POOL) => arm!("claim.pool.copy_ran"),
-            // The waiter claimed the job; `run` did nothing.
-            Err(_) => arm!("claim.pool.copy_after_waiter"),
+        let Some(job) = self.job.take() else { return };
+        // The pool discarded the job without running it (rayon never does). The closure is
+        // dropped here, quietly, and the task's waiter finds the job lost instead of
+        // waiting for good.
+        if let Some(unrun) = job.claim() {
+            arm!("claim.pool.drops_unrun");
+            crate::metrics::cancelled();
+            job::drop_quietly(unrun);
+            job.lose();
         }
+        job::drop_quietly(job);
     }
 }

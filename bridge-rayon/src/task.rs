@@ -1,9 +1,10 @@
-//! The family's [`Task`] over a closure's job on rayon.
+//! The family's [`Task`] over a closure's job on rayon: one cell for the job and its
+//! outcome (see `job_claim.rs`).
 
 use crate::home::Home;
 use crate::job::CancelFlag;
 use crate::job_claim::{Job, PoolJob};
-use bridge_core::{__Work, Task, oneshot};
+use bridge_core::Task;
 use std::sync::Arc;
 
 /// Makes a task and the job that fulfils it; the caller hands the job to the pool `home`
@@ -18,11 +19,7 @@ where
     #[cfg(feature = "tracing")]
     let f = crate::trace::in_current_span(f);
     crate::stall::watch_workers();
-    let (tx, rx) = oneshot::channel();
-    let parts = (f, tx, crate::metrics::spawned());
-    let job = Job::new(parts, home);
+    let job = Job::new(f, crate::metrics::spawned(), home);
     let pool_job = PoolJob::new(Arc::clone(&job));
-    (Task::__new(rx, job as Arc<dyn __Work>), move || {
-        pool_job.run()
-    })
+    (Task::__with_cell(job), move || pool_job.run())
 }
