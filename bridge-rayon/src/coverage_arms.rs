@@ -16,8 +16,6 @@ pub const ARMS: &[Decl] = &[
     Decl::loom("claim.pool.starts"),
     Decl::loom("claim.pool.finds_waiter"),
     Decl::loom("claim.pool.drops_unrun"),
-    Decl::loom("claim.pool.copy_ran"),
-    Decl::loom("claim.pool.copy_after_waiter"),
     // A limit (`limit.rs`): a wait for room (`Acquire`), from its polls and its drop.
     Decl::loom("limit.acquire.immediate"),
     Decl::loom("limit.acquire.queues"),

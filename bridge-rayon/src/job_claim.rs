@@ -22,8 +22,9 @@
 //! reads it (its [`CancelFlag`]): a dropped task cancels the job (a job that has not started
 //! never starts) and drops an outcome already handed over; a detached one lets it run on.
 //! In both cases an outcome handed over later is dropped by the job, quietly. The lock is
-//! never held while user code runs (a closure, a waker, a value's drop), so it is never
-//! contended for long and never poisoned.
+//! never held while user code runs (a closure, a value's drop; a waker's `wake` is the one
+//! call made under it, see `wake_holding_the_lock`), so it is never contended for long and
+//! never poisoned.
 
 use crate::coverage_arms::arm;
 use crate::home::{self, Home};
@@ -124,15 +125,22 @@ where
     /// Ends the job with no outcome (its pool dropped it unrun): the task's waiter is woken
     /// to find it lost.
     fn lose(&self) {
-        let waker = {
-            let mut slot = self.lock_slot();
-            slot.stage = Stage::Lost;
-            slot.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        let mut slot = self.lock_slot();
+        slot.stage = Stage::Lost;
+        wake_holding_the_lock(slot);
     }
+}
+
+/// Wakes the task's waiter, if any, before the lock is released: a poll cannot see the stage
+/// just set before its wake-up is sent, so no wake-up reaches a waiter that has taken the
+/// outcome and moved on (a parked thread that now waits for something else, as the loom
+/// models check). A waker's `wake` only schedules its task; one that polled this task inline
+/// would deadlock on the lock, and no executor does that.
+fn wake_holding_the_lock<F, T>(mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>) {
+    if let Some(waker) = slot.waker.take() {
+        waker.wake();
+    }
+    drop(slot);
 }
 
 impl<F, T> ReceiverGone for Job<F, T> {
@@ -150,20 +158,15 @@ where
     T: Send,
 {
     fn deliver(&self, outcome: Outcome<T>) {
-        let waker = {
-            let mut slot = self.lock_slot();
-            // ORDERING: Relaxed: the interest only changes under the lock, which orders it.
-            if self.interest.load(Relaxed) != WANTED {
-                drop(slot);
-                job::drop_quietly(outcome);
-                return;
-            }
-            slot.stage = Stage::Done(outcome);
-            slot.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+        let mut slot = self.lock_slot();
+        // ORDERING: Relaxed: the interest only changes under the lock, which orders it.
+        if self.interest.load(Relaxed) != WANTED {
+            drop(slot);
+            job::drop_quietly(outcome);
+            return;
         }
+        slot.stage = Stage::Done(outcome);
+        wake_holding_the_lock(slot);
     }
 }
 
@@ -203,7 +206,10 @@ where
     }
 
     fn is_ready(&self) -> bool {
-        matches!(self.lock_slot().stage, Stage::Done(_) | Stage::Lost | Stage::Taken)
+        matches!(
+            self.lock_slot().stage,
+            Stage::Done(_) | Stage::Lost | Stage::Taken
+        )
     }
 
     fn close(&self) {
@@ -234,7 +240,9 @@ impl<F, T> Job<F, T> {
 
     fn lock_slot(&self) -> crate::sync::MutexGuard<'_, Slot<F, T>> {
         // Never poisoned: no user code runs while it is held.
-        self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
