@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::io;
+use std::time::Instant;
 use tokio::runtime::{Builder, Runtime};
 
 /// Hops in flight at once in `concurrent-1000`: one iteration starts them all, then awaits
@@ -26,7 +27,8 @@ const HOPS: u64 = 1_000;
 /// bridge::spawn's) or tokio's blocking pool, whose idle threads wait on a condition variable.
 const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blocking"];
 
-/// Runs the two scenarios, then both again under a background load, each on a fresh tokio
+/// Runs the two scenarios and their blocking forms (`.wait()` from a plain thread), then the
+/// two again under a background load, each on a fresh tokio
 /// runtime so that the threads one leaves behind do not count in the other.
 ///
 /// # Errors
@@ -34,7 +36,12 @@ const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blo
 /// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
-    let mut reports = vec![one_at_a_time(settings, None)?, concurrent(settings, None)?];
+    let mut reports = vec![
+        one_at_a_time(settings, None)?,
+        concurrent(settings, None)?,
+        wait_one_at_a_time(settings),
+        wait_concurrent(settings),
+    ];
     let load = Load::start()?;
     reports.push(one_at_a_time(settings, Some(&load))?);
     reports.push(concurrent(settings, Some(&load))?);
@@ -310,4 +317,106 @@ fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioRe
         settings,
         load,
     ))
+}
+
+// The blocking forms: the caller is the study's own thread (no runtime), and it waits for each
+// hop with the variant's blocking wait.
+
+/// `bridge::spawn(..).wait()`.
+fn wait_bridge(k: u64) -> bridge::Task<u64> {
+    bridge::spawn(move || k)
+}
+
+/// `rayon::spawn` of a job that sends on a tokio oneshot, then `blocking_recv`.
+fn wait_rayon_oneshot(k: u64) -> tokio::sync::oneshot::Receiver<u64> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let _ = tx.send(k);
+    });
+    rx
+}
+
+/// A batch of `iters` iterations of [`HOPS`] hops started at once (`hops` of them when
+/// `hops` is 1: one at a time), each then waited for in order with `wait`.
+fn blocking_batch<H>(
+    iters: u64,
+    hops: u64,
+    start: impl Fn(u64) -> H,
+    wait: impl Fn(H) -> u64,
+) -> Batch {
+    let began = Instant::now();
+    let mut checksum = 0u64;
+    let mut in_flight = Vec::with_capacity(hops as usize);
+    for i in 0..iters {
+        in_flight.extend((0..hops).map(|j| start(i * hops + j)));
+        for hop in in_flight.drain(..) {
+            checksum = checksum.wrapping_add(wait(hop));
+        }
+    }
+    Batch {
+        elapsed: began.elapsed(),
+        checksum,
+    }
+}
+
+fn blocking_variants<'a>(census: &'a Census, hops: u64) -> [Variant<'a>; 3] {
+    [
+        census.variant("bridge", move |n| {
+            blocking_batch(n, hops, wait_bridge, bridge::Task::wait)
+        }),
+        census.variant("tokio-rayon", move |n| {
+            blocking_batch(n, hops, hop_tokio_rayon, futures::executor::block_on)
+        }),
+        census.variant("rayon+tokio-oneshot", move |n| {
+            blocking_batch(n, hops, wait_rayon_oneshot, |rx| {
+                rx.blocking_recv().unwrap_or(MISSING)
+            })
+        }),
+    ]
+}
+
+fn blocking_frame(per_op: &str) -> String {
+    format!(
+        "the caller is a plain thread (no runtime) that waits with each variant's blocking \
+         wait: bridge's Task::wait, tokio's oneshot blocking_recv, and tokio-rayon's handle \
+         (a future) under futures' block_on; rayon's global pool of {} threads, warmed up \
+         first. {per_op}",
+        rayon::current_num_threads(),
+    )
+}
+
+fn wait_one_at_a_time(settings: &Settings) -> ScenarioReport {
+    let census = Census::new();
+    let mut variants = blocking_variants(&census, 1);
+    scenario(
+        "wait-one-at-a-time",
+        blocking_frame(
+            "Per operation: hop a closure that returns the operation's index, and wait for \
+             it before the next hop.",
+        ),
+        peer_goals(),
+        1,
+        &mut variants,
+        &census,
+        settings,
+        None,
+    )
+}
+
+fn wait_concurrent(settings: &Settings) -> ScenarioReport {
+    let census = Census::new();
+    let mut variants = blocking_variants(&census, HOPS);
+    scenario(
+        "wait-concurrent-1000",
+        blocking_frame(&format!(
+            "Per iteration: start {HOPS} hops, then wait for them in the order started; one \
+             operation is one hop."
+        )),
+        peer_goals(),
+        HOPS,
+        &mut variants,
+        &census,
+        settings,
+        None,
+    )
 }
