@@ -1,6 +1,8 @@
 //! What one hop costs in heap allocations, and how long 1,000 concurrent hops take: the hop
 //! study's `concurrent-1000` shape, `bridge::spawn(..).await` beside `rayon::spawn` + tokio's
-//! oneshot and tokio-rayon, from a task of a tokio multi-thread runtime.
+//! oneshot and tokio-rayon, from a task of a tokio multi-thread runtime. A fourth variant,
+//! `rayon+oneshot+arc`, adds one shared `Arc<Mutex<..>>` per hop to the oneshot peer: the
+//! price of a third allocation, which is what a job's claim cell beside its oneshot cost.
 //!
 //! `cargo run --release -p bridge-bench --example hop_costs -- [ROUNDS]`
 //!
