@@ -149,7 +149,7 @@ pub mod rt {
 #[cfg_attr(docsrs, doc(cfg(any(feature = "tokio", feature = "rayon"))))]
 pub mod stream {
     #[doc(inline)]
-    pub use bridge_core::stream::{CatchUnwind, Crossing};
+    pub use bridge_core::stream::{CaughtCrossing, Crossing};
     #[cfg(feature = "rayon")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
     #[doc(inline)]

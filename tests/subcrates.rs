@@ -99,7 +99,7 @@ fn io_crossing_paths_resolve() {
 
     let crossing: bridge::stream::Crossing<u8> =
         bridge::stream::on_io(futures::stream::iter([2, 3]), 1);
-    let results: bridge::stream::CatchUnwind<u8> = crossing.catch_unwind();
+    let results: bridge::stream::CaughtCrossing<u8> = crossing.catch_unwind();
     let items: Vec<u8> = bridge::block_on(results.map(Result::unwrap).collect());
     assert_eq!(items, [2, 3]);
 

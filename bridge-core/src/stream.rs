@@ -24,7 +24,7 @@ mod buffer;
 mod crossing;
 mod pump;
 
-pub use crossing::{CatchUnwind, Crossing};
+pub use crossing::{CaughtCrossing, Crossing};
 
 use buffer::Buffer;
 use futures_core::Stream;

@@ -4,7 +4,7 @@
 //! [`Empty`], the placeholder body.
 
 use crate::error::stream_ended;
-use bridge_tokio::stream::{CatchUnwind, Crossing};
+use bridge_tokio::stream::{CaughtCrossing, Crossing};
 use futures_core::Stream;
 use futures_core::stream::BoxStream;
 use std::pin::Pin;
@@ -63,7 +63,7 @@ pub(crate) fn ended_by_errors<T: Send + 'static>(
 
 /// See [`ended_by_errors`].
 pub(crate) struct EndedByErrors<T> {
-    inner: CatchUnwind<object_store::Result<T>>,
+    inner: CaughtCrossing<object_store::Result<T>>,
     method: &'static str,
 }
 

@@ -16,7 +16,7 @@
 //! assert_eq!(bridge::block_on(squares.collect::<Vec<_>>()), [1, 4, 9]);
 //! ```
 
-pub use bridge_core::stream::{CatchUnwind, Crossing};
+pub use bridge_core::stream::{CaughtCrossing, Crossing};
 
 use crate::io_runtime::IoRuntime;
 use futures_core::Stream;

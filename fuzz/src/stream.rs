@@ -202,7 +202,7 @@ impl Model {
 
 enum Consumer {
     Plain(Crossing<Tracked>),
-    Catching(bridge::stream::CatchUnwind<Tracked>),
+    Catching(bridge::stream::CaughtCrossing<Tracked>),
 }
 
 /// What one poll of the consumer gave.

@@ -1,5 +1,5 @@
 //! The consumer's side of a crossing: [`Crossing`], a `Stream` of the items that the
-//! producer's stream yields on the other side, and [`CatchUnwind`], the same with the
+//! producer's stream yields on the other side, and [`CaughtCrossing`], the same with the
 //! producer's panic as an item.
 
 use super::buffer::{Buffer, Next};
@@ -82,8 +82,8 @@ impl<T> Crossing<T> {
     /// assert_eq!(err.into_panic().downcast_ref::<&str>(), Some(&"corrupt block"));
     /// assert!(bridge::block_on(results.next()).is_none());
     /// ```
-    pub fn catch_unwind(self) -> CatchUnwind<T> {
-        CatchUnwind { inner: self }
+    pub fn catch_unwind(self) -> CaughtCrossing<T> {
+        CaughtCrossing { inner: self }
     }
 
     /// The bound given at the start: how many items the producer may make ahead of this
@@ -190,11 +190,11 @@ impl<T> fmt::Debug for Crossing<T> {
 /// assert!(matches!(all[..], [Ok(7)]));
 /// ```
 #[must_use = "a crossing does nothing useful unless polled; dropping it cancels the producer"]
-pub struct CatchUnwind<T> {
+pub struct CaughtCrossing<T> {
     inner: Crossing<T>,
 }
 
-impl<T> Stream for CatchUnwind<T> {
+impl<T> Stream for CaughtCrossing<T> {
     type Item = Result<T, crate::Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -202,14 +202,14 @@ impl<T> Stream for CatchUnwind<T> {
     }
 }
 
-impl<T> FusedStream for CatchUnwind<T> {
+impl<T> FusedStream for CaughtCrossing<T> {
     fn is_terminated(&self) -> bool {
         self.inner.terminated
     }
 }
 
-impl<T> fmt::Debug for CatchUnwind<T> {
+impl<T> fmt::Debug for CaughtCrossing<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("CatchUnwind").field(&self.inner).finish()
+        f.debug_tuple("CaughtCrossing").field(&self.inner).finish()
     }
 }
