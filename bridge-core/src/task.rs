@@ -64,6 +64,12 @@ pub trait __Work: Send + Sync {
     fn error(&self, payload: Box<dyn Any + Send + 'static>) -> Error {
         Error::__panicked(payload)
     }
+
+    /// The work as `Any`: a side whose work is also its task's cell (see `__Cell`) returns
+    /// itself, so that the task finds the cell in its work.
+    fn as_any(&self) -> &dyn Any {
+        &()
+    }
 }
 
 /// A side's own cell for its task's outcome, shared with the work (bridge-rayon's closure
@@ -87,39 +93,64 @@ pub trait __Cell<T>: Send + Sync {
     fn abandon(&self);
 }
 
-/// Where a task's outcome arrives: bridge-core's oneshot, or its side's own cell.
+/// Where a task's outcome arrives: bridge-core's oneshot, or its side's own cell, which is
+/// the task's work itself (found from it, so that a task holds one shared pointer).
 enum Source<T> {
     Channel(Receiver<__Outcome<T>>),
-    Cell(Arc<dyn __Cell<T>>),
+    Cell(CellOf<T>),
+}
+
+/// The cell a task's work is: see [`cell_of`].
+type CellOf<T> = fn(&dyn __Work) -> &dyn __Cell<T>;
+
+/// The cell `C` that a task's work is.
+fn cell_of<C: __Cell<T> + __Work + 'static, T>(work: &dyn __Work) -> &dyn __Cell<T> {
+    match work.as_any().downcast_ref::<C>() {
+        Some(cell) => cell,
+        None => unreachable!("a task made with a cell has that cell as its work"),
+    }
 }
 
 impl<T> Source<T> {
-    fn try_recv(&mut self) -> Result<__Outcome<T>, TryRecvError> {
+    fn try_recv(&mut self, work: &dyn __Work) -> Result<__Outcome<T>, TryRecvError> {
         match self {
             Self::Channel(rx) => rx.try_recv(),
-            Self::Cell(cell) => cell.try_take(),
+            Self::Cell(cell) => cell(work).try_take(),
         }
     }
 
-    fn recv_timeout(&mut self, timeout: Duration) -> Result<__Outcome<T>, RecvTimeoutError> {
+    fn recv_timeout(
+        &mut self,
+        work: &dyn __Work,
+        timeout: Duration,
+    ) -> Result<__Outcome<T>, RecvTimeoutError> {
         match self {
             Self::Channel(rx) => rx.recv_timeout(timeout),
-            Self::Cell(_) => self.recv_until(Instant::now().checked_add(timeout)),
+            Self::Cell(_) => self.recv_until(work, Instant::now().checked_add(timeout)),
         }
     }
 
-    fn recv_deadline(&mut self, deadline: Instant) -> Result<__Outcome<T>, RecvTimeoutError> {
+    fn recv_deadline(
+        &mut self,
+        work: &dyn __Work,
+        deadline: Instant,
+    ) -> Result<__Outcome<T>, RecvTimeoutError> {
         match self {
             Self::Channel(rx) => rx.recv_deadline(deadline),
-            Self::Cell(_) => self.recv_until(Some(deadline)),
+            Self::Cell(_) => self.recv_until(work, Some(deadline)),
         }
     }
 
     /// A cell's blocking receive: its poll, on this thread.
-    fn recv_until(&mut self, deadline: Option<Instant>) -> Result<__Outcome<T>, RecvTimeoutError> {
+    fn recv_until(
+        &mut self,
+        work: &dyn __Work,
+        deadline: Option<Instant>,
+    ) -> Result<__Outcome<T>, RecvTimeoutError> {
+        let polled = poll_fn(|cx| self.poll(work, cx));
         let received = match deadline {
-            Some(deadline) => crate::__block_on_deadline(&mut *self, deadline),
-            None => Some(crate::block_on(&mut *self)),
+            Some(deadline) => crate::__block_on_deadline(polled, deadline),
+            None => Some(crate::block_on(polled)),
         };
         match received {
             Some(Ok(outcome)) => Ok(outcome),
@@ -128,40 +159,37 @@ impl<T> Source<T> {
         }
     }
 
-    fn is_ready(&self) -> bool {
+    fn poll(
+        &mut self,
+        work: &dyn __Work,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<__Outcome<T>, RecvError>> {
+        match self {
+            Self::Channel(rx) => Pin::new(rx).poll(cx),
+            Self::Cell(cell) => cell(work).poll_take(cx),
+        }
+    }
+
+    fn is_ready(&self, work: &dyn __Work) -> bool {
         match self {
             Self::Channel(rx) => rx.is_ready(),
-            Self::Cell(cell) => cell.is_ready(),
+            Self::Cell(cell) => cell(work).is_ready(),
         }
     }
 
     /// Detached: the work runs on, its outcome dropped where it ends.
-    fn abandon(self) {
+    fn abandon(self, work: &dyn __Work) {
         match self {
             Self::Channel(rx) => rx.abandon(),
-            Self::Cell(cell) => cell.abandon(),
+            Self::Cell(cell) => cell(work).abandon(),
         }
     }
 
     /// Dropped with the outcome not taken: the work is cancelled.
-    fn close(self) {
+    fn close(self, work: &dyn __Work) {
         match self {
             Self::Channel(rx) => drop(rx),
-            Self::Cell(cell) => {
-                cell.close();
-                drop(cell);
-            }
-        }
-    }
-}
-
-impl<T> Future for Source<T> {
-    type Output = Result<__Outcome<T>, RecvError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Channel(rx) => Pin::new(rx).poll(cx),
-            Self::Cell(cell) => cell.poll_take(cx),
+            Self::Cell(cell) => cell(work).close(),
         }
     }
 }
@@ -225,7 +253,7 @@ impl<T> Task<T> {
     #[doc(hidden)]
     pub fn __with_cell<C: __Cell<T> + __Work + 'static>(cell: Arc<C>) -> Self {
         Self {
-            rx: Some(Source::Cell(Arc::clone(&cell) as Arc<dyn __Cell<T>>)),
+            rx: Some(Source::Cell(cell_of::<C, T>)),
             work: cell,
         }
     }
@@ -267,7 +295,7 @@ impl<T> Task<T> {
         let Some(mut rx) = self.rx.take() else {
             return Err(Error::__lost());
         };
-        let mut received = match rx.try_recv() {
+        let mut received = match rx.try_recv(&*self.work) {
             Ok(outcome) => Some(Ok(outcome)),
             Err(TryRecvError::Closed) => Some(Err(RecvError)),
             Err(TryRecvError::Empty) => None,
@@ -280,12 +308,12 @@ impl<T> Task<T> {
             };
             let work = &*self.work;
             work.block(&mut || {
-                received = Some(match rx.recv_timeout(threshold) {
+                received = Some(match rx.recv_timeout(work, threshold) {
                     Ok(outcome) => Ok(outcome),
                     Err(RecvTimeoutError::Closed) => Err(RecvError),
                     Err(RecvTimeoutError::Timeout) => {
                         work.waited(threshold);
-                        recv_forever(&mut rx)
+                        recv_forever(&mut rx, work)
                     }
                 });
             });
@@ -294,7 +322,7 @@ impl<T> Task<T> {
         match received {
             Some(received) => self.outcome(received),
             None => rx
-                .try_recv()
+                .try_recv(&*self.work)
                 .map_or_else(|_| Err(Error::__lost()), |o| self.outcome(Ok(o))),
         }
     }
@@ -361,16 +389,17 @@ impl<T> Task<T> {
         let Some(rx) = self.rx.as_mut() else {
             taken();
         };
-        let mut received = match rx.try_recv() {
+        let work = &*self.work;
+        let mut received = match rx.try_recv(work) {
             Ok(outcome) => Some(Ok(outcome)),
             Err(TryRecvError::Closed) => Some(Err(RecvTimeoutError::Closed)),
             Err(TryRecvError::Empty) => None,
         };
         if received.is_none() {
-            let waited = self.work.block(&mut || {
+            let waited = work.block(&mut || {
                 received = Some(match deadline {
-                    Some(deadline) => rx.recv_deadline(deadline),
-                    None => rx.recv_timeout(Duration::MAX),
+                    Some(deadline) => rx.recv_deadline(work, deadline),
+                    None => rx.recv_timeout(work, Duration::MAX),
                 });
             });
             if !waited {
@@ -405,7 +434,7 @@ impl<T> Task<T> {
         let Some(rx) = self.rx.as_mut() else {
             taken();
         };
-        let received = match rx.try_recv() {
+        let received = match rx.try_recv(&*self.work) {
             Err(TryRecvError::Empty) => return None,
             Ok(outcome) => Ok(outcome),
             Err(TryRecvError::Closed) => Err(RecvError),
@@ -423,7 +452,7 @@ impl<T> Task<T> {
     /// assert_eq!(task.wait(), 1);
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.rx.as_ref().is_none_or(Source::is_ready)
+        self.rx.as_ref().is_none_or(|rx| rx.is_ready(&*self.work))
     }
 
     /// A future that returns the value, or the [`Error`] that [`join`](Self::join) would,
@@ -455,7 +484,8 @@ impl<T> Task<T> {
     pub fn detach(mut self) {
         if let Some(rx) = self.rx.take() {
             self.work.stop_helping();
-            contain(move || rx.abandon());
+            let work = &*self.work;
+            contain(move || rx.abandon(work));
         }
     }
 
@@ -516,7 +546,7 @@ fn poll_parts<T>(
         taken();
     };
     work.help(cx.waker());
-    let received = ready!(Pin::new(receiver).poll(cx));
+    let received = ready!(receiver.poll(work, cx));
     Poll::Ready(took(rx, work, received))
 }
 
@@ -542,7 +572,8 @@ fn outcome<T>(work: &dyn __Work, received: Result<__Outcome<T>, RecvError>) -> R
 impl<T> Drop for Task<T> {
     fn drop(&mut self) {
         if let Some(rx) = self.rx.take() {
-            contain(move || rx.close());
+            let work = &*self.work;
+            contain(move || rx.close(work));
             self.work.stop_helping();
             self.work.cancel();
         }
@@ -630,9 +661,9 @@ fn unwrap<T>(result: Result<T, Error>) -> T {
     }
 }
 
-fn recv_forever<T>(rx: &mut Source<T>) -> Result<__Outcome<T>, RecvError> {
+fn recv_forever<T>(rx: &mut Source<T>, work: &dyn __Work) -> Result<__Outcome<T>, RecvError> {
     loop {
-        match rx.recv_timeout(Duration::MAX) {
+        match rx.recv_timeout(work, Duration::MAX) {
             Ok(value) => return Ok(value),
             Err(RecvTimeoutError::Closed) => return Err(RecvError),
             Err(RecvTimeoutError::Timeout) => {}

@@ -287,6 +287,11 @@ where
         true
     }
 
+    /// The job is its task's cell.
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn waited(&self, waited: Duration) {
         if matches!(self.lock_slot().stage, Stage::Queued(..)) {
             crate::stall::stalled(waited);
