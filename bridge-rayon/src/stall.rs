@@ -34,9 +34,11 @@ pub(crate) fn stalled(waited: Duration) {
 /// rayon's workers, as the family's blocking waits see them (see bridge-core's `Workers`): a
 /// worker whose wait (for an I/O task, a `run_blocking`, a crossing) passes the stall
 /// threshold is counted and named, then runs its own pool's queued work, which may be the
-/// CPU work that wait needs.
+/// CPU work that wait needs. Not in loom builds, whose models have no pool.
+#[cfg(not(bridge_loom))]
 struct RayonWorkers;
 
+#[cfg(not(bridge_loom))]
 impl bridge_core::Workers for RayonWorkers {
     fn is_worker(&self) -> bool {
         rayon_core::current_thread_index().is_some()
