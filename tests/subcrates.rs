@@ -164,6 +164,6 @@ fn cpu_crossing_paths_enter_the_io_runtime() {
     );
     let limit = bridge::cpu::Limit::new(1);
     // `Limit::spawn_future` is a future task as any other: its polls enter the I/O runtime.
-    let task = bridge::block_on(limit.spawn_future(nap(5)));
+    let task = limit.spawn_future(nap(5));
     assert_eq!(task.wait(), 5);
 }

@@ -26,6 +26,9 @@ pub const ARMS: &[Decl] = &[
     // A blocking waiter (`spawn_or_wait`) that takes over the room granted to an async
     // waiter of its own thread.
     Decl::loom("limit.acquire.takes_over"),
+    // The call of `spawn` or `spawn_future`: room now, or a place in line taken at once.
+    Decl::loom("limit.line.room"),
+    Decl::loom("limit.line.queues"),
     // `try_spawn`.
     Decl::loom("limit.try.takes"),
     Decl::loom("limit.try.full"),

@@ -619,7 +619,7 @@ pub struct __LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>
 
 #[cfg(bridge_loom)]
 impl __LoomPool {
-    fn push(&self, job: PollJob) {
+    pub(crate) fn push(&self, job: PollJob) {
         self.0.lock().unwrap().push_back(job);
     }
 

@@ -13,8 +13,9 @@
 //!   handle and error as bridge-tokio's I/O tasks.
 //! - Dropping a `Task` cancels the job if it has not started; [`CancelFlag`] lets a running
 //!   closure notice; [`Task::detach`] lets it run unobserved.
-//! - [`Limit`]: backpressure. At most N tasks of a limit in flight at once; callers wait for
-//!   room (async or blocking, one FIFO line) or are refused ([`Limit::try_spawn`]).
+//! - [`Limit`]: backpressure. At most N tasks of a limit in flight at once; the others wait
+//!   for room in one FIFO line ([`Limit::spawn`] returns a `Task` that waits,
+//!   [`Limit::spawn_or_wait`] blocks the caller) or are refused ([`Limit::try_spawn`]).
 //! - [`stream::on_cpu`]: a `Stream` driven on rayon, consumed anywhere.
 //! - [`metrics`]: counts of the tasks spawned, started, finished, panicked and cancelled,
 //!   queued now, and a histogram of their queue wait (see [Metrics](#metrics)).

@@ -25,10 +25,19 @@
 //! the closure returns or unwinds, or with the closure if the job is cancelled before it
 //! starts. Ownership makes that exactly once.
 //!
+//! A task of `spawn` or `spawn_future` that finds no room takes its place in the queue at
+//! once, under the lock, in the call (`line_up`): a waiter with no waker yet, which the
+//! task's future (a future task on the limit's pool) polls, at its first poll and at each
+//! wake-up, and then holds the permit in its own state. So the queue's order is the order of
+//! the calls, whenever the pool gets to the first polls; a grant to a waiter never polled
+//! wakes nobody (its first poll is queued already) and is found by that poll. Dropping the
+//! task drops its future on the pool, and with it the waiter (see `Acquire`'s drop).
+//!
 //! One exception to first come, first served, so that a blocking caller cannot deadlock its
 //! own thread: a waiter of `spawn_or_wait` blocks its thread until it has a permit, and an
-//! async waiter last polled on that thread (a task of a current-thread executor there)
-//! cannot be polled meanwhile, so it could never take a permit handed to it, and the
+//! async waiter last polled on that thread (a waiting task whose polls run there: on a pool
+//! of one worker, a task that this worker spawned; before its first poll, a waiter counts as
+//! its caller's thread's) cannot be polled meanwhile, so it could never take a permit handed to it, and the
 //! blocking waiter behind it would wait forever. So while a blocking waiter of a thread is
 //! queued (its thread is in `blocked`), a permit passes over the async waiters last polled
 //! on that thread to the oldest waiter that can take it (the blocking one at the latest);
@@ -53,25 +62,29 @@ use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 /// A bound on the CPU tasks in flight on a rayon pool: at most `max_in_flight` tasks
-/// spawned through this limit are queued or running at once; further callers wait for room,
+/// spawned through this limit are queued or running at once; the others wait for room,
 /// first come, first served.
 ///
 /// rayon's own queue is unbounded: a service that receives more CPU work than its pool can
 /// do keeps queueing it, and every request's latency grows without end. A `Limit` makes the
-/// caller wait (or refuse the work) instead:
+/// work wait for room (or refuses it) instead:
 ///
-/// - [`spawn`](Self::spawn) waits for room asynchronously, then spawns;
+/// - [`spawn`](Self::spawn) and [`spawn_future`](Self::spawn_future) return a [`Task`] at
+///   once, as [`bridge::spawn`](crate::spawn) does; the task waits for room in line, then
+///   runs. Awaiting the task (or [`wait`](Task::wait)ing for it) gives the value, whatever
+///   the wait for room took;
 /// - [`spawn_or_wait`](Self::spawn_or_wait) blocks the calling thread for room, then spawns;
 /// - [`try_spawn`](Self::try_spawn) never waits: it gives the closure back when full.
 ///
-/// Async and blocking callers share one FIFO queue, with one exception that keeps a blocking
-/// caller from deadlocking its own thread: it passes the async waiters last polled on its
-/// thread, which cannot run while it blocks (see "Blocking" under
+/// The waiting tasks and the blocking callers share one FIFO line, with one exception that
+/// keeps a blocking caller from deadlocking its own thread: it passes the waiters last
+/// polled on its thread, which cannot run while it blocks (see "Blocking" under
 /// [`spawn_or_wait`](Self::spawn_or_wait)).
-/// A task takes its room from the moment it is spawned and gives it back when its closure
-/// returns or panics, or when the pool drops the job of a task that was cancelled (dropped)
-/// before it started. Until then the room stays taken, even if the [`Task`] itself was
-/// dropped: the job is still in the pool's queue.
+/// A task takes its room when it leaves the line (at once if there is room) and gives it
+/// back when its closure returns or panics (its future completes), or when the pool drops
+/// the job of a task that was cancelled (dropped) before it started. Until then the room
+/// stays taken, even if the [`Task`] itself was dropped: the job is still in the pool's
+/// queue. A task dropped while it waits in line leaves the line and takes no room.
 ///
 /// Cloning a `Limit` shares it: the clones count against one bound.
 ///
@@ -80,11 +93,10 @@ use std::task::{Context, Poll, Waker};
 /// ```
 /// # futures::executor::block_on(async {
 /// let limit = bridge::cpu::Limit::new(2);
-/// let mut tasks = Vec::new();
-/// for n in 0..8u64 {
-///     // Never more than 2 of these queued or running at once.
-///     tasks.push(limit.spawn(move || (0..=n).sum::<u64>()).await);
-/// }
+/// // Eight tasks at once, never more than 2 of them queued on the pool or running.
+/// let tasks: Vec<_> = (0..8u64)
+///     .map(|n| limit.spawn(move || (0..=n).sum::<u64>()))
+///     .collect();
 /// let mut sums = Vec::new();
 /// for task in tasks {
 ///     sums.push(task.await);
@@ -122,7 +134,8 @@ struct State {
 struct Waiter {
     id: u64,
     /// The waker of its last poll; `None` after a take-over, until its next poll (which the
-    /// wake of the grant it lost brings: see `Acquire::poll`).
+    /// wake of the grant it lost brings: see `Acquire::poll`), and before its first poll if
+    /// a spawn's call queued it (`Limit::line_up`: that poll is queued already).
     waker: Option<Waker>,
     poller: Poller,
 }
@@ -130,7 +143,8 @@ struct Waiter {
 /// Who polls a waiter, and what its thread does between polls.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Poller {
-    /// An async waiter (`spawn`), last polled on this thread.
+    /// An async waiter (the task of a `spawn` or `spawn_future`), last polled on this
+    /// thread; before its first poll, the thread of the call that queued it.
     Async(ThreadId),
     /// A blocking waiter (`spawn_or_wait`): this thread blocks until it has a permit.
     Blocking(ThreadId),
@@ -274,86 +288,91 @@ impl Limit {
         self.shared.lock().in_flight
     }
 
-    /// Waits for room, then runs `f` on the pool; the future gives the [`Task`], which
-    /// holds the room until the closure finishes (or the pool drops the job of a cancelled
-    /// task).
+    /// Runs `f` on the pool once there is room, and returns its [`Task`] at once, as
+    /// [`bridge::spawn`](crate::spawn) does: the wait for room is the task's, never the
+    /// caller's. The task holds the room until the closure returns or panics (or the pool
+    /// drops the job of a task cancelled before it started).
     ///
-    /// Callers get room in the order in which their futures were first polled (blocking
-    /// callers of [`spawn_or_wait`](Self::spawn_or_wait) queue in the same line, but pass
-    /// the waiters last polled on their own thread, which cannot run while they block). The
-    /// future is cancel-safe: dropped while it waits, it leaves the queue and nothing runs;
-    /// dropped after room was handed to it but before it was polled again, it hands the room
-    /// on to the next waiter. It holds no borrow of the limit (`'static` if `f` is).
+    /// With room free and nobody waiting, `f` goes to the pool at once, as a closure of
+    /// [`bridge::spawn`](crate::spawn). Otherwise the call takes the task's place at the end
+    /// of the line, in the call itself (the same line as the waiters of
+    /// [`spawn_future`](Self::spawn_future), [`spawn_or_wait`](Self::spawn_or_wait) and
+    /// [`try_spawn`](Self::try_spawn)'s check), and the task waits there as a future task on
+    /// the pool, taking no thread while it waits; once room is handed to it, `f` runs on the
+    /// pool, within that future's poll (so, with feature `tokio`, with the shared I/O
+    /// runtime's handle entered, as in every poll of
+    /// [`cpu::spawn_future`](crate::spawn_future)). Tasks get room in the order of their
+    /// calls (blocking callers of [`spawn_or_wait`](Self::spawn_or_wait) pass the waiters
+    /// last polled on their own thread, which cannot run while they block).
     ///
-    /// A panic in `f` comes back through the task, as for [`spawn`](crate::spawn), and gives
-    /// the room back.
+    /// Dropping the task while it waits gives its place up: it leaves the line and `f`
+    /// never runs; dropped after room was handed to it but before `f` started, it hands the
+    /// room on to the next waiter. A panic in `f` comes back through the task, as for
+    /// [`spawn`](crate::spawn), and gives the room back.
     ///
     /// # Examples
     ///
     /// ```
     /// # futures::executor::block_on(async {
     /// let limit = bridge::cpu::Limit::new(1);
-    /// let first = limit.spawn(|| 1).await;
-    /// // Full: this waits until `first`'s closure has returned.
-    /// let second = limit.spawn(|| 2).await;
+    /// let first = limit.spawn(|| 1);
+    /// // Full: this task waits for room until `first`'s closure has returned.
+    /// let second = limit.spawn(|| 2);
     /// assert_eq!(first.await + second.await, 3);
+    /// assert_eq!(limit.in_flight(), 0);
     /// # });
     /// ```
-    // The future gives the Task, itself a future, on purpose: the caller keeps the handle
-    // (and with it cancellation) instead of only the value.
-    #[allow(clippy::async_yields_async)]
-    pub fn spawn<F, T>(&self, f: F) -> impl Future<Output = Task<T>> + Send + 'static
+    pub fn spawn<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let limit = self.clone();
-        let acquire = self.acquire();
-        async move { limit.launch(acquire.await, f) }
+        match self.line_up() {
+            Ok(permit) => self.launch(permit, f),
+            // The task's future waits in line, then runs `f` within the poll that takes the
+            // room: the permit is dropped when `f` returns or unwinds, or with the future
+            // (its waiter leaving the line, or handing the room on) if the task is dropped.
+            Err(waiter) => self.launch_future(async move { holding(waiter.await, f)() }),
+        }
     }
 
-    /// Waits for room, then runs the future `fut` on the pool, one poll per wake-up (as
-    /// `spawn_future` does); the future gives the [`Task`]. The room is
-    /// held until the future completes (its output or a panic) or is dropped by the cancel
-    /// of its task, and it comes back before the task receives the output.
+    /// Runs the future `fut` on the pool once there is room, one poll per wake-up (as
+    /// [`cpu::spawn_future`](crate::spawn_future) does), and returns its [`Task`] at once.
+    /// The room is held from the moment the task gets it (in the call, if there is room)
+    /// until the future completes (its output or a panic) or is dropped by the cancel of its
+    /// task, and it comes back before the task receives the output.
     ///
-    /// The wait queues in the same line as [`spawn`](Self::spawn)'s and is cancel-safe in
-    /// the same way. A limit made with [`pool`](Self::pool) runs the future there. With
-    /// feature `tokio` each poll enters the shared I/O runtime, as `spawn_future`'s do.
+    /// The task waits in the same line as [`spawn`](Self::spawn)'s, its place taken in the
+    /// call, and gives it up in the same way when dropped. A limit made with
+    /// [`pool`](Self::pool) runs the future there. With feature `tokio` each poll enters the
+    /// shared I/O runtime, as `spawn_future`'s do.
     ///
     /// # Examples
     ///
     /// ```
     /// # futures::executor::block_on(async {
     /// let limit = bridge::cpu::Limit::new(1);
-    /// let first = limit.spawn_future(async { 20 }).await;
+    /// let first = limit.spawn_future(async { 20 });
     /// // Full until the first future has completed.
-    /// let second = limit.spawn_future(async { 22 }).await;
+    /// let second = limit.spawn_future(async { 22 });
     /// assert_eq!(first.await + second.await, 42);
     /// assert_eq!(limit.in_flight(), 0);
     /// # });
     /// ```
-    // As for `spawn`: the future gives the Task, and the caller keeps the handle.
-    #[allow(clippy::async_yields_async)]
-    pub fn spawn_future<F>(&self, fut: F) -> impl Future<Output = Task<F::Output>> + Send + 'static
+    pub fn spawn_future<F>(&self, fut: F) -> Task<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let limit = self.clone();
-        let acquire = self.acquire();
-        async move {
-            let permit = acquire.await;
-            // The permit lives in the future: dropped when it completes or is dropped unrun.
-            let fut = async move {
-                let _room = permit;
-                fut.await
+        let room = self.line_up();
+        // The permit lives in the future: dropped when it completes or is dropped unrun.
+        self.launch_future(async move {
+            let _room = match room {
+                Ok(permit) => permit,
+                Err(waiter) => waiter.await,
             };
-            match &limit.pool {
-                Some(pool) => pool.spawn_future_task(fut),
-                None => crate::spawn_future(fut),
-            }
-        }
+            fut.await
+        })
     }
 
     /// Blocks this thread until there is room, then runs `f` on the pool and returns the
@@ -362,15 +381,15 @@ impl Limit {
     ///
     /// # Blocking
     ///
-    /// While it blocks, this thread runs nothing else: an async waiter of the limit that was
-    /// last polled on this thread (a task of a current-thread executor here, say a
-    /// `futures::executor::LocalPool` or a current-thread tokio runtime whose task awaits
-    /// [`spawn`](Self::spawn)) cannot take room until the call returns. So the call passes
-    /// such waiters, even those queued before it: room freed meanwhile goes to the oldest
-    /// waiter that can take it (this call at the latest), and room already handed to such a
-    /// waiter and not yet taken is taken over by this call. The waiters passed keep their
-    /// place and get the next room once this thread runs them again. Waiters of other
-    /// threads are never passed.
+    /// While it blocks, this thread runs nothing else: a task of the limit waiting for room
+    /// ([`spawn`](Self::spawn), [`spawn_future`](Self::spawn_future)) whose wait was last
+    /// polled on this thread, or that a call here queued and nothing has polled yet (on a
+    /// pool of one worker, a task that this worker spawned: its polls can run nowhere else)
+    /// cannot take room until the call returns. So the call passes such waiters, even those
+    /// queued before it: room freed meanwhile goes to the oldest waiter that can take it
+    /// (this call at the latest), and room already handed to such a waiter and not yet taken
+    /// is taken over by this call. The waiters passed keep their place and get the next room
+    /// once they are polled again. Waiters of other threads are never passed.
     ///
     /// What can still deadlock: a call from a job of the limit's own pool while every
     /// worker may be doing the same (the room it waits for is given back by jobs of that
@@ -438,6 +457,43 @@ impl Limit {
         }
     }
 
+    /// Runs `fut` as a future task on the limit's pool.
+    fn launch_future<F>(&self, fut: F) -> Task<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.pool {
+            Some(pool) => pool.spawn_future_task(fut),
+            None => crate::spawn_future(fut),
+        }
+    }
+
+    /// A permit if there is room now (and so nobody waits); otherwise a waiter queued now,
+    /// at the end of the line, under the same lock: a spawn's place is taken by its call,
+    /// not by the first poll of its task, which may come later. The waiter has no waker
+    /// until that poll, and counts as an async waiter of this thread until then.
+    pub(crate) fn line_up(&self) -> Result<Permit, Acquire> {
+        let mut state = self.shared.lock();
+        // While a waiter is queued, in_flight == max: a free unit never passes the queue.
+        if state.in_flight < self.shared.max {
+            arm!("limit.line.room");
+            state.in_flight += 1;
+            return Ok(Permit {
+                shared: Some(self.shared.clone()),
+            });
+        }
+        arm!("limit.line.queues");
+        let poller = Poller::Async(thread::current().id());
+        let id = queue(&mut state, poller, None);
+        Err(Acquire {
+            shared: self.shared.clone(),
+            id: Some(id),
+            done: false,
+            blocking: false,
+        })
+    }
+
     /// A permit if there is room now.
     pub(crate) fn try_acquire(&self) -> Option<Permit> {
         let mut state = self.shared.lock();
@@ -497,24 +553,26 @@ impl Limit {
         self.acquire_blocking()
     }
 
-    /// Test hook for the loom models: waits for room like [`spawn`](Self::spawn), then
-    /// gives the task and its job (with the permit in it) to run on a loom thread standing
-    /// in for the pool. Not part of the API.
+    /// Test hook for the loom models: [`spawn`](Self::spawn), with the work queued on a
+    /// [`__LoomPool`](crate::__LoomPool) that loom threads drain, standing in for the pool:
+    /// with room now, the closure's job (the permit in it); without, the polls of the
+    /// future task that waits in line, then runs the closure. Not part of the API.
     #[cfg(bridge_loom)]
     #[doc(hidden)]
-    #[allow(clippy::async_yields_async)]
-    pub fn __loom_spawn<F, T>(
-        &self,
-        f: F,
-    ) -> impl Future<Output = (Task<T>, impl FnOnce() + Send + 'static)> + 'static
+    pub fn __loom_spawn<F, T>(&self, f: F) -> (Task<T>, crate::__LoomPool)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let acquire = self.acquire();
-        async move {
-            let f = holding(acquire.await, f);
-            crate::__loom_task(move |_| f())
+        match self.line_up() {
+            Ok(permit) => {
+                let f = holding(permit, f);
+                let (task, job) = crate::__loom_task(move |_| f());
+                let pool = crate::__LoomPool::default();
+                pool.push(Box::new(job));
+                (task, pool)
+            }
+            Err(waiter) => crate::__loom_future_task(async move { holding(waiter.await, f)() }),
         }
     }
 }
@@ -613,14 +671,16 @@ impl Future for Acquire {
                     } else {
                         own
                     };
-                    this.id = Some(queue(&mut state, poller, cx));
+                    arm!("limit.acquire.queues");
+                    this.id = Some(queue(&mut state, poller, Some(cx.waker().clone())));
                     return Poll::Pending;
                 };
                 // Room granted to an async waiter of this thread, which cannot take it while
                 // this thread blocks: take it over, and put that waiter back into the queue
                 // in its place (in id order). The wake of its grant was given, or is about
-                // to be, and it has not been polled since: the poll that follows finds it
-                // queued and leaves its waker there.
+                // to be (or, never polled, its first poll is queued already), and it has not
+                // been polled since: the poll that follows finds it queued and leaves its
+                // waker there.
                 arm!("limit.acquire.takes_over");
                 let (id, poller) = state.granted.swap_remove(at);
                 let back = state.queue.partition_point(|w| w.id < id);
@@ -661,12 +721,11 @@ impl Future for Acquire {
     }
 }
 
-/// Queues a waiter polled by `poller` (at its first poll, with no room); gives its id.
-fn queue(state: &mut State, poller: Poller, cx: &mut Context<'_>) -> u64 {
-    arm!("limit.acquire.queues");
+/// Queues a waiter polled by `poller`, with the waker of its first poll (or none yet: see
+/// [`Limit::line_up`]), when there is no room; gives its id.
+fn queue(state: &mut State, poller: Poller, waker: Option<Waker>) -> u64 {
     let id = state.next_id;
     state.next_id += 1;
-    let waker = Some(cx.waker().clone());
     state.queue.push_back(Waiter { id, waker, poller });
     if let Poller::Blocking(thread) = poller {
         state.blocked.push(thread);

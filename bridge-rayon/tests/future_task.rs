@@ -545,10 +545,10 @@ fn a_limit_holds_the_room_of_a_future_task_until_it_ends() {
         let limit = Limit::new(1);
         let gate = Gate::default();
         let wait = gate.wait();
-        let task = futures::executor::block_on(limit.spawn_future(async move {
+        let task = limit.spawn_future(async move {
             wait.await;
             3
-        }));
+        });
         eventually("the first poll registered a waker", || gate.has_waker());
         assert_eq!(limit.in_flight(), 1);
         assert!(
@@ -561,7 +561,7 @@ fn a_limit_holds_the_room_of_a_future_task_until_it_ends() {
 
         let pool = Arc::new(common::pool(1));
         let limit = Limit::new(1).pool(pool.clone());
-        let task = futures::executor::block_on(limit.spawn_future(std::future::pending::<()>()));
+        let task = limit.spawn_future(std::future::pending::<()>());
         assert_eq!(limit.in_flight(), 1);
         drop(task);
         eventually("the cancel gives the room back", || limit.in_flight() == 0);

@@ -407,10 +407,11 @@ fn limit_grant_vs_waiter_drop() {
     });
 }
 
-/// A task spawned through a limit of 1 and dropped while its job starts on the pool, with a
-/// waiter queued for the room: a cancel that happened-before the start drops the closure
-/// (and its permit) unrun; a racing one lets it run at most once. Either way the permit
-/// comes back exactly once, in the closure's end or in its drop, and the waiter gets it.
+/// A task spawned through a limit of 1 with room free (its closure goes to the pool at once,
+/// the permit in it) and dropped while its job starts on the pool, with a waiter queued for
+/// the room: a cancel that happened-before the start drops the closure (and its permit)
+/// unrun; a racing one lets it run at most once. Either way the permit comes back exactly
+/// once, in the closure's end or in its drop, and the waiter gets it.
 ///
 /// Catches: `limit-loses-permit-on-cancel` (a cancelled job that forgets its permit: the
 /// waiter waits forever, loom's deadlock report); a permit given back twice (the count
@@ -421,12 +422,12 @@ fn limit_cancel_before_start_gives_the_room_back() {
         let limit = Limit::new(1);
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
-        let (task, job) = bridge_core::block_on(limit.__loom_spawn(move || {
+        let (task, jobs) = limit.__loom_spawn(move || {
             counter.fetch_add(1, SeqCst);
-        }));
+        });
         let mut waiter = limit.__acquire();
         assert!(poll_once(&mut waiter).is_pending());
-        let pool = thread::spawn(job);
+        let pool = thread::spawn(move || jobs.run_all());
         drop(task);
         let permit = bridge_core::block_on(waiter);
         pool.join().unwrap();
@@ -500,6 +501,80 @@ fn limit_blocking_wait_vs_release_passes_its_own_thread() {
         releaser.join().unwrap();
         assert_eq!(limit.in_flight(), 1);
         drop(permit);
+        assert_eq!(limit.in_flight(), 0);
+    });
+}
+
+/// A task spawned through a full limit of 1 waits in line as a future task (queued in the
+/// call, polled on the pool); one thread gives the held permit back while another runs the
+/// task's polls, and the main thread drops the task: every order of the grant (which may
+/// come before the task's first poll, and then wakes nobody), the polls, and the cancel
+/// (which drops the future on the pool: its waiter leaves the line, or hands the room on).
+/// The closure runs at most once, and all the room comes back.
+///
+/// Catches: a cancelled waiting task that keeps its place or its grant (the room is lost:
+/// the final checks); a permit given back twice (the count underflows).
+#[test]
+fn limit_waiting_task_dropped_vs_grant() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let permit = limit.__try_acquire().expect("room");
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let (task, jobs) = limit.__loom_spawn(move || {
+            counter.fetch_add(1, SeqCst);
+        });
+        assert!(
+            limit.__try_acquire().is_none(),
+            "a newcomer passed the task"
+        );
+        let pool = {
+            let jobs = jobs.clone();
+            thread::spawn(move || jobs.run_all())
+        };
+        let releaser = thread::spawn(move || drop(permit));
+        drop(task);
+        releaser.join().unwrap();
+        pool.join().unwrap();
+        // The polls queued after the pool thread found its queue empty.
+        jobs.run_all();
+        assert!(runs.load(SeqCst) <= 1);
+        assert_eq!(limit.in_flight(), 0);
+        assert!(limit.__try_acquire().is_some(), "the room was lost");
+    });
+}
+
+/// A task spawned through a full limit of 1 waits in line; one thread gives the held permit
+/// back while another runs the task's polls: the grant may come before the task's first
+/// poll (the waiter has no waker yet: the poll already queued finds the grant), or after
+/// it (its wake queues the next poll). Either way the task runs its closure, once, holding
+/// the room, and the room comes back.
+///
+/// Catches: a grant to a waiter never polled that nobody takes (the task never finishes:
+/// the `wait` below, loom's deadlock report); a waiting task that runs before the room is
+/// its (the bound check in the closure).
+#[test]
+fn limit_waiting_task_gets_the_room_given_back() {
+    loom::model(|| {
+        let limit = Limit::new(1);
+        let permit = limit.__try_acquire().expect("room");
+        let inside = limit.clone();
+        let (task, jobs) = limit.__loom_spawn(move || {
+            assert!(inside.__try_acquire().is_none(), "ran beside the held room");
+            7
+        });
+        let pool = {
+            let jobs = jobs.clone();
+            thread::spawn(move || jobs.run_all())
+        };
+        let releaser = thread::spawn(move || drop(permit));
+        releaser.join().unwrap();
+        pool.join().unwrap();
+        jobs.run_all();
+        assert_eq!(task.wait(), 7);
+        assert_eq!(limit.in_flight(), 0);
+        // With room free, a wait for it (`spawn_or_wait`'s) takes it at its first poll.
+        drop(bridge_core::block_on(limit.__acquire_blocking()));
         assert_eq!(limit.in_flight(), 0);
     });
 }

@@ -125,7 +125,7 @@ fn every_way_to_spawn_is_counted_once() {
         pool.spawn_cancellable_task(|_| 1).wait(),
         global_limit.spawn_or_wait(|| 1).wait(),
         limit.spawn_or_wait(|| 1).wait(),
-        futures::executor::block_on(limit.spawn(|| 1)).wait(),
+        limit.spawn(|| 1).wait(),
         limit.try_spawn(|| 1).ok().unwrap().wait(),
     ];
     assert_eq!(values.iter().sum::<i32>(), 10);

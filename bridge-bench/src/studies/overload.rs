@@ -15,8 +15,8 @@
 //!
 //! Where the CPU step runs is what we vary: inline on the tokio worker, on tokio's blocking
 //! pool (`spawn_blocking`), on rayon through `bridge::spawn` without a bound, and through a
-//! `bridge::cpu::Limit` that either waits for room (`limit.spawn(f).await`) or sheds (`try_spawn`,
-//! answering "busy" at once when full).
+//! `bridge::cpu::Limit` that either waits for room (`limit.spawn(f).await`: the task waits
+//! in line) or sheds (`try_spawn`, answering "busy" at once when full).
 //!
 //! Every cell's process builds rayon's global pool before anything uses it, as the guide
 //! advises for a service's CPU pool: with a start handler that lowers each pool thread to
@@ -122,7 +122,7 @@ enum Variant {
     /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0):
     /// the contrast to the pool at [`POOL_NICE`] that every other variant runs on.
     BridgeNice0,
-    /// Through a `bridge::cpu::Limit`: `limit.spawn(f).await` waits for room.
+    /// Through a `bridge::cpu::Limit`: `limit.spawn(f).await`, whose task waits for room.
     Wait,
     /// Through a `bridge::cpu::Limit`: `try_spawn`, answering "busy" at once when full.
     Shed,
@@ -770,7 +770,7 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
                 return;
             };
             if service.variant == Variant::Wait {
-                limit.spawn(move || s.run_step(body)).await.await
+                limit.spawn(move || s.run_step(body)).await
             } else {
                 match limit.try_spawn(move || s.run_step(body)) {
                     Ok(task) => task.await,

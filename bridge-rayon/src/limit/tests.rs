@@ -1,5 +1,5 @@
 //! The limit's queue driven by hand, through its internal permits and waiters (`acquire`,
-//! `acquire_blocking`, `try_acquire`), which are not part of the API: a sequential model of
+//! `acquire_blocking`, `try_acquire`, `line_up`), which are not part of the API: a sequential model of
 //! the queue under random schedules, and the exact extent of the blocking waiter's exception
 //! to first come, first served. `tests/limit.rs` runs the same rules through real tasks, and
 //! the loom models through their interleavings.
@@ -12,19 +12,22 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 
 // Random schedules on a `Limit` of 1..4 against a sequential model of it: waiters queue
-// (first poll), are polled, are dropped (queued or granted); permits are taken by `try`,
+// (at their first poll, or at once in a spawn's call: `line_up`), are polled, are dropped
+// (queued or granted); permits are taken by `try` (or by a `line_up` that finds room),
 // and given back by a task's end or its cancel (both drop the permit the job carries, so
 // they are one step here; tests/limit.rs and the loom models run them through real jobs).
 //
 // Checked after every step: `in_flight` equals the model's and never exceeds the bound;
 // `try` succeeds exactly when the model has free room; a waiter is ready exactly when the
-// model granted it, which is in FIFO order of first polls; at the end, every permit came
+// model granted it, which is in FIFO order of queueing; at the end, every permit came
 // back (the bound's worth of `try`s succeed again).
 
 #[derive(Debug, Clone)]
 enum Step {
     /// A new waiter, polled once.
     Acquire,
+    /// A spawn's call: room now, or a waiter queued at once, not polled yet.
+    LineUp,
     /// `try`.
     Try,
     /// Poll the waiter at this index (modulo the live ones).
@@ -37,7 +40,8 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        3 => Just(Step::Acquire),
+        2 => Just(Step::Acquire),
+        2 => Just(Step::LineUp),
         2 => Just(Step::Try),
         2 => any::<usize>().prop_map(Step::Poll),
         1 => any::<usize>().prop_map(Step::DropWaiter),
@@ -88,6 +92,23 @@ proptest! {
                             permits.push(permit);
                         }
                         Poll::Pending => {
+                            prop_assert_eq!(model.in_flight, max, "queued with room free");
+                            model.queue.push_back(n);
+                            waiters.push((n, waiter));
+                        }
+                    }
+                }
+                Step::LineUp => {
+                    let n = next;
+                    next += 1;
+                    match limit.line_up() {
+                        Ok(permit) => {
+                            prop_assert!(model.in_flight < max && model.queue.is_empty());
+                            model.in_flight += 1;
+                            grant_order.push(n);
+                            permits.push(permit);
+                        }
+                        Err(waiter) => {
                             prop_assert_eq!(model.in_flight, max, "queued with room free");
                             model.queue.push_back(n);
                             waiters.push((n, waiter));
@@ -225,5 +246,54 @@ fn a_blocking_waiter_passes_only_the_async_waiters_of_its_own_thread() {
         panic!("the passed waiter lost its place");
     };
     drop(sixth);
+    assert_eq!(limit.in_flight(), 0);
+}
+
+/// A waiter that a spawn's call queued (`line_up`) counts as an async waiter of the calling
+/// thread until its first poll (which is where a task spawned from a pool's worker is
+/// polled, if that worker is the pool's only one): this thread's blocking waiter passes it.
+/// Once polled on another thread, it is that thread's, and it is not passed.
+#[test]
+fn a_waiter_queued_by_a_call_is_the_calling_threads_until_its_first_poll() {
+    let limit = Limit::new(1);
+    let mut cx = Context::from_waker(Waker::noop());
+
+    let first = limit.try_acquire().unwrap();
+    let mut here = limit.line_up().unwrap_err();
+    let mut blocking = limit.acquire_blocking();
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    drop(first);
+    let Poll::Ready(second) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter waited behind a waiter of its own thread");
+    };
+    drop(second);
+    // The passed waiter kept its place: the next room is its.
+    let Poll::Ready(third) = here.poll_unpin(&mut cx) else {
+        panic!("the passed waiter lost its place");
+    };
+
+    let mut elsewhere = limit.line_up().unwrap_err();
+    elsewhere = thread::spawn(move || {
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(elsewhere.poll_unpin(&mut cx).is_pending());
+        elsewhere
+    })
+    .join()
+    .unwrap();
+    let mut blocking = limit.acquire_blocking();
+    assert!(blocking.poll_unpin(&mut cx).is_pending());
+    drop(third);
+    assert!(
+        blocking.poll_unpin(&mut cx).is_pending(),
+        "passed a waiter of another thread"
+    );
+    let Poll::Ready(fourth) = elsewhere.poll_unpin(&mut cx) else {
+        panic!("the waiter polled elsewhere lost its room");
+    };
+    drop(fourth);
+    let Poll::Ready(fifth) = blocking.poll_unpin(&mut cx) else {
+        panic!("the blocking waiter did not get the next room");
+    };
+    drop(fifth);
     assert_eq!(limit.in_flight(), 0);
 }
