@@ -16,19 +16,25 @@ use std::time::Duration;
 #[cold]
 #[inline(never)]
 pub(crate) fn stalled(waited: Duration) {
-    crate::metrics::stalled_wait();
-    #[cfg(not(feature = "tracing"))]
-    let _ = waited;
-    #[cfg(feature = "tracing")]
-    tracing::warn!(
-        ?waited,
+    count_and_warn(
+        waited,
         "bridge::cpu: a task waited for from outside its rayon pool (or from inside a tokio \
          runtime) has not started: every thread of its pool is busy or blocked (in something \
          the bridge cannot see: a lock, a channel, a wait for this thread), so the wait may \
          never end. Wait from a thread of the pool outside any runtime (a waiter there runs \
          the work it waits for), give the pool more threads, or bound the wait with \
-         wait_timeout"
+         wait_timeout",
     );
+}
+
+/// Counts a stalled wait in `cpu.stalled_waits` and names it with `message` (feature
+/// `tracing`).
+fn count_and_warn(waited: Duration, message: &'static str) {
+    crate::metrics::stalled_wait();
+    #[cfg(not(feature = "tracing"))]
+    let _ = (waited, message);
+    #[cfg(feature = "tracing")]
+    tracing::warn!(?waited, "{message}");
 }
 
 /// rayon's workers, as the family's blocking waits see them (see bridge-core's `Workers`): a
@@ -54,17 +60,13 @@ impl bridge_core::Workers for RayonWorkers {
     #[cold]
     #[inline(never)]
     fn stalled(&self, waited: Duration) {
-        crate::metrics::stalled_wait();
-        #[cfg(not(feature = "tracing"))]
-        let _ = waited;
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            ?waited,
+        count_and_warn(
+            waited,
             "bridge::cpu: a rayon worker has been blocked in a wait (a task of the I/O side, \
              run_blocking, a crossing) past the stall threshold; if what it waits for needs \
              CPU work queued on its own pool, behind it, the wait never ends while every \
              worker waits so. It now runs its pool's queued work between checks. Await the \
-             CPU task in the same future instead, or wait from a thread outside the pool"
+             CPU task in the same future instead, or wait from a thread outside the pool",
         );
     }
 }
