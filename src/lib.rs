@@ -57,7 +57,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
-pub use bridge_core::{CatchUnwind, Config, Error, Histogram, Task, block_on, configure, oneshot};
+pub use bridge_core::{CatchUnwind, Error, Histogram, Task, block_on, oneshot};
+
+mod config;
+pub use config::{Config, configure};
 
 #[cfg(feature = "rayon")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]

@@ -50,8 +50,8 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
     }
 }
 
-/// [`block_on`] with a deadline: `None` if it passes first, the future then dropped here.
-/// Used by bridge-tokio (a time limit on a future that borrows from the caller).
+/// [`block_on`] with a deadline: `None` if it passes first, the future then dropped here
+/// (so it may borrow from the caller).
 ///
 /// # Examples
 ///
@@ -59,11 +59,10 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
 /// use std::time::{Duration, Instant};
 ///
 /// let soon = Instant::now() + Duration::from_millis(10);
-/// assert_eq!(bridge_core::__block_on_deadline(std::future::pending::<()>(), soon), None);
-/// assert_eq!(bridge_core::__block_on_deadline(async { 1 }, soon), Some(1));
+/// assert_eq!(bridge_core::block_on_deadline(std::future::pending::<()>(), soon), None);
+/// assert_eq!(bridge_core::block_on_deadline(async { 1 }, soon), Some(1));
 /// ```
-#[doc(hidden)]
-pub fn __block_on_deadline<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
+pub fn block_on_deadline<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
     poll_until(future, Some(deadline))
 }
 
@@ -80,7 +79,7 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
     let mut self_wakes = 0u32;
     // On a pool's worker: when its wait began, when it is next checked, whether it was named.
     let mut here = crate::workers::here();
-    let threshold = crate::__config::stall_warning();
+    let threshold = crate::settings::stall_warning();
     let mut waiting_since = None;
     let mut next_check: Option<Option<Instant>> = None;
     let mut named = false;

@@ -1,11 +1,12 @@
 //! Arm coverage of the state machines: which arms the loom models and the tests reached.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
-//! bridge-rayon and bridge-tokio. Each crate
-//! declares the arms of its state machines in one list, and marks every arm with
-//! [`__arm!`](crate::__arm):
+//! Test machinery of the bridge crates, compiled only with `--cfg bridge_loom` or
+//! `--cfg bridge_coverage` (which `.ci/loom-coverage` sets): no other build has this module,
+//! its macros or the crates' arm lists, and every crate's `arm!` marker expands to nothing
+//! there. Each crate declares the arms of its state machines in one list, and marks every arm
+//! with [`__arm!`](crate::__arm):
 //!
-//! ```
+//! ```text
 //! use bridge_core::__coverage::Decl;
 //!
 //! /// Every arm of this crate's state machines, reached or not.
@@ -23,10 +24,8 @@
 //! # claim(true);
 //! ```
 //!
-//! A name missing from the list is a compile error, so the list cannot fall behind the code.
-//! Counting is on only in builds with `--cfg bridge_loom` or `--cfg bridge_coverage` (which
-//! `.ci/loom-coverage` sets); in every other build, users' debug builds included, `__arm!`
-//! expands to nothing but that compile-time check (no atomics, no statics, no file).
+//! A name missing from the list is a compile error in these builds (the loom clippy step of
+//! `.ci/run` compiles them), so the list cannot fall behind the code.
 //!
 //! When the environment variable `BRIDGE_COVERAGE_FILE` names a file, the first hit of each
 //! arm in a process appends `hit <name>` to it, and the first hit of any arm of a list
@@ -72,7 +71,7 @@ impl Decl {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```text
     /// const ARMS: &[bridge_core::__coverage::Decl] =
     ///     &[bridge_core::__coverage::Decl::loom("machine.op.arm")];
     /// assert_eq!(ARMS[0].reach, bridge_core::__coverage::Reach::Loom);
@@ -88,7 +87,7 @@ impl Decl {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```text
     /// const ARMS: &[bridge_core::__coverage::Decl] =
     ///     &[bridge_core::__coverage::Decl::std("machine.op.deadline_early")];
     /// assert_eq!(ARMS[0].reach, bridge_core::__coverage::Reach::Std);
@@ -103,15 +102,6 @@ impl Decl {
 
 /// Whether `name` is in `arms`; `__arm!` checks it at compile time.
 ///
-/// # Examples
-///
-/// ```
-/// use bridge_core::__coverage::{Decl, is_declared};
-///
-/// const ARMS: &[Decl] = &[Decl::loom("a.b.c")];
-/// const _: () = assert!(is_declared(ARMS, "a.b.c"));
-/// assert!(!is_declared(ARMS, "a.b.d"));
-/// ```
 pub const fn is_declared(arms: &[Decl], name: &str) -> bool {
     let mut i = 0;
     while i < arms.len() {
@@ -137,32 +127,10 @@ const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
-/// Whether this build counts hits (`--cfg bridge_loom` or `--cfg bridge_coverage`).
-///
-/// # Examples
-///
-/// ```
-/// // A plain build, the doc tests' too, counts nothing.
-/// assert_eq!(bridge_core::__coverage::ENABLED, cfg!(bridge_coverage));
-/// ```
-pub const ENABLED: bool = cfg!(any(bridge_loom, bridge_coverage));
-
 /// Marks one arm of a state machine: `__arm!(ARMS, "machine.op.arm")`, where `ARMS` is the
 /// calling crate's `&[Decl]` list (see [`__coverage`](crate::__coverage)).
 ///
-/// The name must be in the list (a compile error otherwise). With counting off the macro
-/// costs nothing at run time.
-///
-/// # Examples
-///
-/// ```
-/// const ARMS: &[bridge_core::__coverage::Decl] =
-///     &[bridge_core::__coverage::Decl::loom("doc.example.hit")];
-/// bridge_core::__arm!(ARMS, "doc.example.hit");
-/// if bridge_core::__coverage::ENABLED {
-///     assert!(bridge_core::__coverage::report().contains(&("doc.example.hit", 1)));
-/// }
-/// ```
+/// The name must be in the list (a compile error otherwise).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __arm {
@@ -175,9 +143,7 @@ macro_rules! __arm {
     }};
 }
 
-// The counting half, chosen by bridge-core's own cfg, so a caller's expansion always matches
-// what bridge-core was built with.
-#[cfg(any(bridge_loom, bridge_coverage))]
+/// The counting half of [`__arm!`](crate::__arm).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __arm_count {
@@ -187,49 +153,10 @@ macro_rules! __arm_count {
     }};
 }
 
-#[cfg(not(any(bridge_loom, bridge_coverage)))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __arm_count {
-    ($arms:expr, $name:expr) => {{}};
-}
-
-#[cfg(any(bridge_loom, bridge_coverage))]
 pub use counting::{Arm, declare, report};
-
-/// Records the arms of `arms` as declared (as the first hit of any of them would), so a
-/// list none of whose arms was reached still shows up as unreached. Does nothing when
-/// counting is off.
-///
-/// # Examples
-///
-/// ```
-/// const ARMS: &[bridge_core::__coverage::Decl] =
-///     &[bridge_core::__coverage::Decl::loom("doc.declare.never")];
-/// bridge_core::__coverage::declare(ARMS);
-/// ```
-#[cfg(not(any(bridge_loom, bridge_coverage)))]
-pub fn declare(arms: &'static [Decl]) {
-    let _ = arms;
-}
-
-/// The arms hit so far in this process, by name, with their hit counts (empty when
-/// counting is off).
-///
-/// # Examples
-///
-/// ```
-/// let hits = bridge_core::__coverage::report();
-/// assert!(hits.windows(2).all(|w| w[0].0 < w[1].0));
-/// ```
-#[cfg(not(any(bridge_loom, bridge_coverage)))]
-pub fn report() -> Vec<(&'static str, usize)> {
-    Vec::new()
-}
 
 /// The counters. std primitives only, never loom's: a hit must not be a loom branch point
 /// (it would multiply the interleavings), and loom objects cannot outlive one execution.
-#[cfg(any(bridge_loom, bridge_coverage))]
 mod counting {
     use super::Decl;
     use std::collections::BTreeSet;
@@ -268,7 +195,7 @@ mod counting {
         ///
         /// # Examples
         ///
-        /// ```
+        /// ```text
         /// use bridge_core::__coverage::{Arm, Decl};
         ///
         /// static ARM: Arm = Arm::new("doc.arm.new", &[Decl::loom("doc.arm.new")]);
@@ -286,7 +213,7 @@ mod counting {
         ///
         /// # Examples
         ///
-        /// ```
+        /// ```text
         /// use bridge_core::__coverage::{Arm, Decl};
         ///
         /// static ARM: Arm = Arm::new("doc.arm.hit", &[Decl::loom("doc.arm.hit")]);
@@ -322,7 +249,7 @@ mod counting {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```text
     /// const ARMS: &[bridge_core::__coverage::Decl] =
     ///     &[bridge_core::__coverage::Decl::loom("doc.declare.never")];
     /// bridge_core::__coverage::declare(ARMS);
@@ -336,7 +263,7 @@ mod counting {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```text
     /// let hits = bridge_core::__coverage::report();
     /// assert!(hits.windows(2).all(|w| w[0].0 < w[1].0));
     /// ```

@@ -49,9 +49,18 @@ impl std::panic::UnwindSafe for Error {}
 impl std::panic::RefUnwindSafe for Error {}
 
 impl Error {
-    /// The work panicked with `payload`. Used by bridge-rayon and bridge-tokio.
-    #[doc(hidden)]
-    pub fn __panicked(payload: Box<dyn Any + Send + 'static>) -> Self {
+    /// The error of work that panicked with `payload`: what a side that runs work hands its
+    /// caller when the work unwinds (the message is the payload's, when it is a string).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let payload = std::panic::catch_unwind(|| panic!("corrupt page")).unwrap_err();
+    /// let err = bridge::Error::panicked(payload);
+    /// assert!(err.is_panic());
+    /// assert_eq!(err.to_string(), "the work panicked: corrupt page");
+    /// ```
+    pub fn panicked(payload: Box<dyn Any + Send + 'static>) -> Self {
         let message = match payload.downcast_ref::<&'static str>() {
             Some(message) => Some(Cow::Borrowed(*message)),
             None => payload.downcast_ref::<String>().cloned().map(Cow::Owned),
@@ -62,27 +71,67 @@ impl Error {
         }
     }
 
-    /// The time limit passed; `stalled_current_thread` when the caller blocked a
-    /// current-thread runtime that had tasks alive, which could not run. Used by
-    /// bridge-tokio.
-    #[doc(hidden)]
-    pub fn __timed_out(stalled_current_thread: bool) -> Self {
+    /// The error of a call whose time limit passed before its work finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bridge::Error::timed_out();
+    /// assert!(err.is_timeout());
+    /// assert_eq!(err.to_string(), "the deadline passed before the future finished");
+    /// ```
+    pub fn timed_out() -> Self {
         Self {
             repr: Repr::TimedOut {
-                stalled_current_thread,
+                stalled_current_thread: false,
             },
         }
     }
 
-    /// What ran the work was lost before it finished. Used by bridge-rayon and bridge-tokio.
-    #[doc(hidden)]
-    pub fn __lost() -> Self {
+    /// Like [`timed_out`](Self::timed_out), for a call that blocked a current-thread runtime
+    /// with tasks alive: none of them could run while it waited, so a future that needed one
+    /// could not finish. The message says so and how to restructure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bridge::Error::timed_out_stalling_current_thread();
+    /// assert!(err.is_timeout());
+    /// assert!(err.to_string().contains("current-thread runtime"));
+    /// ```
+    pub fn timed_out_stalling_current_thread() -> Self {
+        Self {
+            repr: Repr::TimedOut {
+                stalled_current_thread: true,
+            },
+        }
+    }
+
+    /// The error of work whose runner was lost before it finished (its runtime shut down,
+    /// its pool dropped it unrun).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(bridge::Error::lost().is_lost());
+    /// ```
+    pub fn lost() -> Self {
         Self { repr: Repr::Lost }
     }
 
-    /// The operating system refused a thread or runtime. Used by bridge-tokio.
-    #[doc(hidden)]
-    pub fn __unavailable(error: std::io::Error) -> Self {
+    /// The error of a call for which the operating system refused a thread or runtime;
+    /// `error` is its [`source`](std::error::Error::source).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    ///
+    /// let err = bridge::Error::unavailable(std::io::Error::other("no threads"));
+    /// assert!(err.to_string().contains("no threads"));
+    /// assert!(err.source().is_some());
+    /// ```
+    pub fn unavailable(error: std::io::Error) -> Self {
         Self {
             repr: Repr::Unavailable(error),
         }
@@ -250,7 +299,7 @@ mod tests {
 
     #[test]
     fn panic_payload_and_message() {
-        let err = Error::__panicked(Box::new(String::from("boom")));
+        let err = Error::panicked(Box::new(String::from("boom")));
         assert!(err.is_panic() && !err.is_timeout() && !err.is_lost());
         assert_eq!(err.to_string(), "the work panicked: boom");
         assert_eq!(format!("{err:?}"), "Panicked(\"boom\")");
@@ -260,11 +309,11 @@ mod tests {
 
     #[test]
     fn other_kinds_are_not_panics() {
-        assert!(Error::__lost().try_into_panic().unwrap_err().is_lost());
-        assert!(Error::__timed_out(false).is_timeout());
-        let stalled = Error::__timed_out(true).to_string();
+        assert!(Error::lost().try_into_panic().unwrap_err().is_lost());
+        assert!(Error::timed_out().is_timeout());
+        let stalled = Error::timed_out_stalling_current_thread().to_string();
         assert!(stalled.contains("flavor = \"multi_thread\""), "{stalled}");
-        let refused = Error::__unavailable(std::io::Error::other("no threads"));
+        let refused = Error::unavailable(std::io::Error::other("no threads"));
         assert!(std::error::Error::source(&refused).is_some());
         assert!(refused.to_string().contains("no threads"));
     }
@@ -272,6 +321,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "not a panic")]
     fn into_panic_of_a_lost_task_panics() {
-        let _ = Error::__lost().into_panic();
+        let _ = Error::lost().into_panic();
     }
 }

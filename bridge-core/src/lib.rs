@@ -16,7 +16,7 @@
 //! - [`block_on`]: drive a future to completion on the calling thread without any runtime.
 //! - [`Task`] and [`Error`]: the family's one handle for work running elsewhere and its one
 //!   error; bridge-rayon and bridge-tokio plug their sides in.
-//! - [`Config`] and [`configure`]: the process's settings, to read or change.
+//! - [`settings`]: the stall threshold of the family's waits, to read or change.
 //! - [`stream`]: the bounded buffer of a stream crossing and its consumer,
 //!   [`stream::Crossing`]; the family's `stream::on_io` and `stream::on_cpu` start its
 //!   producer.
@@ -31,23 +31,17 @@
 #[path = "backoff.rs"]
 pub mod __backoff;
 #[doc(hidden)]
-#[path = "config.rs"]
-pub mod __config;
-#[doc(hidden)]
 #[path = "counters.rs"]
 pub mod __counters;
-#[doc(hidden)]
-#[path = "courtesy.rs"]
-pub mod __courtesy;
+// The arm counters of the loom and coverage builds (`.ci/loom-coverage`): absent from every
+// other build.
+#[cfg(any(bridge_loom, bridge_coverage))]
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
 #[doc(hidden)]
 #[path = "histogram.rs"]
 pub mod __histogram;
-#[doc(hidden)]
-#[path = "os.rs"]
-pub mod __os;
 #[doc(hidden)]
 #[path = "scoped.rs"]
 pub mod __scoped;
@@ -56,17 +50,17 @@ mod coverage_arms;
 mod error;
 pub mod oneshot;
 mod parker;
+pub mod settings;
 #[cfg(not(bridge_loom))]
 pub mod stream;
 mod sync;
-mod task;
+pub mod task;
 mod workers;
 
-pub use __config::{Config, configure};
 pub use __histogram::Histogram;
-pub use block_on::{__block_on_deadline, block_on};
+pub use block_on::{block_on, block_on_deadline};
 pub use error::Error;
-pub use task::{__Cell, __Outcome, __Work, __contain, CatchUnwind, Task};
+pub use task::{CatchUnwind, Task};
 pub use workers::{Workers, register_workers};
 
 /// Compile-time checks of the handles' auto traits and variance, run as doctests.

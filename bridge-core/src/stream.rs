@@ -32,30 +32,35 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-/// The side a crossing's pump runs on, which decides whether it yields after long items.
-/// Used by bridge-rayon and bridge-tokio.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum __Side {
-    /// The I/O side: the pump never yields (a long poll there is the caller's to split).
-    Io,
-    /// The CPU side: the pump yields its thread's CPU after each item whose poll ran long
-    /// (see `__courtesy`).
-    Cpu,
-}
-
-/// Builds a crossing over `stream` without starting its producer: the pump (the future that
-/// polls `stream` into the buffer, for `side`) and the consumer's half, which becomes a
-/// [`Crossing`] once the pump has been given to that side. Used by bridge-rayon
-/// (`on_cpu`), bridge-tokio (`on_io`) and the fuzz body, which polls the pump itself.
-#[doc(hidden)]
-pub fn __start<S>(
+/// Builds a crossing over `stream` without starting its producer: the pump, a future that
+/// polls `stream` into a buffer of `bound` items (0: one, only while the consumer waits for
+/// it), and the consumer's half, which becomes a [`Crossing`] once the pump has been handed to
+/// the side that runs it. The pump's output says whether the stream panicked (its payload goes
+/// to the consumer, after the items made before it). Dropping the pump unfinished ends the
+/// crossing as lost.
+///
+/// The family's `stream::on_io` and `stream::on_cpu` are this, with the pump spawned on
+/// their side.
+///
+/// # Examples
+///
+/// A pump driven by a thread of its own:
+///
+/// ```
+/// use futures::StreamExt;
+///
+/// let (pump, unstarted) = bridge_core::stream::start(futures::stream::iter([1, 2, 3]), 1);
+/// let producer = std::thread::spawn(move || bridge_core::block_on(pump));
+/// let crossing = unstarted.with_producer(None);
+/// assert_eq!(bridge_core::block_on(crossing.collect::<Vec<_>>()), [1, 2, 3]);
+/// assert!(!producer.join().unwrap(), "the stream did not panic");
+/// ```
+pub fn start<S>(
     stream: S,
     bound: usize,
-    side: __Side,
 ) -> (
-    impl Future<Output = ()> + Send + 'static,
-    __Unstarted<S::Item>,
+    impl Future<Output = bool> + Send + 'static,
+    Unstarted<S::Item>,
 )
 where
     S: Stream + Send + 'static,
@@ -63,27 +68,43 @@ where
 {
     let buffer = Arc::new(Buffer::new(bound));
     (
-        pump::pump(stream, Arc::clone(&buffer), side == __Side::Cpu),
-        __Unstarted { buffer },
+        pump::pump(stream, Arc::clone(&buffer)),
+        Unstarted { buffer },
     )
 }
 
-/// The consumer's half of a crossing whose pump has not been given to a side yet (see
-/// [`__start`]). Used by bridge-rayon and bridge-tokio.
-#[doc(hidden)]
-pub struct __Unstarted<T> {
+/// The consumer's half of a crossing whose pump has not been handed to a side yet (see
+/// [`start`]).
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+///
+/// let (pump, unstarted) = bridge_core::stream::start(futures::stream::iter([7u8]), 0);
+/// let mut crossing = unstarted.with_producer(None).catch_unwind();
+/// // The pump is dropped before the stream ended: the crossing ends as lost.
+/// drop(pump);
+/// let end = bridge_core::block_on(crossing.next()).unwrap();
+/// assert!(end.unwrap_err().is_lost());
+/// ```
+pub struct Unstarted<T> {
     buffer: Arc<Buffer<T>>,
 }
 
-impl<T> __Unstarted<T> {
+impl<T> Unstarted<T> {
     /// The crossing, keeping `producer` (the task running the pump, or `None` when the
-    /// caller polls it) until the consumer is dropped: dropping it cancels that task.
+    /// caller drives it) until the consumer is dropped: dropping it cancels that task.
+    ///
+    /// # Examples
+    ///
+    /// See [`start`].
     pub fn with_producer(self, producer: Option<crate::Task<()>>) -> Crossing<T> {
         Crossing::new(self.buffer, producer)
     }
 }
 
-impl<T> fmt::Debug for __Unstarted<T> {
+impl<T> fmt::Debug for Unstarted<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Unstarted").finish_non_exhaustive()
     }

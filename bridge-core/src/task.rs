@@ -1,4 +1,6 @@
-//! The family's one handle for work running elsewhere.
+//! The family's one handle for work running elsewhere, [`Task`], and the contract through
+//! which a side of the family makes one: a [`Runner`] and, for its outcome, a
+//! [`oneshot`](crate::oneshot) receiver ([`new`]) or a [`Cell`] of its own ([`with_cell`]).
 
 use crate::Error;
 use crate::oneshot::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
@@ -13,15 +15,42 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker, ready};
 use std::time::{Duration, Instant};
 
-/// What a task's work sends: its value, or its panic's payload. Used by bridge-rayon and
-/// bridge-tokio.
-#[doc(hidden)]
-pub type __Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
+/// What a task's work sends: its value, or its panic's payload.
+///
+/// # Examples
+///
+/// ```
+/// let outcome: bridge_core::task::Outcome<u8> = std::panic::catch_unwind(|| 7);
+/// assert_eq!(outcome.unwrap(), 7);
+/// ```
+pub type Outcome<T> = Result<T, Box<dyn Any + Send + 'static>>;
 
-/// The side that runs a task's work, as its [`Task`] sees it. Implemented by bridge-rayon
-/// (a rayon job or future task) and bridge-tokio (a task of an I/O runtime).
-#[doc(hidden)]
-pub trait __Work: Send + Sync {
+/// The side that runs a task's work, as its [`Task`] sees it: how a waiter may help it, how
+/// a dropped task stops it, and how a blocking wait blocks there.
+///
+/// The family's sides implement it (bridge-rayon: a pool's job or future task; bridge-tokio:
+/// a task of an I/O runtime); every method has a default that suits a side whose work runs
+/// on threads of its own, so such a side implements none of them. A task made with
+/// [`new`] gets its outcome from a [`oneshot`](crate::oneshot) receiver; one made with
+/// [`with_cell`] from a [`Cell`] that is also its runner.
+///
+/// # Examples
+///
+/// A side that runs each work on a thread of its own:
+///
+/// ```
+/// use bridge_core::task::{self, Runner};
+/// use std::sync::Arc;
+///
+/// struct OwnThread;
+/// impl Runner for OwnThread {}
+///
+/// let (tx, rx) = bridge_core::oneshot::channel();
+/// std::thread::spawn(move || tx.send(std::panic::catch_unwind(|| 6 * 7)));
+/// let task = task::new(rx, Arc::new(OwnThread));
+/// assert_eq!(task.wait(), 42);
+/// ```
+pub trait Runner: Send + Sync {
     /// Runs here the task's queued work that no other thread has taken, where this side
     /// allows it (a rayon worker), and wakes `waker` when more is queued. Whether it ran any.
     fn help(&self, waker: &Waker) -> bool {
@@ -62,26 +91,75 @@ pub trait __Work: Send + Sync {
 
     /// The error for the work's panic with `payload`.
     fn error(&self, payload: Box<dyn Any + Send + 'static>) -> Error {
-        Error::__panicked(payload)
+        Error::panicked(payload)
     }
 
-    /// The work as `Any`: a side whose work is also its task's cell (see `__Cell`) returns
-    /// itself, so that the task finds the cell in its work.
+    /// The runner as `Any`: a runner that is also its task's [`Cell`] (see [`with_cell`])
+    /// returns itself, so that the task finds its cell through its runner.
     fn as_any(&self) -> &dyn Any {
         &()
     }
 }
 
-/// A side's own cell for its task's outcome, shared with the work (bridge-rayon's closure
-/// job holds its claim and its outcome in one allocation).
-#[doc(hidden)]
-pub trait __Cell<T>: Send + Sync {
+/// A side's own cell for its task's outcome, shared with the work: bridge-rayon's closure
+/// job holds its claim and its outcome in one allocation. See [`with_cell`].
+///
+/// # Examples
+///
+/// A cell under a lock, filled by a thread of its own:
+///
+/// ```
+/// use bridge_core::oneshot::{RecvError, TryRecvError};
+/// use bridge_core::task::{self, Cell, Outcome, Runner};
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Context, Poll, Waker};
+///
+/// #[derive(Default)]
+/// struct Slot(Mutex<(Option<Outcome<u32>>, Option<Waker>)>);
+///
+/// impl Runner for Slot {
+///     fn as_any(&self) -> &dyn std::any::Any {
+///         self
+///     }
+/// }
+///
+/// impl Cell<u32> for Slot {
+///     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<u32>, RecvError>> {
+///         let mut slot = self.0.lock().unwrap();
+///         match slot.0.take() {
+///             Some(outcome) => Poll::Ready(Ok(outcome)),
+///             None => {
+///                 slot.1 = Some(cx.waker().clone());
+///                 Poll::Pending
+///             }
+///         }
+///     }
+///     fn try_take(&self) -> Result<Outcome<u32>, TryRecvError> {
+///         self.0.lock().unwrap().0.take().ok_or(TryRecvError::Empty)
+///     }
+///     fn is_ready(&self) -> bool {
+///         self.0.lock().unwrap().0.is_some()
+///     }
+///     fn close(&self) {}
+///     fn abandon(&self) {}
+/// }
+///
+/// let slot = Arc::new(Slot::default());
+/// let task = task::with_cell(slot.clone());
+/// std::thread::spawn(move || {
+///     let mut filled = slot.0.lock().unwrap();
+///     filled.0 = Some(Ok(42));
+///     filled.1.take().map(Waker::wake);
+/// });
+/// assert_eq!(task.wait(), 42);
+/// ```
+pub trait Cell<T>: Send + Sync {
     /// Takes the outcome if it is there; leaves `cx`'s waker to be woken when it is
     /// otherwise. `Err` if the work was lost.
-    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<__Outcome<T>, RecvError>>;
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>>;
 
     /// Takes the outcome if it is there, without waiting.
-    fn try_take(&self) -> Result<__Outcome<T>, TryRecvError>;
+    fn try_take(&self) -> Result<Outcome<T>, TryRecvError>;
 
     /// Whether the outcome is there (or the work was lost).
     fn is_ready(&self) -> bool;
@@ -93,18 +171,44 @@ pub trait __Cell<T>: Send + Sync {
     fn abandon(&self);
 }
 
+/// A task whose outcome arrives on `rx`, run by `runner`: the task handle of a side of the
+/// family (see [`Runner`]'s example).
+pub fn new<T>(rx: Receiver<Outcome<T>>, runner: Arc<dyn Runner>) -> Task<T> {
+    Task {
+        rx: Some(Source::Channel(rx)),
+        work: runner,
+    }
+}
+
+/// A task whose outcome arrives in `cell`, which is also its runner: one shared allocation
+/// for the work's state and its outcome (see [`Cell`]'s example).
+///
+/// # Panics
+///
+/// If `cell`'s [`Runner::as_any`] does not return the cell itself.
+pub fn with_cell<T, C: Cell<T> + Runner + 'static>(cell: Arc<C>) -> Task<T> {
+    assert!(
+        cell.as_any().is::<C>(),
+        "bridge_core::task::with_cell: the cell's Runner::as_any must return the cell itself"
+    );
+    Task {
+        rx: Some(Source::Cell(cell_of::<C, T>)),
+        work: cell,
+    }
+}
+
 /// Where a task's outcome arrives: bridge-core's oneshot, or its side's own cell, which is
 /// the task's work itself (found from it, so that a task holds one shared pointer).
 enum Source<T> {
-    Channel(Receiver<__Outcome<T>>),
+    Channel(Receiver<Outcome<T>>),
     Cell(CellOf<T>),
 }
 
 /// The cell a task's work is: see [`cell_of`].
-type CellOf<T> = fn(&dyn __Work) -> &dyn __Cell<T>;
+type CellOf<T> = fn(&dyn Runner) -> &dyn Cell<T>;
 
 /// The cell `C` that a task's work is.
-fn cell_of<C: __Cell<T> + __Work + 'static, T>(work: &dyn __Work) -> &dyn __Cell<T> {
+fn cell_of<C: Cell<T> + Runner + 'static, T>(work: &dyn Runner) -> &dyn Cell<T> {
     match work.as_any().downcast_ref::<C>() {
         Some(cell) => cell,
         None => unreachable!("a task made with a cell has that cell as its work"),
@@ -112,7 +216,7 @@ fn cell_of<C: __Cell<T> + __Work + 'static, T>(work: &dyn __Work) -> &dyn __Cell
 }
 
 impl<T> Source<T> {
-    fn try_recv(&mut self, work: &dyn __Work) -> Result<__Outcome<T>, TryRecvError> {
+    fn try_recv(&mut self, work: &dyn Runner) -> Result<Outcome<T>, TryRecvError> {
         match self {
             Self::Channel(rx) => rx.try_recv(),
             Self::Cell(cell) => cell(work).try_take(),
@@ -121,9 +225,9 @@ impl<T> Source<T> {
 
     fn recv_timeout(
         &mut self,
-        work: &dyn __Work,
+        work: &dyn Runner,
         timeout: Duration,
-    ) -> Result<__Outcome<T>, RecvTimeoutError> {
+    ) -> Result<Outcome<T>, RecvTimeoutError> {
         match self {
             Self::Channel(rx) => rx.recv_timeout(timeout),
             Self::Cell(_) => self.recv_until(work, Instant::now().checked_add(timeout)),
@@ -132,9 +236,9 @@ impl<T> Source<T> {
 
     fn recv_deadline(
         &mut self,
-        work: &dyn __Work,
+        work: &dyn Runner,
         deadline: Instant,
-    ) -> Result<__Outcome<T>, RecvTimeoutError> {
+    ) -> Result<Outcome<T>, RecvTimeoutError> {
         match self {
             Self::Channel(rx) => rx.recv_deadline(deadline),
             Self::Cell(_) => self.recv_until(work, Some(deadline)),
@@ -144,12 +248,12 @@ impl<T> Source<T> {
     /// A cell's blocking receive: its poll, on this thread.
     fn recv_until(
         &mut self,
-        work: &dyn __Work,
+        work: &dyn Runner,
         deadline: Option<Instant>,
-    ) -> Result<__Outcome<T>, RecvTimeoutError> {
+    ) -> Result<Outcome<T>, RecvTimeoutError> {
         let polled = poll_fn(|cx| self.poll(work, cx));
         let received = match deadline {
-            Some(deadline) => crate::__block_on_deadline(polled, deadline),
+            Some(deadline) => crate::block_on_deadline(polled, deadline),
             None => Some(crate::block_on(polled)),
         };
         match received {
@@ -161,16 +265,16 @@ impl<T> Source<T> {
 
     fn poll(
         &mut self,
-        work: &dyn __Work,
+        work: &dyn Runner,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<__Outcome<T>, RecvError>> {
+    ) -> Poll<Result<Outcome<T>, RecvError>> {
         match self {
             Self::Channel(rx) => Pin::new(rx).poll(cx),
             Self::Cell(cell) => cell(work).poll_take(cx),
         }
     }
 
-    fn is_ready(&self, work: &dyn __Work) -> bool {
+    fn is_ready(&self, work: &dyn Runner) -> bool {
         match self {
             Self::Channel(rx) => rx.is_ready(),
             Self::Cell(cell) => cell(work).is_ready(),
@@ -178,7 +282,7 @@ impl<T> Source<T> {
     }
 
     /// Detached: the work runs on, its outcome dropped where it ends.
-    fn abandon(self, work: &dyn __Work) {
+    fn abandon(self, work: &dyn Runner) {
         match self {
             Self::Channel(rx) => rx.abandon(),
             Self::Cell(cell) => cell(work).abandon(),
@@ -186,7 +290,7 @@ impl<T> Source<T> {
     }
 
     /// Dropped with the outcome not taken: the work is cancelled.
-    fn close(self, work: &dyn __Work) {
+    fn close(self, work: &dyn Runner) {
         match self {
             Self::Channel(rx) => drop(rx),
             Self::Cell(cell) => cell(work).close(),
@@ -231,33 +335,13 @@ impl<T> Source<T> {
 #[must_use = "dropping a Task cancels it; await it, wait for it, or call .detach()"]
 pub struct Task<T> {
     rx: Option<Source<T>>,
-    work: Arc<dyn __Work>,
+    work: Arc<dyn Runner>,
 }
 
 impl<T> UnwindSafe for Task<T> {}
 impl<T> RefUnwindSafe for Task<T> {}
 
 impl<T> Task<T> {
-    /// A task whose outcome arrives on `rx`, run by `work`. Used by bridge-rayon and
-    /// bridge-tokio.
-    #[doc(hidden)]
-    pub fn __new(rx: Receiver<__Outcome<T>>, work: Arc<dyn __Work>) -> Self {
-        Self {
-            rx: Some(Source::Channel(rx)),
-            work,
-        }
-    }
-
-    /// A task whose outcome arrives in `cell`, which also runs its work. Used by
-    /// bridge-rayon (a closure's job: one allocation for the job and its outcome).
-    #[doc(hidden)]
-    pub fn __with_cell<C: __Cell<T> + __Work + 'static>(cell: Arc<C>) -> Self {
-        Self {
-            rx: Some(Source::Cell(cell_of::<C, T>)),
-            work: cell,
-        }
-    }
-
     /// Blocks until the task finishes and returns its value.
     ///
     /// # Panics
@@ -293,7 +377,7 @@ impl<T> Task<T> {
                 .unwrap_or_else(|| unreachable!("without a deadline, only the outcome ends it"));
         }
         let Some(mut rx) = self.rx.take() else {
-            return Err(Error::__lost());
+            return Err(Error::lost());
         };
         let mut received = match rx.try_recv(&*self.work) {
             Ok(outcome) => Some(Ok(outcome)),
@@ -302,7 +386,7 @@ impl<T> Task<T> {
         };
         if received.is_none() {
             let threshold = if self.work.checks_stalls() {
-                crate::__config::stall_warning()
+                crate::settings::stall_warning()
             } else {
                 Duration::MAX
             };
@@ -323,7 +407,7 @@ impl<T> Task<T> {
             Some(received) => self.outcome(received),
             None => rx
                 .try_recv(&*self.work)
-                .map_or_else(|_| Err(Error::__lost()), |o| self.outcome(Ok(o))),
+                .map_or_else(|_| Err(Error::lost()), |o| self.outcome(Ok(o))),
         }
     }
 
@@ -505,12 +589,12 @@ impl<T> Task<T> {
         let blocked = work.block(&mut || {
             let polled = poll_fn(|cx| poll_parts(rx, work, cx));
             received = match deadline {
-                Some(deadline) => crate::__block_on_deadline(polled, deadline),
+                Some(deadline) => crate::block_on_deadline(polled, deadline),
                 None => Some(crate::block_on(polled)),
             };
         });
         if !blocked {
-            // Waiting here could hang (see `__Work::block`): the outcome is lost to this wait.
+            // Waiting here could hang (see `Runner::block`): the outcome is lost to this wait.
             return Some(took(rx, work, Err(RecvError)));
         }
         received
@@ -520,11 +604,11 @@ impl<T> Task<T> {
         poll_parts(&mut self.rx, &*self.work, cx)
     }
 
-    fn took(&mut self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+    fn took(&mut self, received: Result<Outcome<T>, RecvError>) -> Result<T, Error> {
         took(&mut self.rx, &*self.work, received)
     }
 
-    fn outcome(&self, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+    fn outcome(&self, received: Result<Outcome<T>, RecvError>) -> Result<T, Error> {
         outcome(&*self.work, received)
     }
 
@@ -539,7 +623,7 @@ impl<T> Task<T> {
 /// [`Task::poll_outcome`] over the task's parts, for a wait that lends them out separately.
 fn poll_parts<T>(
     rx: &mut Option<Source<T>>,
-    work: &dyn __Work,
+    work: &dyn Runner,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, Error>> {
     let Some(receiver) = rx.as_mut() else {
@@ -553,19 +637,19 @@ fn poll_parts<T>(
 /// The outcome is taken: the task's value, or why there is none.
 fn took<T>(
     rx: &mut Option<Source<T>>,
-    work: &dyn __Work,
-    received: Result<__Outcome<T>, RecvError>,
+    work: &dyn Runner,
+    received: Result<Outcome<T>, RecvError>,
 ) -> Result<T, Error> {
     *rx = None;
     work.stop_helping();
     outcome(work, received)
 }
 
-fn outcome<T>(work: &dyn __Work, received: Result<__Outcome<T>, RecvError>) -> Result<T, Error> {
+fn outcome<T>(work: &dyn Runner, received: Result<Outcome<T>, RecvError>) -> Result<T, Error> {
     match received {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(payload)) => Err(work.error(payload)),
-        Err(RecvError) => Err(Error::__lost()),
+        Err(RecvError) => Err(Error::lost()),
     }
 }
 
@@ -636,19 +720,15 @@ impl<T> FusedFuture for CatchUnwind<T> {
     }
 }
 
-/// Runs `f`, dropping a panic from it (and a panic from dropping that panic's payload).
-/// Used by bridge-rayon and bridge-tokio where a user's value is dropped on the bridge's
-/// own path.
-#[doc(hidden)]
-pub fn __contain(f: impl FnOnce()) {
+/// Runs `f`, dropping a panic from it (and a panic from dropping that panic's payload):
+/// where a user's value is dropped on the bridge's own path.
+fn contain(f: impl FnOnce()) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
         if let Err(second) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
             std::mem::forget(second);
         }
     }
 }
-
-use __contain as contain;
 
 #[track_caller]
 fn unwrap<T>(result: Result<T, Error>) -> T {
@@ -661,7 +741,7 @@ fn unwrap<T>(result: Result<T, Error>) -> T {
     }
 }
 
-fn recv_forever<T>(rx: &mut Source<T>, work: &dyn __Work) -> Result<__Outcome<T>, RecvError> {
+fn recv_forever<T>(rx: &mut Source<T>, work: &dyn Runner) -> Result<Outcome<T>, RecvError> {
     loop {
         match rx.recv_timeout(work, Duration::MAX) {
             Ok(value) => return Ok(value),

@@ -168,7 +168,7 @@ fn a_deadline_passes_for_a_future_that_always_wakes_itself() {
             cx.waker().wake_by_ref();
             Poll::<()>::Pending
         });
-        let _ = tx.send(bridge_core::__block_on_deadline(spinning, soon));
+        let _ = tx.send(bridge_core::block_on_deadline(spinning, soon));
     });
     let outcome = rx
         .recv_timeout(Duration::from_secs(30))

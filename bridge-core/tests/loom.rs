@@ -759,7 +759,7 @@ fn block_on_deadline_vs_send() {
         // assertion of loom 0.7. The leak check still sees a value nobody dropped.
         thread::spawn(move || drop(tx.send(sent)));
         let far = Instant::now() + Duration::from_secs(3600);
-        match bridge_core::__block_on_deadline(rx, far) {
+        match bridge_core::block_on_deadline(rx, far) {
             Some(Ok(got)) => drop(got),
             Some(Err(RecvError)) => panic!("the sender sends"),
             None => {}

@@ -189,11 +189,16 @@ fn receiver_drop_races_send() {
 #[test]
 fn the_arms_loom_cannot_reach() {
     const ARMS: [&str; 2] = ["oneshot.wait.deadline_early", "parker.reset.stale"];
+    // Without the counters (every build but the coverage one) the rounds still run, and
+    // each must get its values; only the arms cannot be read.
+    #[cfg(bridge_coverage)]
     let reached = |arm: &str| {
         bridge_core::__coverage::report()
             .iter()
             .any(|&(name, n)| name == arm && n > 0)
     };
+    #[cfg(not(bridge_coverage))]
+    let reached = |_: &str| true;
     // The delays only order the two threads; a thread descheduled for longer than a delay
     // makes the round miss its arm, so the round is retried with a longer one.
     for attempt in 1..=10u64 {
@@ -226,7 +231,7 @@ fn the_arms_loom_cannot_reach() {
         assert_eq!(bridge_core::block_on(rx), Ok(2));
         sender.join().unwrap();
 
-        if !bridge_core::__coverage::ENABLED || ARMS.iter().all(|arm| reached(arm)) {
+        if ARMS.iter().all(|arm| reached(arm)) {
             return;
         }
     }

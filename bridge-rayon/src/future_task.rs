@@ -46,9 +46,9 @@ use crate::metrics;
 use crate::sync::AtomicU8;
 use crate::sync::Mutex as HelperLock;
 use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use bridge_core::__Work;
 use bridge_core::Task;
 use bridge_core::oneshot::{self, SendError, Sender};
+use bridge_core::task;
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -173,7 +173,7 @@ where
         helper: HelperLock::new(None),
         slot: Mutex::new(Some(running)),
     });
-    let task = Task::__new(rx, shared.clone() as Arc<dyn __Work>);
+    let task = task::new(rx, shared.clone() as Arc<dyn task::Runner>);
     (task, shared)
 }
 
@@ -308,15 +308,15 @@ where
 
     /// Polls the future once; the caller moved the state to `RUNNING`. With feature `tokio`
     /// the shared I/O runtime is entered meanwhile, so tokio's timers and sockets work in the
-    /// future. With the courtesy on (see `__courtesy`), after a long poll the thread hands its
+    /// future. With the courtesy on (see `courtesy.rs`), after a long poll the thread hands its
     /// CPU to whoever was woken on it meanwhile before it goes on, with nothing of the task
     /// locked.
     fn poll_once(self: &Arc<Self>) {
-        bridge_core::__courtesy::before_poll();
+        crate::courtesy::before_poll();
         #[cfg(feature = "tokio")]
-        let _io = bridge_tokio::__enter_cpu_poll(bridge_tokio::IoRuntime::global().handle());
+        let _io = bridge_tokio::IoRuntime::global().enter();
         self.poll_and_settle();
-        bridge_core::__courtesy::after_poll();
+        crate::courtesy::after_poll();
     }
 
     /// [`poll_once`](Self::poll_once)'s poll, and what its outcome changes.
@@ -428,7 +428,7 @@ where
 
 /// A future task as its `Task` sees it: the rules of the closure's job (see `job_claim.rs`),
 /// for the one poll queued at a time.
-impl<F> __Work for FutureTask<F>
+impl<F> task::Runner for FutureTask<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

@@ -32,7 +32,7 @@ use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
 use crate::sync::Mutex;
 use crate::sync::{AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use bridge_core::oneshot::{RecvError, TryRecvError};
-use bridge_core::{__Cell, __Work};
+use bridge_core::task::{Cell, Runner};
 use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -170,7 +170,7 @@ where
     }
 }
 
-impl<F, T> __Cell<T> for Job<F, T>
+impl<F, T> Cell<T> for Job<F, T>
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
@@ -256,7 +256,7 @@ impl<F, T> Job<F, T> {
 /// of another pool) would run the job where `spawn` did not promise it (see `home.rs`), and
 /// the pool's threads take it there. Nor while a tokio runtime is entered on the waiter's
 /// thread, where a job that starts a runtime of its own would panic.
-impl<F, T> __Work for Job<F, T>
+impl<F, T> Runner for Job<F, T>
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,

@@ -93,8 +93,13 @@
 //! });
 //! assert_eq!(task.wait(), 42);
 //! ```
-#![forbid(unsafe_code)]
+// The OS calls of `os.rs` are the crate's only `unsafe` code.
+#![deny(unsafe_code)]
 
+// Under loom nothing yields and no slice is asked for: the courtesy's clock and OS calls go
+// unused there.
+#[cfg_attr(bridge_loom, allow(dead_code))]
+mod courtesy;
 mod coverage_arms;
 mod future_task;
 mod home;
@@ -102,7 +107,11 @@ mod job;
 mod job_claim;
 mod limit;
 mod metrics;
+#[allow(unsafe_code)]
+#[cfg_attr(bridge_loom, allow(dead_code))]
+mod os;
 mod priority;
+pub mod settings;
 mod spawn;
 mod stall;
 #[cfg(not(bridge_loom))]

@@ -265,7 +265,7 @@ pub fn metrics() -> CpuMetrics {
         queue_wait: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
             counts[WAIT + k]
         })),
-        yielded: bridge_core::__courtesy::yields(),
+        yielded: crate::courtesy::yields(),
         stalled_waits: counts[STALLED],
     }
 }

@@ -80,10 +80,10 @@ pub fn lower_thread_priority(nice: u8) -> io::Result<()> {
     let nice = i32::from(nice);
     // A thread at this nice value or a higher one already runs this late or later: setting
     // `nice` would raise its priority (allowed with the privilege, e.g. as root).
-    if bridge_core::__os::thread_nice()? >= nice {
+    if crate::os::thread_nice()? >= nice {
         return Ok(());
     }
-    bridge_core::__os::set_thread_nice(nice)
+    crate::os::set_thread_nice(nice)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn the_pool_threads_run_at_the_nice_value_and_the_caller_does_not() {
-        let before = bridge_core::__os::thread_nice().unwrap();
+        let before = crate::os::thread_nice().unwrap();
         // Lower than this process runs at already (a lower one could not be set back).
         let nice = u8::try_from((before + 10).clamp(1, 19)).unwrap();
         let pool = rayon::ThreadPoolBuilder::new()
@@ -100,19 +100,19 @@ mod tests {
             .start_handler(move |_| lower_thread_priority(nice).unwrap())
             .build()
             .unwrap();
-        let nices = pool.broadcast(|_| bridge_core::__os::thread_nice().unwrap());
+        let nices = pool.broadcast(|_| crate::os::thread_nice().unwrap());
         assert_eq!(nices, [i32::from(nice); 2]);
-        assert_eq!(bridge_core::__os::thread_nice().unwrap(), before);
+        assert_eq!(crate::os::thread_nice().unwrap(), before);
     }
 
     #[test]
     fn a_thread_already_nicer_is_left_as_it_is() {
         std::thread::spawn(|| {
             lower_thread_priority(19).unwrap();
-            assert_eq!(bridge_core::__os::thread_nice().unwrap(), 19);
+            assert_eq!(crate::os::thread_nice().unwrap(), 19);
             // Setting 10 would raise the thread's priority (allowed with the privilege).
             lower_thread_priority(10).unwrap();
-            assert_eq!(bridge_core::__os::thread_nice().unwrap(), 19);
+            assert_eq!(crate::os::thread_nice().unwrap(), 19);
         })
         .join()
         .unwrap();
@@ -120,12 +120,12 @@ mod tests {
 
     #[test]
     fn zero_and_values_past_19_are_refused() {
-        let before = bridge_core::__os::thread_nice().unwrap();
+        let before = crate::os::thread_nice().unwrap();
         for nice in [0, 20, 255] {
             let refused = lower_thread_priority(nice).unwrap_err();
             assert_eq!(refused.kind(), io::ErrorKind::InvalidInput, "nice {nice}");
         }
         // Nothing was changed.
-        assert_eq!(bridge_core::__os::thread_nice().unwrap(), before);
+        assert_eq!(crate::os::thread_nice().unwrap(), before);
     }
 }

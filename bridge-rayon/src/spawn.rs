@@ -241,8 +241,9 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
         S::Item: Send + 'static,
     {
         let (pump, unstarted) =
-            bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Cpu);
+            bridge_core::stream::start(crate::stream::Courteous(Box::pin(stream)), bound);
         // Dropping the task (with the crossing) cancels the pump on the pool.
+        let pump = crate::stream::ending_as_it_ended(pump);
         unstarted.with_producer(Some(self.spawn_future_task(pump)))
     }
 }

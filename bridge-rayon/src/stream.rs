@@ -2,8 +2,9 @@
 //! [`ThreadPoolExt::spawn_stream`](crate::ThreadPoolExt::spawn_stream) (a pool of yours).
 
 use bridge_core::stream::Crossing;
-use bridge_core::stream::{__Side, __start};
 use futures_core::Stream;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// Drives `stream` on rayon's global pool, one poll per wake-up as a rayon job, and returns
 /// a [`Crossing`] that yields its items, in order, on any executor.
@@ -33,6 +34,36 @@ where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
 {
-    let (pump, unstarted) = __start(stream, bound, __Side::Cpu);
-    unstarted.with_producer(Some(crate::spawn_future(pump)))
+    let (pump, unstarted) = bridge_core::stream::start(Courteous(Box::pin(stream)), bound);
+    unstarted.with_producer(Some(crate::spawn_future(ending_as_it_ended(pump))))
+}
+
+/// The payload of the panic a pump on the pool ends with when its stream panicked (the
+/// stream's own payload went to the consumer).
+const PANICKED: &str = "bridge::stream: the stream panicked (its payload went to the consumer)";
+
+/// The pump as the pool's future task: a stream that panicked ends it as a panicking poll,
+/// so that the pool's metrics count the panic; a resumed panic reaches no panic hook.
+pub(crate) async fn ending_as_it_ended(pump: impl Future<Output = bool>) {
+    if pump.await {
+        std::panic::resume_unwind(Box::new(PANICKED));
+    }
+}
+
+/// A stream polled on the pool: with the courtesy on (see `courtesy.rs`), a long poll of it
+/// (a batch decoded) is followed by a yield of its thread's CPU.
+pub(crate) struct Courteous<S>(pub(crate) Pin<Box<S>>);
+
+impl<S: Stream> Stream for Courteous<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let polled = self.0.as_mut().poll_next(cx);
+        crate::courtesy::after_poll();
+        polled
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
 }

@@ -21,5 +21,5 @@ where
     crate::stall::watch_workers();
     let job = Job::new(f, crate::metrics::spawned(), home);
     let pool_job = PoolJob::new(Arc::clone(&job));
-    (Task::__with_cell(job), move || pool_job.run())
+    (bridge_core::task::with_cell(job), move || pool_job.run())
 }

@@ -74,9 +74,7 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
         common::drain(&pool);
         assert_eq!(yielded() - before, 0, "yields with the courtesy off");
 
-        bridge_core::configure()
-            .yield_after_long_polls(true)
-            .apply();
+        bridge_rayon::settings::set_yield_after_long_polls(true);
         // 10 polls of 2 ms each: each ends past the threshold.
         let before = yielded();
         pool.spawn_future_task(Polls {
@@ -127,8 +125,6 @@ fn long_polls_and_long_items_yield_and_short_ones_back_to_back_do_not() {
             short_items < 100,
             "{short_items} yields after 10,000 short items"
         );
-        bridge_core::configure()
-            .yield_after_long_polls(false)
-            .apply();
+        bridge_rayon::settings::set_yield_after_long_polls(false);
     });
 }

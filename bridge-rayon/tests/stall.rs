@@ -15,10 +15,8 @@ use std::time::Duration;
 #[test]
 fn a_wait_for_a_task_that_never_starts_is_counted_at_the_threshold() {
     watchdog(|| {
-        let previous = bridge_core::configure();
-        bridge_core::configure()
-            .stall_warning(Duration::from_millis(100))
-            .apply();
+        let previous = bridge_core::settings::stall_warning();
+        bridge_core::settings::set_stall_warning(Duration::from_millis(100));
         let pool = pool(1);
         let hold = gate(&pool);
         let before = bridge_rayon::metrics().stalled_waits;
@@ -32,6 +30,6 @@ fn a_wait_for_a_task_that_never_starts_is_counted_at_the_threshold() {
         let prompt = bridge_rayon::metrics().stalled_waits;
         assert_eq!(pool.spawn_task(|| 8).wait(), 8);
         assert_eq!(bridge_rayon::metrics().stalled_waits, prompt);
-        previous.apply();
+        bridge_core::settings::set_stall_warning(previous);
     });
 }

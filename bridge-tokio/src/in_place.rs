@@ -35,10 +35,8 @@ use tokio::task::unconstrained;
 /// would have stayed on this thread (no runtime entered, or only one of the bridge's own
 /// poll loops), the thread is marked as a free loop's, so that a call nested in
 /// the poll still stays on this thread (where a waiter runs the CPU work it waits for)
-/// instead of going to a handoff worker. Used by bridge-rayon (its future tasks' polls).
-#[doc(hidden)]
-#[must_use = "the handle is entered until the guard is dropped"]
-pub fn __enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
+/// instead of going to a handoff worker. See [`IoRuntime::enter`](crate::IoRuntime::enter).
+pub(crate) fn enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
     let free = matches!(ambient(), Ambient::None | Ambient::MultiThread(_)).then(MarkFree::new);
     (free, handle.enter())
 }
@@ -75,11 +73,11 @@ pub(crate) fn poll_loop<F: Future>(
     let _context = handle.enter();
     let polled = panic::catch_unwind(AssertUnwindSafe(|| match deadline {
         None => Some(bridge_core::block_on(future)),
-        Some(deadline) => bridge_core::__block_on_deadline(future, deadline),
+        Some(deadline) => bridge_core::block_on_deadline(future, deadline),
     }));
     match polled {
         Ok(Some(output)) => Ok(output),
-        Ok(None) => Err(Error::__timed_out(false)),
+        Ok(None) => Err(Error::timed_out()),
         Err(payload) => Err(shutdown::classify(payload)),
     }
 }

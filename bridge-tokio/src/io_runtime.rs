@@ -130,6 +130,29 @@ impl IoRuntime {
         &self.handle
     }
 
+    /// Enters this runtime on the calling thread until the guard is dropped, as tokio's
+    /// `Runtime::enter` does, for a poll made on a thread of a CPU pool: tokio's timers and
+    /// sockets made meanwhile belong to this runtime, and a `run_blocking` nested meanwhile
+    /// on a thread that no runtime had entered runs its future here, where a waiter runs the
+    /// CPU work it waits for, instead of handing it to a thread of the bridge.
+    /// `bridge::cpu::spawn_future` enters the shared runtime this way around every poll.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let io = bridge::rt::IoRuntime::global();
+    /// let _entered = io.enter();
+    /// // A timer needs a runtime entered to be made; this one's workers drive it.
+    /// let nap = tokio::time::sleep(Duration::from_millis(1));
+    /// bridge::block_on(nap);
+    /// ```
+    #[must_use = "the runtime is entered until the guard is dropped"]
+    pub fn enter(&self) -> impl Sized + '_ {
+        crate::in_place::enter_cpu_poll(&self.handle)
+    }
+
     /// Runs `future` as a task of this runtime and returns the handle on it, from any
     /// context: [`spawn_io`](crate::spawn_io) on this runtime instead of the shared one. See
     /// [`Task`] for the ways to take the output; dropping the task aborts the future.

@@ -3,7 +3,8 @@
 use crate::context::{Ambient, ambient};
 use crate::shutdown;
 use bridge_core::oneshot::{self, Sender};
-use bridge_core::{__Outcome, __Work, __contain as contain, Error, Task};
+use bridge_core::task::{self, Outcome, Runner};
+use bridge_core::{Error, Task};
 use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::{self, AssertUnwindSafe, Location};
@@ -31,7 +32,7 @@ where
         abort: task.abort_handle(),
         handle: handle.clone(),
     };
-    Task::__new(rx, Arc::new(work))
+    task::new(rx, Arc::new(work))
 }
 
 /// The tokio task: polls `future` inside `catch_unwind`, each poll timed and watched (see
@@ -39,7 +40,7 @@ where
 /// output finds everything the future owned dropped.
 async fn run<F: Future>(
     future: F,
-    tx: Sender<__Outcome<F::Output>>,
+    tx: Sender<Outcome<F::Output>>,
     site: &'static Location<'static>,
 ) {
     let mut slot = pin!(Some(future));
@@ -67,16 +68,26 @@ async fn run<F: Future>(
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| slot.set(None))) {
         match outcome {
             Ok(output) => {
-                contain(move || drop(output));
+                drop_quietly(output);
                 outcome = Err(payload);
             }
-            Err(_) => contain(move || drop(payload)),
+            Err(_) => drop_quietly(payload),
         }
     }
     if let Err(unwanted) = tx.send(outcome) {
         // Nobody waits (the Task was dropped as the future finished): the output and its
         // destructor stay here, on the runtime's worker, whatever they do.
-        contain(move || drop(unwanted));
+        drop_quietly(unwanted);
+    }
+}
+
+/// Drops `value`, containing a panic from its destructor (and from dropping that panic's
+/// payload): a user's value dropped on the bridge's own path never unwinds a worker.
+fn drop_quietly<V>(value: V) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        if let Err(second) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(second);
+        }
     }
 }
 
@@ -86,7 +97,7 @@ struct IoWork {
     handle: Handle,
 }
 
-impl __Work for IoWork {
+impl Runner for IoWork {
     fn cancel(&self) {
         self.abort.abort();
     }

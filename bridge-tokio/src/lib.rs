@@ -117,6 +117,7 @@ mod io_task;
 mod iter_blocking;
 mod metrics;
 mod run;
+pub mod settings;
 mod shutdown;
 #[cfg(not(bridge_loom))]
 pub mod stream;
@@ -131,8 +132,6 @@ pub use handoff::__loom_handoff;
 #[cfg(bridge_loom)]
 #[doc(hidden)]
 pub use handoff::pool::{__loom_fail_spawns, Pool as __LoomPool};
-#[doc(hidden)]
-pub use in_place::__enter_cpu_poll;
 pub use io_runtime::{IoRuntime, spawn_io};
 
 pub use context::{Route, route};

@@ -97,6 +97,6 @@ pub(crate) fn classify(payload: Box<dyn Any + Send + 'static>) -> Error {
     if message(&*payload).is_some_and(|message| message.starts_with(SHUTDOWN_PANIC)) {
         crate::trace::lost()
     } else {
-        Error::__panicked(payload)
+        Error::panicked(payload)
     }
 }

@@ -98,8 +98,10 @@ impl IoRuntime {
         S: Stream + Send + 'static,
         S::Item: Send + 'static,
     {
-        let (pump, unstarted) =
-            bridge_core::stream::__start(stream, bound, bridge_core::stream::__Side::Io);
-        unstarted.with_producer(Some(self.spawn(pump)))
+        let (pump, unstarted) = bridge_core::stream::start(stream, bound);
+        // A panic of the stream went to the consumer; the I/O task itself ends normally.
+        unstarted.with_producer(Some(self.spawn(async move {
+            pump.await;
+        })))
     }
 }

@@ -37,7 +37,7 @@ pub(crate) fn instrument<F: Future>(future: F) -> F {
 pub(crate) fn lost() -> Error {
     #[cfg(feature = "tracing")]
     log_lost();
-    Error::__lost()
+    Error::lost()
 }
 
 /// An unavailable [`Error`], logged (error) where it is made: no thread or runtime
@@ -45,7 +45,7 @@ pub(crate) fn lost() -> Error {
 pub(crate) fn unavailable(error: std::io::Error) -> Error {
     #[cfg(feature = "tracing")]
     log_unavailable(&error);
-    Error::__unavailable(error)
+    Error::unavailable(error)
 }
 
 #[cfg(feature = "tracing")]

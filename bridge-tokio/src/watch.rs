@@ -108,7 +108,7 @@ fn start_watcher() {
                 loop {
                     std::thread::sleep(TICK);
                     let now = Instant::now();
-                    let slow = bridge_core::__config::slow_poll();
+                    let slow = crate::settings::slow_poll();
                     if slow == Duration::MAX {
                         // The watch is off: nothing to name, no probe to wake.
                         sleep_until_woken(&mut seen);
@@ -149,7 +149,7 @@ fn sleep_until_woken(seen: &mut Seen) {
     // poll and watch order this store before their load (see above); the flag publishes
     // nothing else.
     ASLEEP.store(true, Ordering::Relaxed);
-    let slow = bridge_core::__config::slow_poll();
+    let slow = crate::settings::slow_poll();
     let busy = slow != Duration::MAX && {
         let polls = seen.polls;
         let busy_now = look(Instant::now(), slow, seen);
@@ -172,7 +172,7 @@ fn sleep_until_woken(seen: &mut Seen) {
 fn wake_watcher() {
     // ORDERING: Relaxed: see `sleep_until_woken`. The swap elects one waker.
     if ASLEEP.load(Ordering::Relaxed)
-        && bridge_core::__config::slow_poll() != Duration::MAX
+        && crate::settings::slow_poll() != Duration::MAX
         && ASLEEP.swap(false, Ordering::Relaxed)
     {
         if let Some(watcher) = WATCHER.get() {
@@ -243,7 +243,7 @@ impl Drop for End {
         } else {
             None
         };
-        let slow = bridge_core::__config::slow_poll();
+        let slow = crate::settings::slow_poll();
         if let Some(running) = running.filter(|running| !running.reported && took >= slow) {
             slow_poll(running.site, took, false);
         }
@@ -476,7 +476,7 @@ impl Future for ProbeTask {
             this.turn = None;
         }
         let now = Instant::now();
-        let slow = bridge_core::__config::slow_poll();
+        let slow = crate::settings::slow_poll();
         let mut state = lock(&this.probe.state);
         if let Some(woken) = state.woken.take() {
             let late = now.saturating_duration_since(woken);

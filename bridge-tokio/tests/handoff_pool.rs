@@ -64,9 +64,7 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 
 /// Short idle time, and no worker left from an earlier test.
 fn empty_pool() {
-    bridge_core::configure()
-        .handoff_keep_alive(Duration::from_millis(50))
-        .apply();
+    bridge_tokio::settings::set_handoff_keep_alive(Duration::from_millis(50));
     wait_until("the earlier workers to retire", || workers() == 0);
     wait_until("their threads to end", || handoff_threads() == 0);
 }
@@ -87,7 +85,7 @@ fn two_thousand_callers_share_eight_threads() {
     const CAP: usize = 8;
     let _serial = serial();
     empty_pool();
-    bridge_core::configure().handoff_threads(CAP).apply();
+    bridge_tokio::settings::set_handoff_threads(CAP);
 
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -130,7 +128,7 @@ fn two_thousand_callers_share_eight_threads() {
     );
     // The cap was reached: calls queued.
     assert!(peak_queued > 0, "no call ever queued");
-    bridge_core::configure().handoff_threads(512).apply();
+    bridge_tokio::settings::set_handoff_threads(512);
 }
 
 /// With the cap at 1, a handed-off future builds a current-thread runtime on the handoff
@@ -140,7 +138,7 @@ fn two_thousand_callers_share_eight_threads() {
 fn nested_handoff_does_not_wait_for_the_pool() {
     let _serial = serial();
     empty_pool();
-    bridge_core::configure().handoff_threads(1).apply();
+    bridge_tokio::settings::set_handoff_threads(1);
     let (value, workers_inside) = watchdog(60, || {
         hand_off(async {
             // On the handoff thread: leave the I/O runtime's context to start a runtime.
@@ -156,7 +154,7 @@ fn nested_handoff_does_not_wait_for_the_pool() {
     });
     assert_eq!(value, 5);
     assert_eq!(workers_inside, 2, "the inner call runs on a second thread");
-    bridge_core::configure().handoff_threads(512).apply();
+    bridge_tokio::settings::set_handoff_threads(512);
 }
 
 /// With the cap at 1 and its thread held by a first call, the next calls queue and then run
@@ -166,7 +164,7 @@ fn queued_calls_run_in_fifo_order() {
     const QUEUED: usize = 8;
     let _serial = serial();
     empty_pool();
-    bridge_core::configure().handoff_threads(1).apply();
+    bridge_tokio::settings::set_handoff_threads(1);
     let order = Arc::new(Mutex::new(Vec::new()));
     let (release, gate) = mpsc::channel::<()>();
 
@@ -197,7 +195,7 @@ fn queued_calls_run_in_fifo_order() {
         caller.join().expect("the caller");
     }
     assert_eq!(*order.lock().unwrap(), (0..=QUEUED).collect::<Vec<_>>());
-    bridge_core::configure().handoff_threads(512).apply();
+    bridge_tokio::settings::set_handoff_threads(512);
 }
 
 /// A worker retires once idle for the idle time: the pool's count and the kernel's list of
@@ -218,14 +216,14 @@ struct Cap;
 
 impl Cap {
     fn set(max: usize) -> Cap {
-        bridge_core::configure().handoff_threads(max).apply();
+        bridge_tokio::settings::set_handoff_threads(max);
         Cap
     }
 }
 
 impl Drop for Cap {
     fn drop(&mut self) {
-        bridge_core::configure().handoff_threads(512).apply();
+        bridge_tokio::settings::set_handoff_threads(512);
     }
 }
 

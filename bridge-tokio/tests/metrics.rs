@@ -22,7 +22,7 @@ const IDLE: Duration = Duration::from_millis(300);
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    bridge_core::configure().handoff_keep_alive(IDLE).apply();
+    bridge_tokio::settings::set_handoff_keep_alive(IDLE);
     wait_until("the earlier handoff threads to retire", || {
         bridge_tokio::metrics().handoff_threads_alive == 0
     });
@@ -187,8 +187,8 @@ fn handoff_threads_alive_idle_and_peak_follow_a_burst() {
 #[test]
 fn calls_waiting_for_the_cap_count_as_queued() {
     let _serial = serial();
-    let before = bridge_core::configure();
-    bridge_core::configure().handoff_threads(1).apply();
+    let cap = bridge_tokio::settings::handoff_threads();
+    bridge_tokio::settings::set_handoff_threads(1);
     let hold = Arc::new(Barrier::new(2));
     // The first call takes the only thread and holds it.
     let first = held_handoffs(1, &hold);
@@ -213,6 +213,6 @@ fn calls_waiting_for_the_cap_count_as_queued() {
     for caller in queued {
         assert_eq!(caller.join().unwrap(), 5);
     }
-    before.apply();
+    bridge_tokio::settings::set_handoff_threads(cap);
     assert_eq!(bridge_tokio::metrics().handoff_queued, 0);
 }

@@ -31,15 +31,15 @@ struct Threshold(Duration);
 
 impl Threshold {
     fn set(threshold: Duration) -> Self {
-        let before = bridge_core::configure().stall_warning;
-        bridge_core::configure().stall_warning(threshold).apply();
+        let before = bridge_core::settings::stall_warning();
+        bridge_core::settings::set_stall_warning(threshold);
         Self(before)
     }
 }
 
 impl Drop for Threshold {
     fn drop(&mut self) {
-        bridge_core::configure().stall_warning(self.0).apply();
+        bridge_core::settings::set_stall_warning(self.0);
     }
 }
 

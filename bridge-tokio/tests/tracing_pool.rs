@@ -14,7 +14,7 @@ fn pool_growth_and_a_burst_of_queued_calls_are_logged() {
     // The pool of this binary starts empty, and this is its only test. At a cap of one
     // thread, a call that holds the only worker and three more behind it: the queue goes
     // from empty to non-empty once, so one event.
-    bridge_core::configure().handoff_threads(1).apply();
+    bridge_tokio::settings::set_handoff_threads(1);
     let (release, hold) = tokio::sync::oneshot::channel::<()>();
     let holder = std::thread::spawn(move || {
         current_thread().block_on(async move {
@@ -45,7 +45,7 @@ fn pool_growth_and_a_burst_of_queued_calls_are_logged() {
     for caller in queued {
         assert_eq!(caller.join().unwrap(), 1);
     }
-    bridge_core::configure().handoff_threads(512).apply();
+    bridge_tokio::settings::set_handoff_threads(512);
     let bursts: Vec<_> = seen_prefix("handoff pool at its cap")
         .into_iter()
         .filter(|seen| seen.span == Some("queued_caller"))

@@ -97,12 +97,12 @@ fn a_dedicated_io_runtime_is_watched_too_and_off_means_off() {
     io.spawn(hold(Duration::from_millis(40))).wait();
     assert_eq!(metrics().slow_polls - before, 1);
 
-    let config = bridge_core::configure();
-    bridge_core::configure().slow_poll(Duration::MAX).apply();
+    let previous = bridge_tokio::settings::slow_poll();
+    bridge_tokio::settings::set_slow_poll(Duration::MAX);
     let before = metrics().slow_polls;
     io.spawn(hold(Duration::from_millis(40))).wait();
     assert_eq!(metrics().slow_polls, before, "off: nothing named");
-    config.apply();
+    bridge_tokio::settings::set_slow_poll(previous);
 }
 
 #[test]

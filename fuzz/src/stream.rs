@@ -1,7 +1,7 @@
 //! Fuzz body (4): the buffer of a `bridge::stream` crossing, both sides driven step by step
 //! on this thread, against a sequential model.
 //!
-//! The producer side is the crossing's real pump (from the hidden `bridge_core::stream::__start`,
+//! The producer side is the crossing's real pump (from `bridge_core::stream::start`,
 //! which builds a crossing without spawning its producer) over a scripted stream; the
 //! consumer side is the real [`Crossing`] (or its `catch_unwind` form). The first byte picks
 //! the bound (`byte % 5`) and the consumer's form (`byte & 8`); then each byte picks an
@@ -31,7 +31,6 @@
 
 use crate::{Drops, Expected, Input, Tracked, is_expected};
 use bridge::stream::Crossing;
-use bridge_core::stream::__Side;
 use futures::Stream;
 use futures::stream::FusedStream;
 use std::collections::VecDeque;
@@ -282,7 +281,7 @@ pub fn run(data: &[u8]) {
         drops: Arc::clone(&drops),
         _alive: Tracked::new(STREAM_ID, &drops),
     };
-    let (pump, unstarted) = bridge_core::stream::__start(stream, bound, __Side::Io);
+    let (pump, unstarted) = bridge_core::stream::start(stream, bound);
     let crossing = unstarted.with_producer(None);
     assert_eq!(crossing.bound(), bound);
     let mut world = World {
@@ -324,7 +323,7 @@ pub fn run(data: &[u8]) {
     world.finish();
 }
 
-type Pump = Pin<Box<dyn Future<Output = ()> + Send>>;
+type Pump = Pin<Box<dyn Future<Output = bool> + Send>>;
 
 struct World {
     model: Model,
@@ -417,6 +416,15 @@ impl World {
             "step {step}: the pump's poll (model {:?})",
             self.model
         );
+        if let Poll::Ready(panicked) = polled {
+            // The pump says whether its stream panicked, as the model ended it.
+            assert_eq!(
+                panicked,
+                matches!(self.model.end, End::Panicked),
+                "step {step}: the pump's output (model {:?})",
+                self.model
+            );
+        }
         let left = self.script.lock().unwrap().next.len();
         assert_eq!(
             scripted.len().saturating_sub(used),

@@ -1369,18 +1369,30 @@ fn slices_note() -> String {
         Ok(None) => "none reported (a kernel before Linux 6.12)".to_owned(),
         Err(e) => format!("not read ({e})"),
     };
-    let pool = bridge::cpu::spawn_future(async { bridge_core::__os::thread_slice() }).wait();
-    let plain = thread::spawn(bridge_core::__os::thread_slice)
+    let pool = bridge::cpu::spawn_future(async { thread_slice() }).wait();
+    let plain = thread::spawn(thread_slice)
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the reading thread panicked")));
     format!(
-        "Time slices (`sched_getattr`): a thread of rayon's global pool, after the bridge's \
+        "Time slices (`se.slice` in /proc/thread-self/sched): a thread of rayon's global pool, after the bridge's \
          polls ran there, {}; a plain thread, as every thread of the other variants, {}. The \
          slice changes who runs first among threads that want a CPU, not their shares: a \
          thread at the default slice that wakes preempts one with a longer slice.",
         shown(pool),
         shown(plain),
     )
+}
+
+/// This thread's time slice, from the kernel's `se.slice` (nanoseconds) in
+/// `/proc/thread-self/sched`: `None` where the kernel reports none (before Linux 6.12).
+fn thread_slice() -> io::Result<Option<Duration>> {
+    let sched = std::fs::read_to_string("/proc/thread-self/sched")?;
+    Ok(sched.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "se.slice")
+            .then(|| value.trim().parse().ok().map(Duration::from_nanos))
+            .flatten()
+    }))
 }
 
 /// Why a lower priority for the CPU side is the experiment, and what it isolates.

@@ -123,11 +123,11 @@ impl<T> Crossing<T> {
             }
             Next::Panicked(payload) => {
                 self.terminated = true;
-                Some(Err(crate::Error::__panicked(payload)))
+                Some(Err(crate::Error::panicked(payload)))
             }
             Next::Lost => {
                 self.terminated = true;
-                Some(Err(crate::Error::__lost()))
+                Some(Err(crate::Error::lost()))
             }
         })
     }

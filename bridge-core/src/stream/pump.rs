@@ -14,20 +14,10 @@ use std::task::{Context, Poll};
 /// keeps making room, would otherwise hold its thread for good.
 const ITEMS_PER_POLL: usize = 64;
 
-/// The payload of the panic a CPU-side pump ends with when its stream panicked (the
-/// stream's own payload goes to the consumer).
-const PANICKED: &str = "bridge::stream: the stream panicked (its payload went to the consumer)";
-
 /// The future that drives `stream` into `buffer`. It owns the stream and drops it when it
-/// returns (the stream ended or panicked, or the consumer is gone) or is dropped.
-///
-/// The CPU side's pump (`cpu_side`) tells `__courtesy` of the end of each item's poll: with
-/// the courtesy on, a long one (a batch decoded) is followed by a yield of its thread's CPU.
-pub(crate) fn pump<S>(
-    stream: S,
-    buffer: Arc<Buffer<S::Item>>,
-    cpu_side: bool,
-) -> impl Future<Output = ()> + Send
+/// returns (the stream ended or panicked, or the consumer is gone) or is dropped. Its output:
+/// whether the stream panicked (its payload went to the consumer).
+pub(crate) fn pump<S>(stream: S, buffer: Arc<Buffer<S::Item>>) -> impl Future<Output = bool> + Send
 where
     S: Stream + Send + 'static,
     S::Item: Send + 'static,
@@ -39,7 +29,7 @@ where
     async move {
         let lost = lost;
         let mut stream = pin!(stream);
-        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, cpu_side, cx)).await;
+        poll_fn(|cx| poll_pump(stream.as_mut(), &lost.0, cx)).await
     }
 }
 
@@ -55,48 +45,38 @@ impl<T> Drop for Lost<T> {
 fn poll_pump<S: Stream>(
     mut stream: Pin<&mut S>,
     buffer: &Buffer<S::Item>,
-    cpu_side: bool,
     cx: &mut Context<'_>,
-) -> Poll<()> {
+) -> Poll<bool> {
     for _ in 0..ITEMS_PER_POLL {
         match buffer.reserve(cx.waker()) {
             Reserve::Room => {}
             Reserve::Full => return Poll::Pending,
-            Reserve::Gone => return Poll::Ready(()),
+            Reserve::Gone => return Poll::Ready(false),
         }
         // The stream is not used again after a panic: the pump returns and drops it.
         let polled = panic::catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)));
-        if cpu_side {
-            crate::__courtesy::after_poll();
-        }
         match polled {
             Ok(Poll::Ready(Some(item))) => {
                 if let Err(item) = buffer.push(item) {
                     // The consumer left while the item was made: dropped here, where it was.
                     drop(item);
-                    return Poll::Ready(());
+                    return Poll::Ready(false);
                 }
             }
             Ok(Poll::Ready(None)) => {
                 buffer.close(End::Finished);
-                return Poll::Ready(());
+                return Poll::Ready(false);
             }
             Ok(Poll::Pending) => {
                 return if buffer.park(cx.waker()) {
                     Poll::Pending
                 } else {
-                    Poll::Ready(())
+                    Poll::Ready(false)
                 };
             }
             Err(payload) => {
                 buffer.close(End::Panicked(Some(payload)));
-                if cpu_side {
-                    // The CPU side's pump ends as a panicking poll, so that the rayon task
-                    // running it counts the panic in its metrics; the payload went to the
-                    // consumer, and a resumed panic reaches no panic hook.
-                    panic::resume_unwind(Box::new(PANICKED));
-                }
-                return Poll::Ready(());
+                return Poll::Ready(true);
             }
         }
     }

@@ -62,7 +62,7 @@ pub(crate) fn recv_until<R>(
 #[cfg(not(bridge_loom))]
 #[inline]
 fn threshold_from_now() -> Option<(Duration, Instant)> {
-    let threshold = bridge_core::__config::stall_warning();
+    let threshold = bridge_core::settings::stall_warning();
     Some((threshold, Instant::now().checked_add(threshold)?))
 }
 
@@ -153,7 +153,11 @@ pub(crate) fn timed_out() -> Error {
     let stalled = caller_runtime_stalled();
     #[cfg(bridge_loom)]
     let stalled = false;
-    Error::__timed_out(stalled)
+    if stalled {
+        Error::timed_out_stalling_current_thread()
+    } else {
+        Error::timed_out()
+    }
 }
 
 #[cfg(all(test, not(bridge_loom)))]
@@ -173,10 +177,8 @@ mod tests {
         let _serial = SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = bridge_core::configure();
-        bridge_core::configure()
-            .stall_warning(Duration::from_millis(100))
-            .apply();
+        let previous = bridge_core::settings::stall_warning();
+        bridge_core::settings::set_stall_warning(Duration::from_millis(100));
         context(&|| {
             let before = crate::metrics().stalled_handoffs;
             let slow = async { tokio::time::sleep(Duration::from_secs(60)).await };
@@ -187,7 +189,7 @@ mod tests {
             let added = crate::metrics().stalled_handoffs - before;
             (added, err.to_string().contains("current-thread runtime"))
         });
-        previous.apply();
+        bridge_core::settings::set_stall_warning(previous);
     }
 
     #[test]

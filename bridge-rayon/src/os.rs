@@ -1,17 +1,16 @@
 //! What the OS offers that std does not, for the bridge crates: one thread's scheduling
 //! priority, and its time slice.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
-//! bridge-rayon; the public
-//! form of the priority is `bridge_rayon::lower_thread_priority`, and the CPU side asks for a
-//! long slice on its own (`__courtesy`).
+//! The public form of the priority is [`lower_thread_priority`](crate::lower_thread_priority);
+//! the CPU side asks for a long slice on its own (`courtesy.rs`). The only `unsafe` code of
+//! this crate: each block says why it is sound (`// SAFETY:`).
 
 use std::io;
 use std::time::Duration;
 
 /// The longest time slice Linux grants a thread that asks for one (`sched_setattr`'s
 /// `sched_runtime` for the fair class, bounded by the kernel to 0.1-100 ms).
-pub const MAX_SLICE: Duration = Duration::from_millis(100);
+pub(crate) const MAX_SLICE: Duration = Duration::from_millis(100);
 
 /// The error of a call this module makes only where the OS offers it.
 fn unsupported(why: &'static str) -> io::Error {
@@ -39,21 +38,7 @@ fn zero_or_errno(returned: libc::c_long) -> io::Result<()> {
 /// - [`io::ErrorKind::Unsupported`] off Linux;
 /// - the OS's error otherwise, e.g. `PermissionDenied` for a value below the current one
 ///   without the privilege to raise a priority.
-///
-/// # Examples
-///
-/// ```
-/// use bridge_core::__os::{set_thread_nice, thread_nice};
-///
-/// std::thread::spawn(|| {
-///     if set_thread_nice(10).is_ok() {
-///         assert_eq!(thread_nice().unwrap(), 10);
-///     }
-/// })
-/// .join()
-/// .unwrap();
-/// ```
-pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+pub(crate) fn set_thread_nice(nice: i32) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `setpriority` takes no pointers and has no preconditions: a bad argument
@@ -76,14 +61,7 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
 /// # Errors
 ///
 /// [`io::ErrorKind::Unsupported`] off Linux; the OS's error if `getpriority` fails.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(target_os = "linux")]
-/// assert!((-20..=19).contains(&bridge_core::__os::thread_nice().unwrap()));
-/// ```
-pub fn thread_nice() -> io::Result<i32> {
+pub(crate) fn thread_nice() -> io::Result<i32> {
     #[cfg(target_os = "linux")]
     {
         // -1 is both a nice value and the error return: errno tells them apart, so it is
@@ -164,16 +142,8 @@ fn sched_attr() -> io::Result<SchedAttr> {
 /// # Errors
 ///
 /// [`io::ErrorKind::Unsupported`] off Linux; the OS's error if `sched_getattr` fails.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(target_os = "linux")]
-/// if let Some(slice) = bridge_core::__os::thread_slice().unwrap() {
-///     assert!(slice <= bridge_core::__os::MAX_SLICE);
-/// }
-/// ```
-pub fn thread_slice() -> io::Result<Option<Duration>> {
+#[cfg(test)]
+pub(crate) fn thread_slice() -> io::Result<Option<Duration>> {
     #[cfg(target_os = "linux")]
     {
         let attr = sched_attr()?;
@@ -206,24 +176,7 @@ pub fn thread_slice() -> io::Result<Option<Duration>> {
 ///   (`SCHED_OTHER`, `SCHED_BATCH`: a real-time thread's attributes are left alone), or for
 ///   one at a negative nice value;
 /// - the OS's error if `sched_getattr` or `sched_setattr` fails.
-///
-/// # Examples
-///
-/// ```
-/// use bridge_core::__os::{set_thread_slice, thread_slice, MAX_SLICE};
-///
-/// std::thread::spawn(|| {
-///     let before = thread_slice();
-///     if set_thread_slice(MAX_SLICE).is_ok() {
-///         // A kernel before 6.12 reports no slice; a later one the slice asked for.
-///         let after = thread_slice().unwrap();
-///         assert!(after.is_none() || after == Some(MAX_SLICE), "{before:?} -> {after:?}");
-///     }
-/// })
-/// .join()
-/// .unwrap();
-/// ```
-pub fn set_thread_slice(slice: Duration) -> io::Result<()> {
+pub(crate) fn set_thread_slice(slice: Duration) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         let now = sched_attr()?;

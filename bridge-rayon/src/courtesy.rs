@@ -3,9 +3,8 @@
 //! ran long, the pool thread yields its CPU to the OS scheduler (`sched_yield`), and a pool
 //! thread asks, at its first such poll, for the longest time slice the OS grants.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
-//! bridge-rayon; bridge-rayon
-//! calls it around its polls; the switch is `Config::yield_after_long_polls`.
+//! bridge-rayon calls it around its polls (future tasks, stream crossings); the switch is
+//! `Config::yield_after_long_polls`.
 //!
 //! A thread woken while a CPU-bound thread runs on its CPU (an I/O worker whose socket became
 //! ready, a runtime's timer) waits for that thread's time slice to end unless the scheduler
@@ -18,7 +17,7 @@
 //!
 //! A yield can only come between polls, and one poll may last milliseconds. So a thread that
 //! runs the CPU side's polls also asks for the longest slice
-//! ([`__os::MAX_SLICE`](crate::__os::MAX_SLICE), Linux 6.12 and later; older kernels ignore
+//! ([`os::MAX_SLICE`](crate::os::MAX_SLICE), Linux 6.12 and later; older kernels ignore
 //! it): its share of the CPU is unchanged, but a thread at the default slice that wakes then
 //! preempts it. The thread keeps the slice for its life. Both change how the OS schedules
 //! threads the bridge did not create (rayon's pools are the application's), which is why
@@ -26,18 +25,18 @@
 //!
 //! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for.
 
-use crate::__counters::{Counters, Local};
+use bridge_core::__counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A poll (with what the thread did since its last check) that ran this long is followed
 /// by a yield.
-pub const THRESHOLD: Duration = Duration::from_micros(100);
+pub(crate) const THRESHOLD: Duration = Duration::from_micros(100);
 
 /// Whether the courtesy is on (`Config::yield_after_long_polls`).
-pub fn enabled() -> bool {
-    crate::__config::yield_after_long_polls()
+pub(crate) fn enabled() -> bool {
+    crate::settings::yield_after_long_polls()
 }
 
 /// The yields made here, process-wide (bridge-rayon's metrics report them).
@@ -48,7 +47,7 @@ thread_local! {
 }
 
 /// How many times a thread has yielded after a poll, since the process started.
-pub fn yields() -> u64 {
+pub(crate) fn yields() -> u64 {
     YIELDS.snapshot()[0]
 }
 
@@ -64,7 +63,7 @@ thread_local! {
 /// Whether a thread that last checked at `checked_at` (never: `None`) has run long enough at
 /// `now` to yield: at least `threshold` since that check. A thread that never checked, nor
 /// passed [`before_poll`], has nothing to measure from and does not yield.
-pub fn due(checked_at: Option<Instant>, now: Instant, threshold: Duration) -> bool {
+pub(crate) fn due(checked_at: Option<Instant>, now: Instant, threshold: Duration) -> bool {
     checked_at.is_some_and(|at| now.saturating_duration_since(at) >= threshold)
 }
 
@@ -77,7 +76,7 @@ pub fn due(checked_at: Option<Instant>, now: Instant, threshold: Duration) -> bo
 /// between, or slept, it is longer than the poll, and a short poll may yield once: a
 /// `sched_yield` with nobody waiting is cheap, and there is at most one per threshold.
 #[cfg(not(bridge_loom))]
-pub fn after_poll() -> bool {
+pub(crate) fn after_poll() -> bool {
     if !enabled() {
         return false;
     }
@@ -97,7 +96,7 @@ pub fn after_poll() -> bool {
 /// thread asks for a long time slice (see the module docs). A thread-local read otherwise.
 #[cfg(not(bridge_loom))]
 #[inline]
-pub fn before_poll() {
+pub(crate) fn before_poll() {
     if enabled() && CHECKED_AT.get().is_none() {
         first_poll();
     }
@@ -110,18 +109,18 @@ pub fn before_poll() {
 #[cfg(not(bridge_loom))]
 #[cold]
 fn first_poll() {
-    let _ = crate::__os::set_thread_slice(crate::__os::MAX_SLICE);
+    let _ = crate::os::set_thread_slice(crate::os::MAX_SLICE);
     CHECKED_AT.set(Some(Instant::now()));
 }
 
 /// Under loom: nothing to measure.
 #[cfg(bridge_loom)]
 #[inline]
-pub fn before_poll() {}
+pub(crate) fn before_poll() {}
 
 /// Under loom: never yields.
 #[cfg(bridge_loom)]
-pub fn after_poll() -> bool {
+pub(crate) fn after_poll() -> bool {
     false
 }
 
@@ -157,7 +156,7 @@ mod tests {
 
     /// The thread's time slice (`None` where the OS has none to report).
     fn slice() -> Option<Duration> {
-        crate::__os::thread_slice().ok().flatten()
+        crate::os::thread_slice().ok().flatten()
     }
 
     /// One test, since the switch is the process's: off by default (no slice asked for, no
@@ -173,15 +172,93 @@ mod tests {
         assert!(!yielded, "off: no yield");
         assert_eq!(yields(), yields_before);
 
-        crate::configure().yield_after_long_polls(true).apply();
+        crate::settings::set_yield_after_long_polls(true);
         let (before, after, yielded) = poll_on_a_fresh_thread(long);
         // A kernel before 6.12 reports no slice and keeps the default.
-        assert_eq!(after, before.map(|_| crate::__os::MAX_SLICE));
+        assert_eq!(after, before.map(|_| crate::os::MAX_SLICE));
         assert!(yielded, "on: a long poll yields");
         assert_eq!(yields(), yields_before + 1);
         let (_, _, yielded) = poll_on_a_fresh_thread(Duration::ZERO);
         assert!(!yielded, "on: a short poll does not");
-        crate::configure().yield_after_long_polls(false).apply();
+        crate::settings::set_yield_after_long_polls(false);
         assert_eq!(slice(), mine, "only the polling threads' slices change");
+
+        on_a_pool();
+    }
+
+    /// A pool of one thread at nice 3 (lower than the default, so that the test sees whether
+    /// asking for a slice kept it).
+    fn pool_at_nice_3() -> std::sync::Arc<rayon_core::ThreadPool> {
+        std::sync::Arc::new(
+            rayon_core::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .start_handler(|_| crate::lower_thread_priority(3).unwrap())
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// The slices of a future task's poll on `pool` (with the slice of a thread it starts,
+    /// and its nice value), of a stream's items made there, and of the pool thread after.
+    struct Seen {
+        poll: Option<Duration>,
+        nice: i32,
+        started: Option<Duration>,
+        items: Vec<Option<Duration>>,
+        after: Option<Duration>,
+    }
+
+    fn look(pool: &std::sync::Arc<rayon_core::ThreadPool>) -> Seen {
+        use crate::ThreadPoolExt;
+        use futures::StreamExt;
+
+        let (poll, nice, started) = pool
+            .spawn_future_task(async {
+                let started = std::thread::spawn(slice).join().unwrap();
+                (slice(), crate::os::thread_nice().unwrap(), started)
+            })
+            .wait();
+        let items = futures::stream::iter(0..100).map(|_| slice());
+        let items: Vec<Option<Duration>> =
+            futures::executor::block_on(pool.spawn_stream(items, 8).collect());
+        Seen {
+            poll,
+            nice,
+            started,
+            items,
+            after: pool.install(slice),
+        }
+    }
+
+    /// On a pool: off, closures, future tasks and streams leave the slice alone; on, a future
+    /// task's poll and a stream's items run with the longest slice at the same nice value, a
+    /// thread started in a poll has the default, the pool thread keeps the slice afterwards,
+    /// and the caller's never changes.
+    fn on_a_pool() {
+        let default = std::thread::spawn(slice).join().unwrap();
+        let caller = slice();
+        let long = default.map(|_| crate::os::MAX_SLICE);
+
+        let pool = pool_at_nice_3();
+        assert_eq!(pool.install(|| crate::spawn(|| 1).wait()), 1);
+        let seen = look(&pool);
+        assert_eq!(seen.poll, default);
+        assert_eq!(seen.items.len(), 100);
+        assert!(seen.items.iter().all(|&s| s == default));
+        assert_eq!(seen.after, default);
+        assert_eq!(seen.nice, 3);
+
+        crate::settings::set_yield_after_long_polls(true);
+        let pool = pool_at_nice_3();
+        assert_eq!(pool.install(slice), default);
+        let seen = look(&pool);
+        crate::settings::set_yield_after_long_polls(false);
+        assert_eq!(seen.poll, long);
+        assert_eq!(seen.nice, 3);
+        assert_eq!(seen.started, default);
+        assert_eq!(seen.items.len(), 100);
+        assert!(seen.items.iter().all(|&s| s == long));
+        assert_eq!(seen.after, long);
+        assert_eq!(slice(), caller, "the caller's slice did not change");
     }
 }
