@@ -20,6 +20,14 @@
 //! spinning" and "parked" without a branch point per hint.
 
 /// The last step; step `k` spins `2^k` times.
+///
+/// # Examples
+///
+/// ```
+/// let mut backoff = bridge_core::backoff::Backoff::new();
+/// let steps = std::iter::from_fn(|| backoff.snooze().then_some(())).count();
+/// assert_eq!(steps, bridge_core::backoff::SPIN_STEPS as usize + 1);
+/// ```
 pub const SPIN_STEPS: u32 = 6;
 
 /// One wait's progress through the spin.
@@ -27,7 +35,7 @@ pub const SPIN_STEPS: u32 = 6;
 /// # Examples
 ///
 /// ```
-/// use bridge_core::__backoff::Backoff;
+/// use bridge_core::backoff::Backoff;
 /// use std::sync::atomic::{AtomicBool, Ordering};
 ///
 /// let ready = AtomicBool::new(true);
@@ -45,12 +53,22 @@ pub struct Backoff {
 
 impl Backoff {
     /// A wait at its first step.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(bridge_core::backoff::Backoff::new().snooze());
+    /// ```
     pub const fn new() -> Self {
         Self { step: 0 }
     }
 
     /// Spins one step and returns `true`; or, once the steps are spent, does nothing and
     /// returns `false`: time to park.
+    ///
+    /// # Examples
+    ///
+    /// See [`Backoff`].
     pub fn snooze(&mut self) -> bool {
         if cfg!(bridge_loom) {
             // One step with no hint: the waiter looks once more, then parks. A loom yield here
@@ -79,7 +97,7 @@ impl Backoff {
 /// # Examples
 ///
 /// ```
-/// use bridge_core::__backoff::spin_until;
+/// use bridge_core::backoff::spin_until;
 ///
 /// let mut looks = 0;
 /// assert_eq!(spin_until(|| { looks += 1; (looks == 3).then_some(looks) }), Some(3));

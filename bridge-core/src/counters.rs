@@ -1,13 +1,12 @@
 //! Event counters for the metrics of the bridge crates, sharded by thread so that counting
 //! never contends.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
-//! bridge-rayon and bridge-tokio for their metrics. A crate
+//! bridge-rayon and bridge-tokio count their metrics with them. A crate
 //! declares one [`Counters`] for its set of `N` counters and one thread-local [`Local`] that
 //! holds the calling thread's shard of it:
 //!
 //! ```
-//! use bridge_core::__counters::{Counters, Local};
+//! use bridge_core::counters::{Counters, Local};
 //!
 //! const SPAWNED: usize = 0;
 //! const FINISHED: usize = 1;
@@ -52,6 +51,10 @@ use std::thread::LocalKey;
 
 /// A set of `N` counters: the shards of the threads alive that have counted, and the totals
 /// of the threads gone.
+///
+/// # Examples
+///
+/// See the [module's](self).
 #[derive(Debug)]
 pub struct Counters<const N: usize> {
     /// The live threads' shards, in no order.
@@ -72,7 +75,7 @@ struct Shard<const N: usize>([AtomicU64; N]);
 /// # Examples
 ///
 /// ```
-/// use bridge_core::__counters::{Counters, Local};
+/// use bridge_core::counters::{Counters, Local};
 ///
 /// static COUNTERS: Counters<1> = Counters::new();
 /// thread_local! {
@@ -96,8 +99,8 @@ impl<const N: usize> Counters<N> {
     /// # Examples
     ///
     /// ```
-    /// static COUNTERS: bridge_core::__counters::Counters<4> =
-    ///     bridge_core::__counters::Counters::new();
+    /// static COUNTERS: bridge_core::counters::Counters<4> =
+    ///     bridge_core::counters::Counters::new();
     /// assert_eq!(COUNTERS.snapshot(), [0; 4]);
     /// ```
     pub const fn new() -> Self {
@@ -121,7 +124,7 @@ impl<const N: usize> Counters<N> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::__counters::{Counters, Local};
+    /// use bridge_core::counters::{Counters, Local};
     ///
     /// static COUNTERS: Counters<1> = Counters::new();
     /// thread_local! {
@@ -158,7 +161,7 @@ impl<const N: usize> Counters<N> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::__counters::{Counters, Local};
+    /// use bridge_core::counters::{Counters, Local};
     ///
     /// static COUNTERS: Counters<2> = Counters::new();
     /// thread_local! {
@@ -190,7 +193,7 @@ impl<const N: usize> Counters<N> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::__counters::{Counters, Local};
+    /// use bridge_core::counters::{Counters, Local};
     ///
     /// static COUNTERS: Counters<1> = Counters::new();
     /// thread_local! {
@@ -225,7 +228,7 @@ impl<const N: usize> Local<N> {
     /// # Examples
     ///
     /// ```
-    /// use bridge_core::__counters::{Counters, Local};
+    /// use bridge_core::counters::{Counters, Local};
     ///
     /// static COUNTERS: Counters<1> = Counters::new();
     /// thread_local! {

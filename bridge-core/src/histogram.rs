@@ -1,13 +1,31 @@
-//! The family's histogram of durations, by powers of two of microseconds.
-//! The bucket helpers are used by bridge-rayon and bridge-tokio (their metrics).
+//! The family's histogram of durations, by powers of two of microseconds: [`Histogram`], and
+//! the bucket layout with which bridge-rayon and bridge-tokio fill theirs.
 
 use std::time::Duration;
 
 /// Buckets: below 1 µs, then one per power of two of microseconds up to 2^20 µs (about
 /// 1.05 s), then one for everything longer.
+///
+/// # Examples
+///
+/// ```
+/// let never = bridge_core::histogram::from_counts([0; bridge_core::histogram::BUCKETS]);
+/// assert_eq!(never.buckets().count(), bridge_core::histogram::BUCKETS);
+/// ```
 pub const BUCKETS: usize = 22;
 
 /// The bucket of a duration: 0 below 1 µs, `k` for `[2^(k-1), 2^k)` µs, the last one above.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::histogram::{BUCKETS, bucket};
+/// use std::time::Duration;
+///
+/// assert_eq!(bucket(Duration::from_nanos(500)), 0);
+/// assert_eq!(bucket(Duration::from_micros(3)), 2);
+/// assert_eq!(bucket(Duration::from_secs(60)), BUCKETS - 1);
+/// ```
 pub fn bucket(duration: Duration) -> usize {
     let micros = duration.as_micros();
     let k = (u128::BITS - micros.leading_zeros()) as usize;
@@ -134,7 +152,21 @@ impl Histogram {
     }
 }
 
-/// A histogram of these bucket counts (see [`bucket`]). Used by bridge-rayon and bridge-tokio.
+/// A histogram of these bucket counts (see [`bucket`]): how bridge-rayon and bridge-tokio
+/// make theirs.
+///
+/// # Examples
+///
+/// ```
+/// use bridge_core::histogram::{BUCKETS, bucket, from_counts};
+/// use std::time::Duration;
+///
+/// let mut counts = [0; BUCKETS];
+/// counts[bucket(Duration::from_micros(3))] += 1;
+/// let waits = from_counts(counts);
+/// assert_eq!(waits.samples(), 1);
+/// assert_eq!(waits.percentile(0.5), Some(Duration::from_micros(4)));
+/// ```
 pub fn from_counts(counts: [u64; BUCKETS]) -> Histogram {
     Histogram { counts }
 }

@@ -27,29 +27,21 @@
 //! why its ordering is enough (`// ORDERING:`). The loom models in `tests/loom.rs` run the
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
-#[doc(hidden)]
-#[path = "backoff.rs"]
-pub mod __backoff;
-#[doc(hidden)]
-#[path = "counters.rs"]
-pub mod __counters;
+pub mod backoff;
+pub mod counters;
 // The arm counters of the loom and coverage builds (`.ci/loom-coverage`): absent from every
 // other build.
 #[cfg(any(bridge_loom, bridge_coverage))]
 #[doc(hidden)]
 #[path = "coverage.rs"]
 pub mod __coverage;
-#[doc(hidden)]
-#[path = "histogram.rs"]
-pub mod __histogram;
-#[doc(hidden)]
-#[path = "scoped.rs"]
-pub mod __scoped;
 mod block_on;
 mod coverage_arms;
 mod error;
+pub mod histogram;
 pub mod oneshot;
 mod parker;
+pub mod scoped;
 pub mod settings;
 #[cfg(not(bridge_loom))]
 pub mod stream;
@@ -57,9 +49,9 @@ mod sync;
 pub mod task;
 mod workers;
 
-pub use __histogram::Histogram;
 pub use block_on::{block_on, block_on_deadline};
 pub use error::Error;
+pub use histogram::Histogram;
 pub use task::{CatchUnwind, Task};
 pub use workers::{Workers, register_workers};
 

@@ -1,6 +1,6 @@
 //! A one-waiter wake flag: the part of `block_on` that can race.
 
-use crate::__backoff::spin_until;
+use crate::backoff::spin_until;
 use crate::coverage_arms::arm;
 use crate::sync::atomic::AtomicBool;
 use crate::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
@@ -87,7 +87,7 @@ impl Parker {
         }
     }
 
-    /// The family's backoff (`__backoff`) before a park: it ends early once the flag is set,
+    /// The family's backoff (`backoff`) before a park: it ends early once the flag is set,
     /// and leaves the flag for the park's swap to consume.
     fn spin(&self) {
         // ORDERING: Relaxed: the load only ends the spin; the swap that follows consumes the

@@ -2,8 +2,7 @@
 //! lifetime-erased hand-off that lets `run_blocking` take borrowing futures on its handoff
 //! route.
 //!
-//! Internal to the bridge crates (hidden from the docs, no stability promise): used by
-//! bridge-tokio's handoff. The one
+//! bridge-tokio's handoff runs `run_blocking`'s borrowing futures with it. The one
 //! `unsafe` step, erasing the closure's lifetime so that a thread pool can hold it, is sound
 //! because [`run_elsewhere`] does not return, nor unwind, before the closure has either run
 //! to its end or been dropped, as `std::thread::scope` waits for its threads.
@@ -20,10 +19,38 @@ type Body<'a> = Box<dyn FnOnce(&dyn Fn()) + Send + 'a>;
 ///
 /// It gets a callback to call once its result is ready, before the result is delivered (a
 /// pool uses it to put the worker back in its idle list first).
+///
+/// # Examples
+///
+/// A job dropped unrun (a pool that shut down) ends the caller's wait as `Closed`:
+///
+/// ```
+/// use bridge_core::oneshot::RecvTimeoutError;
+/// use bridge_core::scoped::run_elsewhere;
+///
+/// let text = String::from("borrowed");
+/// let got = run_elsewhere(|| text.len(), drop, |pending| pending.recv_until(None));
+/// assert_eq!(got, Err(RecvTimeoutError::Closed));
+/// ```
 pub struct Erased(Body<'static>);
 
 impl Erased {
     /// Runs the closure to its end, then calls `before_delivery`, then delivers the result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// let called = AtomicBool::new(false);
+    /// let got = bridge_core::scoped::run_elsewhere(
+    ///     || 2 + 2,
+    ///     |job| job.run(&|| called.store(true, Ordering::Relaxed)),
+    ///     |pending| pending.recv_until(None),
+    /// );
+    /// assert_eq!(got, Ok(4));
+    /// assert!(called.load(Ordering::Relaxed));
+    /// ```
     pub fn run(self, before_delivery: &dyn Fn()) {
         (self.0)(before_delivery);
     }
@@ -95,6 +122,10 @@ impl<R> Drop for WaitForJob<R> {
 
 /// The caller's view of the job's result channel while it waits: it can receive, but not
 /// replace or drop the receiver (the wait for the job's end relies on it).
+///
+/// # Examples
+///
+/// See [`run_elsewhere`].
 #[derive(Debug)]
 pub struct Pending<'g, R>(&'g mut Receiver<R>);
 
@@ -102,7 +133,7 @@ impl<R> Pending<'_, R> {
     /// Waits for the result until `deadline` (`None`: for as long as it takes); `Closed`
     /// when the job was dropped unrun or its closure panicked.
     ///
-    /// It parks at once, without the spin of `__backoff`: the result is a whole job's, run on
+    /// It parks at once, without the spin of `backoff`: the result is a whole job's, run on
     /// another thread that may first need a wake-up, so a spin seldom catches it; and where
     /// that thread shares this CPU (two threads that wake each other often end up on one),
     /// the spin holds the CPU the job needs. The worker's wait for its next job, where a
@@ -111,11 +142,43 @@ impl<R> Pending<'_, R> {
     /// # Errors
     ///
     /// As [`Receiver::recv_deadline`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bridge_core::oneshot::RecvTimeoutError;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let soon = Some(Instant::now() + Duration::from_millis(10));
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let got = bridge_core::scoped::run_elsewhere(
+    ///     || 7,
+    ///     |job| tx.send(job).unwrap(),
+    ///     |pending| {
+    ///         let first = pending.recv_until(soon);
+    ///         // Nobody ran the job yet; it runs now, and the wait gets it.
+    ///         rx.recv().unwrap().run(&|| ());
+    ///         (first, pending.recv_until(None))
+    ///     },
+    /// );
+    /// assert_eq!(got, (Err(RecvTimeoutError::Timeout), Ok(7)));
+    /// ```
     pub fn recv_until(&mut self, deadline: Option<Instant>) -> Result<R, RecvTimeoutError> {
         self.0.recv_until_with(deadline, false)
     }
 
     /// Whether the result (or the channel's close) is there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let ready = bridge_core::scoped::run_elsewhere(
+    ///     || 1,
+    ///     |job| job.run(&|| ()),
+    ///     |pending| pending.is_ready(),
+    /// );
+    /// assert!(ready);
+    /// ```
     pub fn is_ready(&self) -> bool {
         self.0.is_ready()
     }
@@ -133,7 +196,7 @@ impl<R> Pending<'_, R> {
 /// # Examples
 ///
 /// ```
-/// use bridge_core::__scoped::run_elsewhere;
+/// use bridge_core::scoped::run_elsewhere;
 ///
 /// let text = String::from("borrowed");
 /// let len = run_elsewhere(

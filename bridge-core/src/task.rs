@@ -172,7 +172,23 @@ pub trait Cell<T>: Send + Sync {
 }
 
 /// A task whose outcome arrives on `rx`, run by `runner`: the task handle of a side of the
-/// family (see [`Runner`]'s example).
+/// family.
+///
+/// # Examples
+///
+/// A side whose work was lost (its sender dropped unsent):
+///
+/// ```
+/// use bridge_core::task::{self, Runner};
+/// use std::sync::Arc;
+///
+/// struct Gone;
+/// impl Runner for Gone {}
+///
+/// let (tx, rx) = bridge_core::oneshot::channel::<task::Outcome<u8>>();
+/// drop(tx);
+/// assert!(task::new(rx, Arc::new(Gone)).join().unwrap_err().is_lost());
+/// ```
 pub fn new<T>(rx: Receiver<Outcome<T>>, runner: Arc<dyn Runner>) -> Task<T> {
     Task {
         rx: Some(Source::Channel(rx)),
@@ -186,6 +202,10 @@ pub fn new<T>(rx: Receiver<Outcome<T>>, runner: Arc<dyn Runner>) -> Task<T> {
 /// # Panics
 ///
 /// If `cell`'s [`Runner::as_any`] does not return the cell itself.
+///
+/// # Examples
+///
+/// See [`Cell`]'s.
 pub fn with_cell<T, C: Cell<T> + Runner + 'static>(cell: Arc<C>) -> Task<T> {
     assert!(
         cell.as_any().is::<C>(),

@@ -796,7 +796,7 @@ fn run_elsewhere_returns_only_after_the_job_is_done() {
             let alive = AtomicBool::new(true);
             let borrower = Borrower(&alive);
             let ran = Cell::new(false);
-            let got = bridge_core::__scoped::run_elsewhere(
+            let got = bridge_core::scoped::run_elsewhere(
                 move || {
                     assert!(borrower.0.load(SeqCst), "the closure ran after the call");
                     drop(borrower);
@@ -868,7 +868,7 @@ fn run_elsewhere_drops_the_sender_last_even_when_a_drop_unwinds() {
                 _bomb: if run_it { None } else { Some(PanicsOnDrop) },
             };
             let result = Borrower(&alive);
-            let got = bridge_core::__scoped::run_elsewhere(
+            let got = bridge_core::scoped::run_elsewhere(
                 move || {
                     drop(captures);
                     result

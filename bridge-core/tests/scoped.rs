@@ -1,10 +1,10 @@
-//! `__scoped::run_elsewhere`: a closure that borrows from the caller's stack runs on another
+//! `scoped::run_elsewhere`: a closure that borrows from the caller's stack runs on another
 //! thread, and the call returns (or unwinds) only once the closure is done with its borrows,
 //! on every path: run to its end, given up on by the caller, dropped unrun, panicking, and a
 //! hand-over that panics.
 
-use bridge_core::__scoped::run_elsewhere;
 use bridge_core::oneshot::RecvTimeoutError;
+use bridge_core::scoped::run_elsewhere;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::thread;
@@ -19,7 +19,7 @@ impl Drop for DropMark<'_> {
     }
 }
 
-fn on_a_thread(job: bridge_core::__scoped::Erased) {
+fn on_a_thread(job: bridge_core::scoped::Erased) {
     thread::spawn(move || job.run(&|| ()));
 }
 

@@ -25,7 +25,7 @@
 //!
 //! Under `--cfg bridge_loom` nothing yields, no clock is read and no slice is asked for.
 
-use bridge_core::__counters::{Counters, Local};
+use bridge_core::counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
 use std::cell::Cell;
 use std::time::{Duration, Instant};

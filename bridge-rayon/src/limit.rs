@@ -599,9 +599,8 @@ impl fmt::Debug for Limit {
     }
 }
 
-/// One unit of a limit's room; dropping it gives the room back. Internal (the loom models
-/// reach it as `__Permit`).
-#[doc(hidden)]
+/// One unit of a limit's room; dropping it gives the room back. Crate-private (the loom
+/// models reach it as `__Permit`).
 pub struct Permit {
     /// `None` only for the permit a `Permit::drop` is about to give back.
     shared: Option<Arc<Shared>>,
@@ -625,8 +624,7 @@ impl fmt::Debug for Permit {
 }
 
 /// The future of a permit: queued at its first poll, ready once a permit was handed to it.
-/// Internal (the loom models reach it as `__Acquire`).
-#[doc(hidden)]
+/// Crate-private (the loom models reach it as `__Acquire`).
 #[must_use = "futures do nothing unless polled"]
 pub struct Acquire {
     shared: Arc<Shared>,

@@ -1,13 +1,13 @@
 //! Counts of the tasks spawned, started, finished, panicked and cancelled, and how long they
 //! waited between their spawn and their start.
 //!
-//! Every count goes to the counting thread's shard of bridge-core's `__counters`: a relaxed
+//! Every count goes to the counting thread's shard of bridge-core's `counters`: a relaxed
 //! load and store on a cache line that thread owns. Counted where it happens: a spawn in
 //! `Task::new`, the rest in `job::run`, on whichever thread runs the job (a pool thread, or
 //! the waiter that claimed it).
 
-use bridge_core::__counters::{Counters, Local};
 use bridge_core::Histogram;
+use bridge_core::counters::{Counters, Local};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ const STALLED: usize = 5;
 /// The first of the queue-wait histogram's buckets.
 const WAIT: usize = 6;
 /// Buckets of the queue-wait histogram (see `bridge_core::Histogram`).
-const BUCKETS: usize = bridge_core::__histogram::BUCKETS;
+const BUCKETS: usize = bridge_core::histogram::BUCKETS;
 const COUNT: usize = WAIT + BUCKETS;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
@@ -68,7 +68,7 @@ pub(crate) fn cancelled() {
 pub(crate) fn started(spawned_at: Option<Instant>) {
     count(STARTED);
     if let Some(at) = spawned_at {
-        count(WAIT + bridge_core::__histogram::bucket(at.elapsed()));
+        count(WAIT + bridge_core::histogram::bucket(at.elapsed()));
     }
 }
 
@@ -262,9 +262,7 @@ pub fn metrics() -> CpuMetrics {
         finished: counts[FINISHED],
         panicked: counts[PANICKED],
         cancelled: counts[CANCELLED],
-        queue_wait: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
-            counts[WAIT + k]
-        })),
+        queue_wait: bridge_core::histogram::from_counts(std::array::from_fn(|k| counts[WAIT + k])),
         yielded: crate::courtesy::yields(),
         stalled_waits: counts[STALLED],
     }

@@ -1,6 +1,6 @@
 //! Counts of the `run_blocking` calls by route, and the handoff pool's threads.
 //!
-//! A call counts on the calling thread's shard of bridge-core's `__counters` (a relaxed
+//! A call counts on the calling thread's shard of bridge-core's `counters` (a relaxed
 //! load and store on a cache line that thread owns), once, where its route is decided
 //! (`run::run`).
 //! A handoff made on a current-thread runtime that waits past the stall threshold counts on
@@ -8,8 +8,8 @@
 //! The pool's numbers are read under its lock at snapshot time.
 
 use crate::context::Route;
-use bridge_core::__counters::{Counters, Local};
 use bridge_core::Histogram;
+use bridge_core::counters::{Counters, Local};
 #[cfg(not(bridge_loom))]
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ const SLOW_POLLS: usize = 4;
 const HELD_RUNTIMES: usize = 5;
 /// The first of the poll-duration histogram's buckets.
 const POLLS: usize = 6;
-const COUNT: usize = POLLS + bridge_core::__histogram::BUCKETS;
+const COUNT: usize = POLLS + bridge_core::histogram::BUCKETS;
 
 static COUNTERS: Counters<COUNT> = Counters::new();
 
@@ -54,7 +54,7 @@ pub(crate) fn stalled_handoff() {
 #[cfg(not(bridge_loom))]
 #[inline]
 pub(crate) fn polled(duration: Duration) {
-    let bucket = bridge_core::__histogram::bucket(duration);
+    let bucket = bridge_core::histogram::bucket(duration);
     COUNTERS.add(&SHARD, POLLS + bucket, 1);
 }
 
@@ -197,7 +197,7 @@ pub fn metrics() -> IoMetrics {
         handoff_threads_peak: peak,
         handoff_queued: queued,
         stalled_handoffs: counts[STALLED],
-        poll_durations: bridge_core::__histogram::from_counts(std::array::from_fn(|k| {
+        poll_durations: bridge_core::histogram::from_counts(std::array::from_fn(|k| {
             counts[POLLS + k]
         })),
         slow_polls: counts[SLOW_POLLS],

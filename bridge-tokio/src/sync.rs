@@ -86,7 +86,7 @@ pub(crate) mod thread {
         Builder::new().name(name.into()).spawn(f).map(drop)
     }
 
-    /// Waits (checking `ready`) with the family's backoff (bridge-core's `__backoff`), then
+    /// Waits (checking `ready`) with the family's backoff (bridge-core's `backoff`), then
     /// parks until `deadline`. Returns whether the deadline has passed: `false` means "look
     /// in the mailbox again".
     ///
@@ -106,7 +106,7 @@ pub(crate) mod thread {
         {
             // A caller that hands off in a loop sends the next job within microseconds:
             // caught awake, it costs no wake-up.
-            if bridge_core::__backoff::spin_until(|| ready().then_some(())).is_some() {
+            if bridge_core::backoff::spin_until(|| ready().then_some(())).is_some() {
                 return false;
             }
             let now = Instant::now();

@@ -32,7 +32,7 @@ impl Drop for Counted {
 /// drops it unrun when `run` is false. Not joined: a late unpark that reaches a thread
 /// waiting in `join` trips an internal assertion of loom 0.7; loom runs every thread to its
 /// end anyway, and the handoff itself returns only once the job is done.
-fn worker(run: bool) -> impl FnOnce(bridge_core::__scoped::Erased) {
+fn worker(run: bool) -> impl FnOnce(bridge_core::scoped::Erased) {
     move |job| {
         thread::spawn(move || {
             if run {

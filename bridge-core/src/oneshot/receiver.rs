@@ -3,7 +3,7 @@
 use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
-use crate::__backoff::Backoff;
+use crate::backoff::Backoff;
 use crate::coverage_arms::{arm, release_arm};
 use crate::sync::Parked;
 use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -233,7 +233,7 @@ impl<T> Receiver<T> {
     ) -> Result<T, RecvTimeoutError> {
         let channel = self.channel();
 
-        // First the family's backoff (`__backoff`): a value that lands within it saves a
+        // First the family's backoff (`backoff`): a value that lands within it saves a
         // park here and an unpark on the sender's side. A deadline that has already passed
         // gets one look, not a spin.
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.

@@ -13,9 +13,9 @@ pub(crate) mod pool;
 mod stall;
 
 use crate::sync::Arc;
-use bridge_core::__scoped::{Erased, run_elsewhere};
 use bridge_core::Error;
 use bridge_core::oneshot::{self, Receiver, RecvTimeoutError};
+use bridge_core::scoped::{Erased, run_elsewhere};
 use pool::Pool;
 use std::any::Any;
 use std::cell::Cell;

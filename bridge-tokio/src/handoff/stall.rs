@@ -24,9 +24,9 @@
 //! calling thread (which is still inside the call, so still in its runtime's context): a call
 //! that finishes in time pays one clock read and one relaxed load, nothing of tokio.
 
-use bridge_core::__scoped::Pending;
 use bridge_core::Error;
 use bridge_core::oneshot::RecvTimeoutError;
+use bridge_core::scoped::Pending;
 #[cfg(not(bridge_loom))]
 use std::time::Duration;
 use std::time::Instant;
