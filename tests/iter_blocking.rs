@@ -83,7 +83,7 @@ const CONTEXTS: [Context; 7] = [
 impl Context {
     fn route(self) -> bridge_tokio::Route {
         match self {
-            Context::MultiThreadTask => bridge_tokio::Route::BlockInPlace,
+            Context::MultiThreadTask => bridge_tokio::Route::OnWorker,
             Context::Rayon | Context::Plain => bridge_tokio::Route::Inline,
             _ => bridge_tokio::Route::Handoff,
         }

@@ -69,11 +69,12 @@ impl Drop for MarkFree {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Route {
-    /// A task on a multi-thread runtime's worker: the future is polled on this thread with
-    /// that runtime's handle, where its I/O lives, and a wake flag of its own; after a first
-    /// poll that is not ready, the worker leaves the scheduler (`block_in_place`), so that
-    /// its other tasks move to another thread.
-    BlockInPlace,
+    /// A task on a multi-thread runtime's worker: the future is polled on the worker with
+    /// that runtime's handle, where its I/O lives, and a wake flag of its own. Only after a
+    /// first poll that is not ready does the worker leave the scheduler (`block_in_place`),
+    /// so that its other tasks move to another thread; a future ready at once costs no
+    /// hand-off.
+    OnWorker,
     /// A current-thread runtime (body, task, `spawn_blocking` thread, `LocalSet`), or a
     /// thread-local destructor that runs after tokio's own at thread exit: the future runs on
     /// a handoff worker with the shared [`IoRuntime`](crate::io_runtime::IoRuntime)'s handle while this
@@ -111,7 +112,7 @@ pub enum Route {
 /// ```
 /// let rt = tokio::runtime::Runtime::new().unwrap();
 /// let route = rt.block_on(async { tokio::spawn(async { bridge_tokio::route() }).await.unwrap() });
-/// assert_eq!(route, bridge_tokio::Route::BlockInPlace);
+/// assert_eq!(route, bridge_tokio::Route::OnWorker);
 /// ```
 pub fn route() -> Route {
     ambient().route()
@@ -154,7 +155,7 @@ impl Ambient {
         match self {
             Ambient::None | Ambient::Dying | Ambient::MultiThread(_) => Route::Inline,
             Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
-            Ambient::Worker(_) => Route::BlockInPlace,
+            Ambient::Worker(_) => Route::OnWorker,
         }
     }
 }

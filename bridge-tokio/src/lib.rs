@@ -70,7 +70,7 @@
 //!     tokio::spawn(async { bridge::run_blocking(async { 1 }) }).await.unwrap()
 //! });
 //! let after = bridge_tokio::metrics();
-//! assert!(after.block_in_place > before.block_in_place);
+//! assert!(after.on_worker > before.on_worker);
 //! ```
 //!
 //! # Tracing

@@ -14,7 +14,7 @@ use bridge_core::counters::{Counters, Local};
 use std::time::Duration;
 
 /// The counters, by index in the set.
-const BLOCK_IN_PLACE: usize = 0;
+const ON_WORKER: usize = 0;
 const HANDOFF: usize = 1;
 const INLINE: usize = 2;
 #[cfg(not(bridge_loom))]
@@ -37,7 +37,7 @@ thread_local! {
 #[inline]
 pub(crate) fn call(route: Route) {
     let counter = match route {
-        Route::BlockInPlace => BLOCK_IN_PLACE,
+        Route::OnWorker => ON_WORKER,
         Route::Handoff => HANDOFF,
         Route::Inline => INLINE,
     };
@@ -95,20 +95,19 @@ pub(crate) fn held_runtime() {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IoMetrics {
-    /// Calls made in a task of a live multi-thread runtime (route `BlockInPlace`), whose
-    /// worker leaves the scheduler with `block_in_place` unless the future is ready at its
-    /// first poll, and calls nested in a future that the bridge polls on a thread no runtime
-    /// has entered with a multi-thread runtime's handle (a handoff worker), which block as
-    /// they are.
-    pub block_in_place: u64,
+    /// Calls made in a task of a live multi-thread runtime (route `OnWorker`): polled on its
+    /// worker, which leaves the scheduler with `block_in_place` only if the future is not
+    /// ready at its first poll.
+    pub on_worker: u64,
     /// Calls made on a current-thread runtime, its `LocalSet`s and `spawn_blocking` threads,
     /// on a multi-thread runtime's threads other than its workers (its `block_on` body, a
     /// `LocalSet` there, a `spawn_blocking` thread), or in a thread-local destructor after
     /// tokio's (route `Handoff`): the future went to a handoff thread.
     pub handoff: u64,
-    /// Calls made with no runtime (calls nested in such a call's future too), or on a
-    /// multi-thread runtime that is shutting down (route `Inline`): the future was polled
-    /// on the calling thread.
+    /// Calls made with no runtime, on a multi-thread runtime that is shutting down, or
+    /// nested in a future that the bridge polls on a thread of its own (a handoff worker,
+    /// another call's poll loop) (route `Inline`): the future was polled on the calling
+    /// thread.
     pub inline: u64,
     /// Handoff threads alive now, busy or idle (a thread counts from the moment the pool
     /// decides to start it until it retires after its keep-alive,
@@ -152,10 +151,10 @@ impl IoMetrics {
     ///
     /// ```
     /// let m = bridge::metrics().io;
-    /// assert_eq!(m.calls(), m.block_in_place + m.handoff + m.inline);
+    /// assert_eq!(m.calls(), m.on_worker + m.handoff + m.inline);
     /// ```
     pub fn calls(&self) -> u64 {
-        self.block_in_place
+        self.on_worker
             .wrapping_add(self.handoff)
             .wrapping_add(self.inline)
     }
@@ -175,8 +174,8 @@ impl IoMetrics {
 /// ```
 /// let m = bridge::metrics().io;
 /// println!(
-///     "io: calls block_in_place={} handoff={} inline={}; handoff threads alive={} idle={} peak={} queued={}",
-///     m.block_in_place, m.handoff, m.inline,
+///     "io: calls on_worker={} handoff={} inline={}; handoff threads alive={} idle={} peak={} queued={}",
+///     m.on_worker, m.handoff, m.inline,
 ///     m.handoff_threads_alive, m.handoff_threads_idle, m.handoff_threads_peak, m.handoff_queued,
 /// );
 /// assert!(m.handoff_threads_peak >= m.handoff_threads_alive);
@@ -189,7 +188,7 @@ pub fn metrics() -> IoMetrics {
     // After `stats`: the peak only grows, so it is at least the `alive` just read.
     let peak = pool.peak();
     IoMetrics {
-        block_in_place: counts[BLOCK_IN_PLACE],
+        on_worker: counts[ON_WORKER],
         handoff: counts[HANDOFF],
         inline: counts[INLINE],
         handoff_threads_alive: alive,

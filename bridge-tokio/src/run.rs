@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 /// bound the wait with [`try_run_blocking_timeout`].
 ///
 /// Background tasks that the future spawns (the connection drivers of a pooled HTTP or
-/// object-store client) live on the runtime that drives it: on the `BlockInPlace` route the
+/// object-store client) live on the runtime that drives it: on the `OnWorker` route the
 /// caller's own runtime, which must then outlive the connections that other threads reuse;
 /// with no runtime, the shared I/O runtime.
 /// For a client shared beyond one runtime's life, run its calls with

@@ -96,7 +96,7 @@ fn every_route_keeps_the_borrow_alive() {
         let rt = multi_thread();
         rt.block_on(async {
             every_path(Route::Handoff, 20);
-            tokio::spawn(async { every_path(Route::BlockInPlace, 30) })
+            tokio::spawn(async { every_path(Route::OnWorker, 30) })
                 .await
                 .unwrap();
         });
@@ -138,7 +138,7 @@ fn a_runtime_dropped_mid_call_keeps_the_borrow_alive() {
                         bridge_tokio::try_run_blocking(borrowing(&stack, Duration::from_secs(30)))
                     }
                     1 => {
-                        assert_eq!(route(), Route::BlockInPlace);
+                        assert_eq!(route(), Route::OnWorker);
                         bridge_tokio::try_run_blocking(borrowing(&stack, Duration::from_secs(30)))
                     }
                     _ => {

@@ -38,7 +38,7 @@ fn multi_thread_task_body_and_spawn_blocking() {
         let rt = multi_thread();
         rt.block_on(async {
             call(Route::Handoff, 4);
-            tokio::spawn(async { call(Route::BlockInPlace, 5) })
+            tokio::spawn(async { call(Route::OnWorker, 5) })
                 .await
                 .unwrap();
             tokio::task::spawn_blocking(|| call(Route::Handoff, 6))

@@ -41,9 +41,9 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 /// The calls counted since `before`: block in place, handoff, inline.
 fn calls_since(before: &IoMetrics) -> [u64; 3] {
     let now = bridge_tokio::metrics();
-    assert_eq!(now.calls(), now.block_in_place + now.handoff + now.inline);
+    assert_eq!(now.calls(), now.on_worker + now.handoff + now.inline);
     [
-        now.block_in_place - before.block_in_place,
+        now.on_worker - before.on_worker,
         now.handoff - before.handoff,
         now.inline - before.inline,
     ]

@@ -121,7 +121,7 @@ fn a_future_may_start_a_runtime_of_its_own() {
             (current, multi)
         });
         assert_eq!(current, (Route::Handoff, 7));
-        assert_eq!(multi, (Route::BlockInPlace, 8));
+        assert_eq!(multi, (Route::OnWorker, 8));
     });
 }
 
@@ -240,7 +240,7 @@ fn a_sync_call_in_a_task_spawned_with_no_runtime_finishes() {
         let echoed = run_blocking(async {
             let mut stream = TcpStream::connect(echo_addr()).await.unwrap();
             tokio::spawn(async move {
-                assert_eq!(route(), Route::BlockInPlace);
+                assert_eq!(route(), Route::OnWorker);
                 let read = async move {
                     stream.write_all(&[7; 8]).await?;
                     let mut back = [0u8; 8];

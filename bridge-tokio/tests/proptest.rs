@@ -120,7 +120,7 @@ fn ctx() -> impl Strategy<Value = Ctx> {
 fn expected(stack: &[Ctx]) -> Route {
     stack.iter().fold(Route::Inline, |outer, ctx| match ctx {
         Ctx::Thread | Ctx::Rayon => Route::Inline,
-        Ctx::MultiTask => Route::BlockInPlace,
+        Ctx::MultiTask => Route::OnWorker,
         // A multi-thread runtime's other threads hand the future to a thread of its own.
         Ctx::MultiBody
         | Ctx::MultiBlocking
@@ -133,7 +133,7 @@ fn expected(stack: &[Ctx]) -> Route {
         // with no runtime, a handoff worker), polled right there; inside one polled in place
         // on a worker (after block_in_place), on that worker again.
         Ctx::Nested => match outer {
-            Route::BlockInPlace => Route::BlockInPlace,
+            Route::OnWorker => Route::OnWorker,
             _ => Route::Inline,
         },
         // Changes nothing about the tokio context.

@@ -362,7 +362,7 @@ fn from_every_context(fetch: &Fetch, calls: usize, salt: usize) -> usize {
                         let fetch = fetch.clone();
                         tokio::spawn(async move {
                             for i in 0..calls {
-                                call(Route::BlockInPlace, &fetch, salt + 30_000 + 1_000 * t + i);
+                                call(Route::OnWorker, &fetch, salt + 30_000 + 1_000 * t + i);
                             }
                         })
                     })
@@ -770,7 +770,7 @@ fn run_blocking_in_a_thread_local_destructor_after_tokio_s_context_is_gone() {
 
 /// A shared client used from a multi-thread runtime's task makes connections whose drivers
 /// live on the runtime that drives the call. Through plain `run_blocking` (the
-/// `BlockInPlace` route drives the future with the ambient handle) that is the caller's
+/// `OnWorker` route drives the future with the ambient handle) that is the caller's
 /// runtime, and a request in flight on such a pooled connection fails if that runtime is
 /// dropped meanwhile (hyper's `DispatchGone`): the driver goes with its runtime. That is the
 /// documented trade of driving a future where it runs; the remedy for clients shared beyond
@@ -789,7 +789,7 @@ fn a_client_driven_through_the_io_runtime_outlives_the_callers_runtime() {
         let rt = multi_thread();
         rt.block_on(async {
             tokio::spawn(async move {
-                assert_eq!(route(), Route::BlockInPlace);
+                assert_eq!(route(), Route::OnWorker);
                 let len = bridge_tokio::IoRuntime::global()
                     .spawn(async move {
                         let response = first_client.get(url).send().await?;

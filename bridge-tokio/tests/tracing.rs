@@ -67,7 +67,7 @@ fn in_place_on_a_multi_thread_task() {
     install();
     let n = multi_thread().block_on(async {
         tokio::spawn(async {
-            assert_eq!(bridge_tokio::route(), Route::BlockInPlace);
+            assert_eq!(bridge_tokio::route(), Route::OnWorker);
             info_span!("task_caller").in_scope(|| bridge_tokio::run_blocking(probe("task")))
         })
         .await

@@ -147,7 +147,7 @@ impl Ctx {
 fn expected(stack: &[Ctx]) -> Route {
     stack.iter().fold(Route::Inline, |outer, ctx| match ctx {
         Ctx::Thread | Ctx::Rayon => Route::Inline,
-        Ctx::MultiTask => Route::BlockInPlace,
+        Ctx::MultiTask => Route::OnWorker,
         // A multi-thread runtime's other threads hand the future to a thread of its own.
         Ctx::MultiBody | Ctx::MultiBlocking | Ctx::TokioLocalOnMulti => Route::Handoff,
         Ctx::CurrentBody | Ctx::CurrentTask | Ctx::TokioLocal => Route::Handoff,
@@ -158,7 +158,7 @@ fn expected(stack: &[Ctx]) -> Route {
         // runtime has entered (polled right there again); that of a call in place on a
         // worker, on that worker (after block_in_place).
         Ctx::Nested => match outer {
-            Route::BlockInPlace => Route::BlockInPlace,
+            Route::OnWorker => Route::OnWorker,
             _ => Route::Inline,
         },
         // Changes nothing about the tokio context.
