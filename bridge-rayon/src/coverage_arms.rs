@@ -10,7 +10,7 @@ use bridge_core::__coverage::Decl;
 #[cfg(any(bridge_loom, bridge_coverage))]
 pub const ARMS: &[Decl] = &[
     // A waiter (`wait`, `join`, a poll): off rayon it blocks (under loom, the waiter of a
-    // `__loom_task`), on a worker it claims the job or finds the pool's.
+    // `loom_task`), on a worker it claims the job or finds the pool's.
     Decl::loom("claim.waiter.not_worker"),
     Decl::loom("claim.waiter.claims"),
     Decl::loom("claim.waiter.finds_pool"),

@@ -514,8 +514,8 @@ enum Runner {
     /// A pool of the caller's, kept alive by its future tasks.
     Custom(Arc<rayon_core::ThreadPool>),
     /// The loom models' stand-in: a queue that model threads drain.
-    #[cfg(bridge_loom)]
-    Loom(__LoomPool),
+    #[cfg(all(test, bridge_loom))]
+    Loom(LoomPool),
 }
 
 impl Runner {
@@ -525,7 +525,7 @@ impl Runner {
         match self {
             Self::Global => home::on_global_pool(),
             Self::Custom(pool) => pool.current_thread_index().is_some(),
-            #[cfg(bridge_loom)]
+            #[cfg(all(test, bridge_loom))]
             Self::Loom(_) => true,
         }
     }
@@ -534,7 +534,7 @@ impl Runner {
         match self {
             Self::Global => submit_global(job),
             Self::Custom(pool) => pool.spawn(job),
-            #[cfg(bridge_loom)]
+            #[cfg(all(test, bridge_loom))]
             Self::Loom(queue) => queue.push(Box::new(job)),
         }
     }
@@ -595,30 +595,28 @@ fn relay(job: PollJob) {
     }
 }
 
-/// Test hook for the loom models: a future task whose polls are queued on a [`__LoomPool`]
+/// Test hook for the loom models: a future task whose polls are queued on a [`LoomPool`]
 /// that model threads drain. Its waiters on any loom thread run the queued polls, as a
 /// waiter on a rayon worker does. Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub fn __loom_future_task<F>(fut: F) -> (Task<F::Output>, __LoomPool)
+#[cfg(all(test, bridge_loom))]
+pub(crate) fn loom_future_task<F>(fut: F) -> (Task<F::Output>, LoomPool)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let pool = __LoomPool::default();
+    let pool = LoomPool::default();
     let (task, shared) = make(fut, Runner::Loom(pool.clone()));
     pool.push(Box::new(poll_job(shared)));
     (task, pool)
 }
 
 /// The loom models' pool: a queue of poll jobs. Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
+#[cfg(all(test, bridge_loom))]
 #[derive(Clone, Default)]
-pub struct __LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>>);
+pub(crate) struct LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>>);
 
-#[cfg(bridge_loom)]
-impl __LoomPool {
+#[cfg(all(test, bridge_loom))]
+impl LoomPool {
     pub(crate) fn push(&self, job: PollJob) {
         self.0.lock().unwrap().push_back(job);
     }
@@ -635,9 +633,9 @@ impl __LoomPool {
     }
 }
 
-#[cfg(bridge_loom)]
-impl std::fmt::Debug for __LoomPool {
+#[cfg(all(test, bridge_loom))]
+impl std::fmt::Debug for LoomPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("__LoomPool").finish_non_exhaustive()
+        f.debug_struct("LoomPool").finish_non_exhaustive()
     }
 }

@@ -106,6 +106,8 @@ mod home;
 mod job;
 mod job_claim;
 mod limit;
+#[cfg(all(test, bridge_loom))]
+mod loom_models;
 mod metrics;
 #[allow(unsafe_code)]
 #[cfg_attr(bridge_loom, allow(dead_code))]
@@ -124,19 +126,10 @@ mod trace;
 pub use bridge_core::Histogram;
 pub use bridge_core::{CatchUnwind, Error, Task};
 pub use future_task::spawn_future;
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use future_task::{__LoomPool, __loom_future_task};
 pub use job::CancelFlag;
 pub use limit::Limit;
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use limit::{Acquire as __Acquire, Permit as __Permit};
 pub use metrics::{CpuMetrics, metrics};
 pub use priority::lower_thread_priority;
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use spawn::{__loom_claimable_task, __loom_task};
 pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
 
 /// Compile-time checks of the handles' auto traits, run as doctests.
@@ -185,9 +178,3 @@ pub use spawn::{ThreadPoolExt, spawn, spawn_cancellable, spawn_fifo};
 /// ```
 #[cfg(doctest)]
 pub struct CompileFail;
-
-/// The arms of the claim and limit state machines, for the loom suite (which declares them
-/// for `.ci/loom-coverage`). Not part of the API: loom builds only.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use coverage_arms::ARMS as __ARMS;

@@ -529,37 +529,12 @@ impl Limit {
         acquire
     }
 
-    /// Test hook for the loom models: [`try_acquire`](Self::try_acquire). Not part of the
-    /// API (loom builds only).
-    #[cfg(bridge_loom)]
-    #[doc(hidden)]
-    pub fn __try_acquire(&self) -> Option<Permit> {
-        self.try_acquire()
-    }
-
-    /// Test hook for the loom models: [`acquire`](Self::acquire). Not part of the API (loom
-    /// builds only).
-    #[cfg(bridge_loom)]
-    #[doc(hidden)]
-    pub fn __acquire(&self) -> Acquire {
-        self.acquire()
-    }
-
-    /// Test hook for the loom models: [`acquire_blocking`](Self::acquire_blocking). Not part
-    /// of the API (loom builds only).
-    #[cfg(bridge_loom)]
-    #[doc(hidden)]
-    pub fn __acquire_blocking(&self) -> Acquire {
-        self.acquire_blocking()
-    }
-
     /// Test hook for the loom models: [`spawn`](Self::spawn), with the work queued on a
-    /// [`__LoomPool`](crate::__LoomPool) that loom threads drain, standing in for the pool:
+    /// [`LoomPool`](crate::future_task::LoomPool) that loom threads drain, standing in for the pool:
     /// with room now, the closure's job (the permit in it); without, the polls of the
     /// future task that waits in line, then runs the closure. Not part of the API.
-    #[cfg(bridge_loom)]
-    #[doc(hidden)]
-    pub fn __loom_spawn<F, T>(&self, f: F) -> (Task<T>, crate::__LoomPool)
+    #[cfg(all(test, bridge_loom))]
+    pub(crate) fn loom_spawn<F, T>(&self, f: F) -> (Task<T>, crate::future_task::LoomPool)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -567,12 +542,14 @@ impl Limit {
         match self.line_up() {
             Ok(permit) => {
                 let f = holding(permit, f);
-                let (task, job) = crate::__loom_task(move |_| f());
-                let pool = crate::__LoomPool::default();
+                let (task, job) = crate::spawn::loom_task(move |_| f());
+                let pool = crate::future_task::LoomPool::default();
                 pool.push(Box::new(job));
                 (task, pool)
             }
-            Err(waiter) => crate::__loom_future_task(async move { holding(waiter.await, f)() }),
+            Err(waiter) => {
+                crate::future_task::loom_future_task(async move { holding(waiter.await, f)() })
+            }
         }
     }
 }
@@ -600,7 +577,7 @@ impl fmt::Debug for Limit {
 }
 
 /// One unit of a limit's room; dropping it gives the room back. Crate-private (the loom
-/// models reach it as `__Permit`).
+/// models reach it).
 pub struct Permit {
     /// `None` only for the permit a `Permit::drop` is about to give back.
     shared: Option<Arc<Shared>>,
@@ -624,7 +601,7 @@ impl fmt::Debug for Permit {
 }
 
 /// The future of a permit: queued at its first poll, ready once a permit was handed to it.
-/// Crate-private (the loom models reach it as `__Acquire`).
+/// Crate-private (the loom models reach it).
 #[must_use = "futures do nothing unless polled"]
 pub struct Acquire {
     shared: Arc<Shared>,
@@ -769,5 +746,6 @@ impl fmt::Debug for Acquire {
     }
 }
 
-#[cfg(test)]
+// Under loom the queue is the models' (`loom_models`).
+#[cfg(all(test, not(bridge_loom)))]
 mod tests;

@@ -271,7 +271,7 @@ pub fn metrics() -> CpuMetrics {
 /// For the tests: each spawning thread times one task in `period` (rounded up to a power of
 /// two; 0 counts as 1) from its next spawn on; returns the previous period. `1` times every
 /// task, for exact tests.
-#[cfg(test)]
+#[cfg(all(test, not(bridge_loom)))]
 fn set_queue_wait_sampling(period: u32) -> u32 {
     let mask = period.max(1).checked_next_power_of_two().unwrap_or(1 << 31) - 1;
     // ORDERING: Relaxed: see `spawned`.
@@ -280,7 +280,7 @@ fn set_queue_wait_sampling(period: u32) -> u32 {
 
 /// The sampling period's tests: unit tests, since the period is no API (no other unit test
 /// of this crate spawns tasks, so the process-wide counters see only these).
-#[cfg(test)]
+#[cfg(all(test, not(bridge_loom)))]
 mod sampling_tests {
     use super::set_queue_wait_sampling;
     use crate::ThreadPoolExt;

@@ -213,7 +213,7 @@ pub(crate) fn set_thread_slice(slice: Duration) -> io::Result<()> {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, target_os = "linux", not(bridge_loom)))]
 mod tests {
     use super::*;
 

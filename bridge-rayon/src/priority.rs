@@ -86,7 +86,7 @@ pub fn lower_thread_priority(nice: u8) -> io::Result<()> {
     crate::os::set_thread_nice(nice)
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, target_os = "linux", not(bridge_loom)))]
 mod tests {
     use super::*;
 

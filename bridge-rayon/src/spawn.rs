@@ -251,9 +251,8 @@ impl ThreadPoolExt for rayon_core::ThreadPool {
 /// Test hook for the loom models: a task and the job that fulfils it, to be run on a loom
 /// thread standing in for the pool. Its waiters never claim the job: they block, as a thread
 /// outside the pool does. Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub fn __loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
+#[cfg(all(test, bridge_loom))]
+pub(crate) fn loom_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
@@ -261,12 +260,11 @@ where
     crate::task::new(f, false)
 }
 
-/// Test hook for the loom models: like [`__loom_task`], but a waiter on any loom thread of
+/// Test hook for the loom models: like [`loom_task`], but a waiter on any loom thread of
 /// the model claims the job if it has not started, as a waiter on a rayon worker does.
 /// Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub fn __loom_claimable_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
+#[cfg(all(test, bridge_loom))]
+pub(crate) fn loom_claimable_task<F, T>(f: F) -> (Task<T>, impl FnOnce() + Send + 'static)
 where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,

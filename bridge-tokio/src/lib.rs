@@ -106,6 +106,9 @@
 //! });
 //! assert_eq!(n, 42);
 //! ```
+// A loom build has no process-wide handoff pool (loom objects cannot outlive one model run):
+// its protocol is reached only by the crate's own loom models (`loom_models`, test builds).
+#![cfg_attr(all(bridge_loom, not(test)), allow(dead_code))]
 #![forbid(unsafe_code)]
 
 mod context;
@@ -115,6 +118,8 @@ mod io_runtime;
 mod io_task;
 #[cfg(not(bridge_loom))]
 mod iter_blocking;
+#[cfg(all(test, bridge_loom))]
+mod loom_models;
 mod metrics;
 mod run;
 pub mod settings;
@@ -126,12 +131,6 @@ mod trace;
 #[cfg(not(bridge_loom))]
 mod watch;
 
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use handoff::__loom_handoff;
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub use handoff::pool::{__loom_fail_spawns, Pool as __LoomPool};
 pub use io_runtime::{IoRuntime, spawn_io};
 
 pub use context::{Route, route};

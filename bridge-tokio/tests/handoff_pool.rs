@@ -4,7 +4,7 @@
 //!
 //! A binary of its own, since the cap is process-wide; the tests take one lock so that they
 //! run one at a time, and each starts from an empty pool. Not in loom builds, which have no
-//! process-wide pool (tests/loom.rs drives pools of its own).
+//! process-wide pool (the loom models, `src/loom_models`, drive pools of their own).
 #![cfg(not(bridge_loom))]
 
 mod common;

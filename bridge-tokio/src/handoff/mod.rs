@@ -78,12 +78,12 @@ where
         via_pool(Pool::global(), Some(handle.clone()), future, deadline)
     }
     // loom builds have no global pool (loom objects cannot outlive one model run): the models
-    // drive the protocol through `__loom_handoff`, `Pool::__loom_handoff` and the pool
+    // drive the protocol through `loom_handoff`, `Pool::loom_handoff` and the pool
     // directly.
     #[cfg(bridge_loom)]
     {
         let _ = (handle, future, deadline);
-        unreachable!("loom builds drive the handoff through __loom_handoff")
+        unreachable!("loom builds drive the handoff through loom_handoff")
     }
 }
 
@@ -171,10 +171,9 @@ where
 }
 
 /// Test hook for the loom models: a handoff whose job goes to `hand_over` (a loom thread
-/// runs or drops it) instead of the pool, with no runtime handle. Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub fn __loom_handoff<F>(
+/// runs or drops it) instead of the pool, with no runtime handle.
+#[cfg(all(test, bridge_loom))]
+pub(crate) fn loom_handoff<F>(
     future: F,
     deadline: Option<Instant>,
     hand_over: impl FnOnce(Erased),
@@ -186,12 +185,11 @@ where
     hand_off(None, future, deadline, hand_over, |()| false)
 }
 
-#[cfg(bridge_loom)]
+#[cfg(all(test, bridge_loom))]
 impl Pool {
     /// Test hook for the loom models: a handoff through `pool`, as `run_blocking`'s through
-    /// the process's pool, with no runtime handle. Not part of the API.
-    #[doc(hidden)]
-    pub fn __loom_handoff<F>(
+    /// the process's pool, with no runtime handle.
+    pub(crate) fn loom_handoff<F>(
         pool: &Arc<Self>,
         future: F,
         deadline: Option<Instant>,

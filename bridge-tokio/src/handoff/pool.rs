@@ -151,7 +151,7 @@ const ARMS: &[Decl] = &[
     Decl::loom("pool.submit.start_nested"),
     Decl::loom("pool.submit.queue"),
     // The OS refuses threads only when resources run out; the loom shim injects the failure
-    // (`__loom_fail_spawns`).
+    // (`loom_fail_spawns`).
     Decl::loom("pool.start.spawn_failed"),
     Decl::loom("pool.start.spawn_failed_drain"),
     Decl::loom("pool.after_job.take_queued"),
@@ -246,7 +246,7 @@ impl Pool {
     }
 
     /// Sets the cap (0 counts as 1); returns the previous one.
-    #[cfg(bridge_loom)]
+    #[cfg(all(test, bridge_loom))]
     pub fn set_max(&self, max: usize) -> usize {
         self.state
             .with(|state| std::mem::replace(&mut state.max, max.max(1)))
@@ -254,7 +254,7 @@ impl Pool {
 
     /// Sets how long an idle worker waits before it retires (from its next wait on); returns
     /// the previous time.
-    #[cfg(test)]
+    #[cfg(all(test, not(bridge_loom)))]
     pub fn set_idle_time(&self, idle_time: Duration) -> Duration {
         self.state
             .with(|state| std::mem::replace(&mut state.idle_time, idle_time))
@@ -267,7 +267,9 @@ impl Pool {
     }
 
     /// The most workers alive at once since the pool was made. Read after [`stats`](Self::stats)
-    /// it is at least the count of workers alive that `stats` gave.
+    /// it is at least the count of workers alive that `stats` gave. (The metrics read it;
+    /// a loom build has none.)
+    #[cfg_attr(bridge_loom, allow(dead_code))]
     pub fn peak(&self) -> usize {
         self.state.with(|state| state.peak)
     }
@@ -496,10 +498,9 @@ impl Mailbox {
 }
 
 /// Test hook for the loom models: the next `n` spawns of handoff workers made from this model
-/// thread fail. Not part of the API.
-#[cfg(bridge_loom)]
-#[doc(hidden)]
-pub fn __loom_fail_spawns(n: usize) {
+/// thread fail.
+#[cfg(all(test, bridge_loom))]
+pub(crate) fn loom_fail_spawns(n: usize) {
     thread::fail_spawns(n);
 }
 

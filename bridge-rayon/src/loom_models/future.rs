@@ -1,19 +1,17 @@
 //! loom models of a future task's state machine (`future_task.rs`): schedule, poll, wake,
-//! cancel, with loom threads standing in for the pool (`__LoomPool`, a queue of poll jobs)
+//! cancel, with loom threads standing in for the pool (`LoomPool`, a queue of poll jobs)
 //! and for the thread that wakes the future. The task's waiter (`join`, or a poll of the
 //! task) counts as a waiter on a rayon worker, so it runs queued polls itself and is woken
 //! (through the waker it leaves in the cell) when the next one is queued.
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=2 \
-//!     cargo test -p threadbridge-rayon --release --test loom_future
+//!     cargo test -p threadbridge-rayon --release --lib loom_models::future
 //! ```
 //!
 //! Each model is a few hundred to a few thousand executions at bound 2 (seconds in release);
 //! bound 3, as `.ci/loom-coverage` runs them, takes longer but stays under a minute.
-#![cfg(bridge_loom)]
-
-use bridge_rayon::{__LoomPool, __loom_future_task};
+use crate::future_task::{LoomPool, loom_future_task};
 use loom::thread;
 use std::future::Future;
 use std::pin::Pin;
@@ -127,7 +125,7 @@ impl Probes {
     }
 
     /// Joins the waker thread (if a poll started it) and runs what it queued.
-    fn settle(&self, pool: &__LoomPool) {
+    fn settle(&self, pool: &LoomPool) {
         let handle = self.waker_thread.lock().unwrap().take();
         if let Some(handle) = handle {
             handle.join();
@@ -149,7 +147,7 @@ impl Probes {
 fn wake_vs_poll_vs_waiter() {
     loom::model(|| {
         let probes = Probes::default();
-        let (task, pool) = __loom_future_task(probes.future(2, true));
+        let (task, pool) = loom_future_task(probes.future(2, true));
         let runner = pool.clone();
         let pool_thread = Tracked::spawn(move || {
             runner.run_one();
@@ -174,7 +172,7 @@ fn wake_vs_poll_vs_waiter() {
 fn poll_waiter_vs_pool_thread() {
     loom::model(|| {
         let probes = Probes::default();
-        let (task, pool) = __loom_future_task(probes.future(1, true));
+        let (task, pool) = loom_future_task(probes.future(1, true));
         let runner = pool.clone();
         let pool_thread = Tracked::spawn(move || {
             runner.run_one();
@@ -205,7 +203,7 @@ fn poll_waiter_vs_pool_thread() {
 fn cancel_vs_wake_vs_poll() {
     loom::model(|| {
         let probes = Probes::default();
-        let (task, pool) = __loom_future_task(probes.future(1, false));
+        let (task, pool) = loom_future_task(probes.future(1, false));
         let runner = pool.clone();
         // Two jobs at most: the first poll, and the one its wake queues (if in time).
         let pool_thread = Tracked::spawn(move || {
@@ -237,7 +235,7 @@ fn panic_vs_waiter() {
     loom::model(|| {
         let drops = Arc::new(AtomicUsize::new(0));
         let held = Counted(drops.clone());
-        let (task, pool) = __loom_future_task(async move {
+        let (task, pool) = loom_future_task(async move {
             let _held = held;
             std::panic::panic_any(7u32)
         });
@@ -257,5 +255,5 @@ fn panic_vs_waiter() {
 /// reached any of them.
 #[test]
 fn declare_the_arms() {
-    bridge_core::__coverage::declare(bridge_rayon::__ARMS);
+    bridge_core::__coverage::declare(crate::coverage_arms::ARMS);
 }

@@ -2,19 +2,17 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p threadbridge-rayon --release --test loom
+//!     cargo test -p threadbridge-rayon --release --lib loom_models
 //! ```
 //!
 //! The task and its job share bridge-core's oneshot: the task's receiver (dropped: cancel;
 //! abandoned: detach) and the job's sender (checked before the closure starts, then used for
 //! the outcome). They also share the job's claim state: the pool's copy and the task's waiter
-//! (on the worker that spawned it: `__loom_claimable_task`) race to move it away from
+//! (on the worker that spawned it: `loom_claimable_task`) race to move it away from
 //! `QUEUED`, and only the winner runs the job. The oneshot's own loom build checks frees and
 //! leaks; values carry a `loom::alloc::Track` (leak check) and a drop counter (double drop
 //! check).
-#![cfg(bridge_loom)]
-
-use bridge_rayon::{__loom_claimable_task, __loom_task};
+use crate::spawn::{loom_claimable_task, loom_task};
 use loom::alloc::Track;
 use loom::thread;
 use std::sync::Arc;
@@ -42,7 +40,7 @@ fn cancel_vs_start() {
         let captures = Arc::new(AtomicUsize::new(0));
         let capture = Track::new(Counted(captures.clone()));
         let counter = runs.clone();
-        let (task, job) = __loom_task(move |_| {
+        let (task, job) = loom_task(move |_| {
             let _keep = &capture;
             counter.fetch_add(1, SeqCst);
         });
@@ -55,7 +53,7 @@ fn cancel_vs_start() {
         // Cancel first, start after: never runs.
         let counter = runs.clone();
         let before = runs.load(SeqCst);
-        let (task, job) = __loom_task(move |_| {
+        let (task, job) = loom_task(move |_| {
             counter.fetch_add(1, SeqCst);
         });
         drop(task);
@@ -78,7 +76,7 @@ fn completion_vs_drop() {
         let drops = Arc::new(AtomicUsize::new(0));
         let made = Arc::new(AtomicUsize::new(0));
         let (counter, made_counter) = (drops.clone(), made.clone());
-        let (task, job) = __loom_task(move |_| {
+        let (task, job) = loom_task(move |_| {
             made_counter.fetch_add(1, SeqCst);
             Track::new(Counted(counter))
         });
@@ -97,7 +95,7 @@ fn completion_vs_drop() {
 #[test]
 fn panic_vs_wait() {
     loom::model(|| {
-        let (task, job) = __loom_task(|_| -> u8 { std::panic::panic_any(5u32) });
+        let (task, job) = loom_task(|_| -> u8 { std::panic::panic_any(5u32) });
         let pool = thread::spawn(job);
         match task.join() {
             Err(err) if err.is_panic() => {
@@ -116,7 +114,7 @@ fn panic_vs_wait() {
 #[test]
 fn value_vs_await() {
     loom::model(|| {
-        let (task, job) = __loom_task(|_| Track::new(41u32));
+        let (task, job) = loom_task(|_| Track::new(41u32));
         let pool = thread::spawn(job);
         let value = bridge_core::block_on(task);
         assert_eq!(*value.get_ref(), 41);
@@ -134,7 +132,7 @@ fn flag_vs_drop_and_detach() {
     loom::model(|| {
         let seen = Arc::new(AtomicUsize::new(0));
         let counter = seen.clone();
-        let (task, job) = __loom_task(move |flag| {
+        let (task, job) = loom_task(move |flag| {
             counter.store(usize::from(flag.is_cancelled()) + 1, SeqCst);
         });
         let pool = thread::spawn(job);
@@ -147,7 +145,7 @@ fn flag_vs_drop_and_detach() {
         );
 
         // A closure that runs until it sees the cancel: it ends only if the drop reaches it.
-        let (task, job) = __loom_task(|flag| {
+        let (task, job) = loom_task(|flag| {
             while !flag.is_cancelled() {
                 thread::yield_now();
             }
@@ -168,7 +166,7 @@ fn flag_vs_drop_and_detach() {
 #[test]
 fn job_dropped_unrun_vs_wait() {
     loom::model(|| {
-        let (task, job) = __loom_task(|_| 1u8);
+        let (task, job) = loom_task(|_| 1u8);
         let pool = thread::spawn(move || drop(job));
         let err = task.join().unwrap_err();
         assert!(err.is_lost(), "expected Lost, got {err:?}");
@@ -193,7 +191,7 @@ fn claim_vs_start() {
         let drops = Arc::new(AtomicUsize::new(0));
         let capture = Track::new(Counted(drops.clone()));
         let (counter, value_drops) = (runs.clone(), drops.clone());
-        let (task, job) = __loom_claimable_task(move |_| {
+        let (task, job) = loom_claimable_task(move |_| {
             let _keep = &capture;
             counter.fetch_add(1, SeqCst);
             Track::new(Counted(value_drops))
@@ -227,7 +225,7 @@ fn claim_by_poll_vs_start_with_a_panic() {
     loom::model(|| {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
-        let (task, job) = __loom_claimable_task(move |_| -> u8 {
+        let (task, job) = loom_claimable_task(move |_| -> u8 {
             counter.fetch_add(1, SeqCst);
             std::panic::panic_any(Track::new(5u32))
         });
@@ -263,7 +261,7 @@ fn claim_vs_job_dropped_unrun() {
         let drops = Arc::new(AtomicUsize::new(0));
         let capture = Track::new(Counted(drops.clone()));
         let counter = runs.clone();
-        let (task, job) = __loom_claimable_task(move |_| {
+        let (task, job) = loom_claimable_task(move |_| {
             let _keep = &capture;
             counter.fetch_add(1, SeqCst);
             1u8
@@ -298,7 +296,7 @@ fn timed_wait_then_cancel_vs_start() {
         let runs = Arc::new(AtomicUsize::new(0));
         let (waiter_count, counter) = (on_waiter.clone(), runs.clone());
         let waiter = thread::current().id();
-        let (mut task, job) = __loom_claimable_task(move |_| {
+        let (mut task, job) = loom_claimable_task(move |_| {
             if thread::current().id() == waiter {
                 waiter_count.fetch_add(1, SeqCst);
             }
@@ -318,7 +316,7 @@ fn timed_wait_then_cancel_vs_start() {
         // Cancel first, start after: never runs.
         let counter = runs.clone();
         let before = runs.load(SeqCst);
-        let (task, job) = __loom_claimable_task(move |_| {
+        let (task, job) = loom_claimable_task(move |_| {
             counter.fetch_add(1, SeqCst);
         });
         drop(task);
@@ -341,7 +339,7 @@ fn repoll_after_the_claim_vs_start() {
     loom::model(|| {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
-        let (mut task, job) = __loom_claimable_task(move |_| counter.fetch_add(1, SeqCst));
+        let (mut task, job) = loom_claimable_task(move |_| counter.fetch_add(1, SeqCst));
         let pool = thread::spawn(job);
         assert_eq!(bridge_core::block_on(&mut task), 0);
         let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -359,12 +357,12 @@ fn repoll_after_the_claim_vs_start() {
 /// reached any of them (the script then lists them all as unreached).
 #[test]
 fn declare_the_claim_arms() {
-    bridge_core::__coverage::declare(bridge_rayon::__ARMS);
+    bridge_core::__coverage::declare(crate::coverage_arms::ARMS);
 }
 
 // ---- Limit: the queue of waiters for room, and the permits that tasks carry ----
 
-use bridge_rayon::Limit;
+use crate::Limit;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -388,17 +386,17 @@ fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
 fn limit_grant_vs_waiter_drop() {
     loom::model(|| {
         let limit = Limit::new(1);
-        let permit = limit.__try_acquire().expect("room");
-        assert!(limit.__try_acquire().is_none());
-        let mut first = limit.__acquire();
-        let mut second = limit.__acquire();
+        let permit = limit.try_acquire().expect("room");
+        assert!(limit.try_acquire().is_none());
+        let mut first = limit.acquire();
+        let mut second = limit.acquire();
         assert!(poll_once(&mut first).is_pending());
         assert!(poll_once(&mut second).is_pending());
         assert!(poll_once(&mut second).is_pending());
         let releaser = thread::spawn(move || drop(permit));
         drop(first);
         // Nobody passes the queue, whatever the order above.
-        assert!(limit.__try_acquire().is_none());
+        assert!(limit.try_acquire().is_none());
         let permit = bridge_core::block_on(second);
         releaser.join().unwrap();
         assert_eq!(limit.in_flight(), 1);
@@ -422,10 +420,10 @@ fn limit_cancel_before_start_gives_the_room_back() {
         let limit = Limit::new(1);
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
-        let (task, jobs) = limit.__loom_spawn(move || {
+        let (task, jobs) = limit.loom_spawn(move || {
             counter.fetch_add(1, SeqCst);
         });
-        let mut waiter = limit.__acquire();
+        let mut waiter = limit.acquire();
         assert!(poll_once(&mut waiter).is_pending());
         let pool = thread::spawn(move || jobs.run_all());
         drop(task);
@@ -447,11 +445,11 @@ fn limit_cancel_before_start_gives_the_room_back() {
 fn limit_two_waiters_fifo() {
     loom::model(|| {
         let limit = Limit::new(1);
-        let permit = limit.__try_acquire().expect("room");
+        let permit = limit.try_acquire().expect("room");
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let waiters: Vec<_> = (1..=2)
             .map(|n| {
-                let mut waiter = limit.__acquire();
+                let mut waiter = limit.acquire();
                 assert!(poll_once(&mut waiter).is_pending());
                 let order = order.clone();
                 thread::spawn(move || {
@@ -487,13 +485,13 @@ fn limit_two_waiters_fifo() {
 fn limit_blocking_wait_vs_release_passes_its_own_thread() {
     loom::model(|| {
         let limit = Limit::new(1);
-        let permit = limit.__try_acquire().expect("room");
-        let mut waiter = limit.__acquire();
+        let permit = limit.try_acquire().expect("room");
+        let mut waiter = limit.acquire();
         assert!(poll_once(&mut waiter).is_pending());
         let releaser = thread::spawn(move || drop(permit));
-        let blocking = bridge_core::block_on(limit.__acquire_blocking());
+        let blocking = bridge_core::block_on(limit.acquire_blocking());
         assert!(poll_once(&mut waiter).is_pending());
-        assert!(limit.__try_acquire().is_none());
+        assert!(limit.try_acquire().is_none());
         drop(blocking);
         let Poll::Ready(permit) = poll_once(&mut waiter) else {
             panic!("the passed waiter did not get the next room");
@@ -518,16 +516,13 @@ fn limit_blocking_wait_vs_release_passes_its_own_thread() {
 fn limit_waiting_task_dropped_vs_grant() {
     loom::model(|| {
         let limit = Limit::new(1);
-        let permit = limit.__try_acquire().expect("room");
+        let permit = limit.try_acquire().expect("room");
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
-        let (task, jobs) = limit.__loom_spawn(move || {
+        let (task, jobs) = limit.loom_spawn(move || {
             counter.fetch_add(1, SeqCst);
         });
-        assert!(
-            limit.__try_acquire().is_none(),
-            "a newcomer passed the task"
-        );
+        assert!(limit.try_acquire().is_none(), "a newcomer passed the task");
         let pool = {
             let jobs = jobs.clone();
             thread::spawn(move || jobs.run_all())
@@ -540,7 +535,7 @@ fn limit_waiting_task_dropped_vs_grant() {
         jobs.run_all();
         assert!(runs.load(SeqCst) <= 1);
         assert_eq!(limit.in_flight(), 0);
-        assert!(limit.__try_acquire().is_some(), "the room was lost");
+        assert!(limit.try_acquire().is_some(), "the room was lost");
     });
 }
 
@@ -557,10 +552,10 @@ fn limit_waiting_task_dropped_vs_grant() {
 fn limit_waiting_task_gets_the_room_given_back() {
     loom::model(|| {
         let limit = Limit::new(1);
-        let permit = limit.__try_acquire().expect("room");
+        let permit = limit.try_acquire().expect("room");
         let inside = limit.clone();
-        let (task, jobs) = limit.__loom_spawn(move || {
-            assert!(inside.__try_acquire().is_none(), "ran beside the held room");
+        let (task, jobs) = limit.loom_spawn(move || {
+            assert!(inside.try_acquire().is_none(), "ran beside the held room");
             7
         });
         let pool = {
@@ -574,7 +569,7 @@ fn limit_waiting_task_gets_the_room_given_back() {
         assert_eq!(task.wait(), 7);
         assert_eq!(limit.in_flight(), 0);
         // With room free, a wait for it (`spawn_or_wait`'s) takes it at its first poll.
-        drop(bridge_core::block_on(limit.__acquire_blocking()));
+        drop(bridge_core::block_on(limit.acquire_blocking()));
         assert_eq!(limit.in_flight(), 0);
     });
 }

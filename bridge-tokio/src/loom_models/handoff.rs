@@ -4,16 +4,16 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg bridge_loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p threadbridge-tokio --release --test loom
+//!     cargo test -p threadbridge-tokio --release --lib loom_models
 //! ```
 //!
 //! The job is the future wrapped to catch its panic and send its outcome; the worker runs it
 //! with bridge-core's `block_on` (the futures here need no reactor). bridge-core's loom build
 //! checks the oneshot's frees and leaks; outputs carry a `loom::alloc::Track` and a drop
 //! counter.
-#![cfg(bridge_loom)]
 
-use bridge_tokio::{__LoomPool, __loom_fail_spawns, __loom_handoff};
+use crate::handoff::loom_handoff;
+use crate::handoff::pool::{Pool as LoomPool, loom_fail_spawns};
 use loom::alloc::Track;
 use loom::thread;
 use std::sync::Arc;
@@ -52,7 +52,7 @@ fn worker(run: bool) -> impl FnOnce(bridge_core::scoped::Erased) {
 #[test]
 fn job_completes_while_the_caller_waits() {
     loom::model(|| {
-        let output = __loom_handoff(async { Track::new(7u32) }, None, worker(true));
+        let output = loom_handoff(async { Track::new(7u32) }, None, worker(true));
         assert_eq!(*output.expect("the output").get_ref(), 7);
     });
 }
@@ -90,7 +90,7 @@ fn caller_timeout_vs_completion() {
             assert!(borrows.0.load(SeqCst), "polled after the call");
             Track::new(Counted(counter))
         };
-        match __loom_handoff(future, Some(Instant::now()), worker(true)) {
+        match loom_handoff(future, Some(Instant::now()), worker(true)) {
             Ok(output) => drop(output),
             Err(err) if err.is_timeout() => {}
             Err(other) => panic!("unexpected {other:?}"),
@@ -107,14 +107,14 @@ fn caller_timeout_vs_completion() {
 /// panic, and the caller would see a lost error instead of the payload).
 #[test]
 fn worker_panic_reaches_the_caller() {
-    loom::model(|| {
-        match __loom_handoff(async { std::panic::panic_any(3u8) }, None, worker(true)) {
+    loom::model(
+        || match loom_handoff(async { std::panic::panic_any(3u8) }, None, worker(true)) {
             Err(err) if err.is_panic() => {
                 assert_eq!(err.into_panic().downcast_ref::<u8>(), Some(&3));
             }
             other => panic!("expected the panic, got {:?}", other.map(|_| ())),
-        }
-    });
+        },
+    );
 }
 
 /// The pool drops the job unrun (no worker thread could be started), racing the caller's
@@ -130,7 +130,7 @@ fn a_job_dropped_unrun_is_unavailable() {
         let future = async move {
             let _keep = captured;
         };
-        let err = __loom_handoff(future, None, worker(false))
+        let err = loom_handoff(future, None, worker(false))
             .map(drop)
             .expect_err("the job was dropped unrun");
         assert!(
@@ -156,12 +156,12 @@ fn a_job_dropped_unrun_is_unavailable() {
 #[test]
 fn submit_vs_worker_retire() {
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::default());
+        let pool = loom::sync::Arc::new(LoomPool::default());
         let runs = Arc::new(AtomicUsize::new(0));
         for round in 0..2 {
             let (done_tx, done_rx) = bridge_core::oneshot::channel();
             let counter = runs.clone();
-            __LoomPool::submit(
+            LoomPool::submit(
                 &pool,
                 Box::new(move |back_to_idle: &dyn Fn()| {
                     counter.fetch_add(1, SeqCst);
@@ -190,7 +190,7 @@ fn submit_vs_worker_retire() {
 #[test]
 fn cap_one_fifo_vs_retire() {
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let running = Arc::new(AtomicUsize::new(0));
         let waits: Vec<_> = (0..3)
@@ -198,7 +198,7 @@ fn cap_one_fifo_vs_retire() {
                 let (done_tx, done_rx) = bridge_core::oneshot::channel();
                 let (order, running) = (order.clone(), running.clone());
                 let counted = pool.clone();
-                __LoomPool::submit(
+                LoomPool::submit(
                     &pool,
                     Box::new(move |back_to_idle: &dyn Fn()| {
                         assert_eq!(running.fetch_add(1, SeqCst), 0, "two jobs at once");
@@ -229,14 +229,14 @@ fn cap_one_fifo_vs_retire() {
 #[test]
 fn nested_submit_bypasses_the_cap() {
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let (done_tx, done_rx) = bridge_core::oneshot::channel();
         let inner_pool = pool.clone();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |back_to_idle: &dyn Fn()| {
                 let (inner_tx, inner_rx) = bridge_core::oneshot::channel();
-                __LoomPool::submit(
+                LoomPool::submit(
                     &inner_pool,
                     Box::new(move |back_to_idle: &dyn Fn()| {
                         back_to_idle();
@@ -267,11 +267,11 @@ fn nested_submit_bypasses_the_cap() {
 #[test]
 fn raised_cap_starts_the_oldest() {
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let (open, gate) = bridge_core::oneshot::channel::<()>();
         let (first_tx, first_rx) = bridge_core::oneshot::channel();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |_: &dyn Fn()| {
                 let _ = gate.recv_blocking();
@@ -282,7 +282,7 @@ fn raised_cap_starts_the_oldest() {
             .map(|index| {
                 let (done_tx, done_rx) = bridge_core::oneshot::channel();
                 let order = order.clone();
-                __LoomPool::submit(
+                LoomPool::submit(
                     &pool,
                     Box::new(move |_: &dyn Fn()| {
                         order.lock().unwrap().push(index);
@@ -321,11 +321,11 @@ fn raised_cap_starts_the_oldest() {
 fn spawn_failure_strands_no_job() {
     use bridge_core::oneshot::RecvError;
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let other = pool.clone();
         let second = thread::spawn(move || {
             let (done_tx, done_rx) = bridge_core::oneshot::channel();
-            __LoomPool::submit(
+            LoomPool::submit(
                 &other,
                 Box::new(move |_: &dyn Fn()| {
                     let _ = done_tx.send(2u8);
@@ -333,9 +333,9 @@ fn spawn_failure_strands_no_job() {
             );
             done_rx.recv_blocking()
         });
-        __loom_fail_spawns(1);
+        loom_fail_spawns(1);
         let (done_tx, done_rx) = bridge_core::oneshot::channel();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |_: &dyn Fn()| {
                 let _ = done_tx.send(1u8);
@@ -380,7 +380,7 @@ fn a_queued_call_leaves_the_queue_at_its_deadline() {
 
     /// Reads the pool's stats when dropped: the lock must be free, and only the second job
     /// left in the queue.
-    struct StatsOnDrop(loom::sync::Arc<__LoomPool>);
+    struct StatsOnDrop(loom::sync::Arc<LoomPool>);
     impl Drop for StatsOnDrop {
         fn drop(&mut self) {
             assert_eq!(
@@ -392,10 +392,10 @@ fn a_queued_call_leaves_the_queue_at_its_deadline() {
     }
 
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let (open, gate) = bridge_core::oneshot::channel::<()>();
         let (first_tx, first_rx) = bridge_core::oneshot::channel();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |_: &dyn Fn()| {
                 let _ = gate.recv_blocking();
@@ -403,7 +403,7 @@ fn a_queued_call_leaves_the_queue_at_its_deadline() {
             }),
         );
         let (second_tx, second_rx) = bridge_core::oneshot::channel();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |_: &dyn Fn()| {
                 let _ = second_tx.send(2u8);
@@ -418,7 +418,7 @@ fn a_queued_call_leaves_the_queue_at_its_deadline() {
             let _borrows = borrows;
             polled.store(true, SeqCst);
         };
-        match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
+        match LoomPool::loom_handoff(&pool, future, Some(Instant::now())) {
             Err(err) if err.is_timeout() => {}
             other => panic!("expected a timeout, got {other:?}"),
         }
@@ -452,10 +452,10 @@ fn a_deadline_vs_a_worker_taking_the_queued_job() {
     use loom::sync::atomic::AtomicBool;
 
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let (open, gate) = bridge_core::oneshot::channel::<()>();
         let (first_tx, first_rx) = bridge_core::oneshot::channel();
-        __LoomPool::submit(
+        LoomPool::submit(
             &pool,
             Box::new(move |back_to_idle: &dyn Fn()| {
                 let _ = gate.recv_blocking();
@@ -473,7 +473,7 @@ fn a_deadline_vs_a_worker_taking_the_queued_job() {
             assert!(borrows.0.load(SeqCst), "polled after the call");
             Track::new(Counted(counter))
         };
-        match __LoomPool::__loom_handoff(&pool, future, Some(Instant::now())) {
+        match LoomPool::loom_handoff(&pool, future, Some(Instant::now())) {
             Ok(output) => drop(output),
             Err(err) if err.is_timeout() => {}
             Err(other) => panic!("unexpected {other:?}"),
@@ -508,14 +508,14 @@ fn a_failed_spawn_whose_future_panics_in_drop_keeps_the_pool_whole() {
     }
 
     loom::model(|| {
-        let pool = loom::sync::Arc::new(__LoomPool::new(1));
+        let pool = loom::sync::Arc::new(LoomPool::new(1));
         let bomb = PanicsOnDrop;
         let future = async move {
             let _bomb = bomb;
         };
-        __loom_fail_spawns(1);
+        loom_fail_spawns(1);
         let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
-            __LoomPool::__loom_handoff(&pool, future, None)
+            LoomPool::loom_handoff(&pool, future, None)
         }));
         let payload = unwound.map(drop).expect_err("the future's drop panics");
         assert_eq!(
@@ -523,7 +523,7 @@ fn a_failed_spawn_whose_future_panics_in_drop_keeps_the_pool_whole() {
             Some(&"in the future's drop")
         );
         assert_eq!(pool.stats(), (0, 0, 0), "the failed spawn kept its count");
-        let next = __LoomPool::__loom_handoff(&pool, async { 5u8 }, None);
+        let next = LoomPool::loom_handoff(&pool, async { 5u8 }, None);
         assert_eq!(next.ok(), Some(5));
     });
 }
