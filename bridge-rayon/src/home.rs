@@ -142,57 +142,73 @@ impl Write for AddrFinder {
     }
 }
 
-/// Which waiters may claim a job: those on a worker of its pool. In the loom models, a flag
-/// instead: the model's threads stand for one pool's workers (`true`) or for threads outside
-/// it (`false`).
+pub(crate) use imp::{Home, is_home, of, of_spawn, on_global_pool, outside_runtimes};
+
+/// The std build: a job's home is its pool's identity.
 #[cfg(not(bridge_loom))]
-pub(crate) type Home = PoolId;
-/// See the std build's `Home`.
-#[cfg(bridge_loom)]
-pub(crate) type Home = bool;
+mod imp {
+    use super::PoolId;
 
-/// The home of a job that `rayon_core::spawn` (or `spawn_fifo`) queues from this thread.
-pub(crate) fn of_spawn() -> Home {
-    #[cfg(not(bridge_loom))]
-    return PoolId::of_spawn();
-    #[cfg(bridge_loom)]
-    true
-}
+    /// Which waiters may claim a job: those on a worker of its pool.
+    pub(crate) type Home = PoolId;
 
-/// The home of a job queued on `pool`.
-pub(crate) fn of(pool: &rayon_core::ThreadPool) -> Home {
-    #[cfg(not(bridge_loom))]
-    return PoolId::of(pool);
-    #[cfg(bridge_loom)]
-    {
-        let _ = pool;
+    /// The home of a job that `rayon_core::spawn` (or `spawn_fifo`) queues from this thread.
+    pub(crate) fn of_spawn() -> Home {
+        PoolId::of_spawn()
+    }
+
+    /// The home of a job queued on `pool`.
+    pub(crate) fn of(pool: &rayon_core::ThreadPool) -> Home {
+        PoolId::of(pool)
+    }
+
+    /// Whether this thread is a worker of `home`'s pool.
+    pub(crate) fn is_home(home: Home) -> bool {
+        PoolId::current() == Some(home)
+    }
+
+    /// Whether this thread is a worker of rayon's global pool.
+    pub(crate) fn on_global_pool() -> bool {
+        PoolId::current().is_some_and(|id| id == PoolId::global())
+    }
+
+    /// Whether a waiter on this thread may run a job of its pool now: no tokio runtime is
+    /// entered here (see the module's docs). Asked only when there is a job to run.
+    pub(crate) fn outside_runtimes() -> bool {
+        #[cfg(feature = "tokio")]
+        return bridge_tokio::route() != bridge_tokio::Route::Handoff;
+        #[cfg(not(feature = "tokio"))]
         true
     }
 }
 
-/// Whether this thread is a worker of `home`'s pool.
-pub(crate) fn is_home(home: Home) -> bool {
-    #[cfg(not(bridge_loom))]
-    return PoolId::current() == Some(home);
-    #[cfg(bridge_loom)]
-    home
-}
+/// The loom build: a flag. The models' threads stand for one pool's workers (`true`) or for
+/// threads outside it (`false`); every one of them is a worker of "the global pool", and
+/// none has a runtime entered.
+#[cfg(bridge_loom)]
+mod imp {
+    /// See the std build's.
+    pub(crate) type Home = bool;
 
-/// Whether this thread is a worker of rayon's global pool (in the loom models, `true`).
-pub(crate) fn on_global_pool() -> bool {
-    #[cfg(not(bridge_loom))]
-    return PoolId::current().is_some_and(|id| id == PoolId::global());
-    #[cfg(bridge_loom)]
-    true
-}
+    pub(crate) fn of_spawn() -> Home {
+        true
+    }
 
-/// Whether a waiter on this thread may run a job of its pool now: no tokio runtime is
-/// entered here (see the module's docs). Asked only when there is a job to run.
-pub(crate) fn outside_runtimes() -> bool {
-    #[cfg(all(feature = "tokio", not(bridge_loom)))]
-    return bridge_tokio::route() != bridge_tokio::Route::Handoff;
-    #[cfg(any(not(feature = "tokio"), bridge_loom))]
-    true
+    pub(crate) fn of(_: &rayon_core::ThreadPool) -> Home {
+        true
+    }
+
+    pub(crate) fn is_home(home: Home) -> bool {
+        home
+    }
+
+    pub(crate) fn on_global_pool() -> bool {
+        true
+    }
+
+    pub(crate) fn outside_runtimes() -> bool {
+        true
+    }
 }
 
 #[cfg(all(test, not(bridge_loom)))]

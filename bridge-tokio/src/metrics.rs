@@ -10,18 +10,14 @@
 use crate::context::Route;
 use bridge_core::Histogram;
 use bridge_core::counters::{Counters, Local};
-#[cfg(not(bridge_loom))]
 use std::time::Duration;
 
 /// The counters, by index in the set.
 const ON_WORKER: usize = 0;
 const HANDOFF: usize = 1;
 const INLINE: usize = 2;
-#[cfg(not(bridge_loom))]
 const STALLED: usize = 3;
-#[cfg(not(bridge_loom))]
 const SLOW_POLLS: usize = 4;
-#[cfg(not(bridge_loom))]
 const HELD_RUNTIMES: usize = 5;
 /// The first of the poll-duration histogram's buckets.
 const POLLS: usize = 6;
@@ -45,13 +41,11 @@ pub(crate) fn call(route: Route) {
 }
 
 /// Counts a handoff made on a current-thread runtime that waited past the stall threshold.
-#[cfg(not(bridge_loom))]
 pub(crate) fn stalled_handoff() {
     COUNTERS.add(&SHARD, STALLED, 1);
 }
 
 /// Records the duration of a poll made on the I/O side.
-#[cfg(not(bridge_loom))]
 #[inline]
 pub(crate) fn polled(duration: Duration) {
     let bucket = bridge_core::histogram::bucket(duration);
@@ -59,13 +53,11 @@ pub(crate) fn polled(duration: Duration) {
 }
 
 /// Counts a poll on the I/O side reported as slow.
-#[cfg(not(bridge_loom))]
 pub(crate) fn slow_poll() {
     COUNTERS.add(&SHARD, SLOW_POLLS, 1);
 }
 
 /// Counts a watched runtime reported as held.
-#[cfg(not(bridge_loom))]
 pub(crate) fn held_runtime() {
     COUNTERS.add(&SHARD, HELD_RUNTIMES, 1);
 }

@@ -126,7 +126,6 @@ pub struct Pool {
     state: Mutex<State>,
     /// The process's pool takes its cap and idle time from `bridge::configure()` at each
     /// submit and each job's end; a pool of the tests keeps its own.
-    #[cfg_attr(bridge_loom, allow(dead_code))]
     follows_config: bool,
 }
 
@@ -236,13 +235,10 @@ impl Pool {
 
     /// The process's pool takes the settings in force (see `follows_config`).
     fn configure(&self, state: &mut State) {
-        #[cfg(not(bridge_loom))]
         if self.follows_config {
             state.max = crate::settings::handoff_threads();
             state.idle_time = crate::settings::handoff_keep_alive();
         }
-        #[cfg(bridge_loom)]
-        let _ = state;
     }
 
     /// Sets the cap (0 counts as 1); returns the previous one.
@@ -254,7 +250,7 @@ impl Pool {
 
     /// Sets how long an idle worker waits before it retires (from its next wait on); returns
     /// the previous time.
-    #[cfg(all(test, not(bridge_loom)))]
+    #[cfg(test)]
     pub fn set_idle_time(&self, idle_time: Duration) -> Duration {
         self.state
             .with(|state| std::mem::replace(&mut state.idle_time, idle_time))
@@ -267,9 +263,7 @@ impl Pool {
     }
 
     /// The most workers alive at once since the pool was made. Read after [`stats`](Self::stats)
-    /// it is at least the count of workers alive that `stats` gave. (The metrics read it;
-    /// a loom build has none.)
-    #[cfg_attr(bridge_loom, allow(dead_code))]
+    /// it is at least the count of workers alive that `stats` gave.
     pub fn peak(&self) -> usize {
         self.state.with(|state| state.peak)
     }

@@ -27,8 +27,7 @@
 use bridge_core::Error;
 use bridge_core::oneshot::RecvTimeoutError;
 use bridge_core::scoped::Pending;
-#[cfg(not(bridge_loom))]
-use std::time::Duration;
+use imp::{WATCHES, caller_runtime_stalled, passed_threshold, threshold_from_now};
 use std::time::Instant;
 
 /// The handoff caller's wait for its outcome until `deadline`, split at the stall threshold
@@ -44,8 +43,7 @@ pub(crate) fn recv_until<R>(
     pending: &mut Pending<'_, R>,
     deadline: Option<Instant>,
 ) -> Result<R, RecvTimeoutError> {
-    #[cfg(not(bridge_loom))]
-    if !pending.is_ready() {
+    if WATCHES && !pending.is_ready() {
         if let Some((threshold, at)) = threshold_from_now() {
             if deadline.is_none_or(|deadline| at < deadline) {
                 match pending.recv_until(Some(at)) {
@@ -58,105 +56,121 @@ pub(crate) fn recv_until<R>(
     pending.recv_until(deadline)
 }
 
-/// The threshold, and when a wait that starts now reaches it; `None` when it never does.
-#[cfg(not(bridge_loom))]
-#[inline]
-fn threshold_from_now() -> Option<(Duration, Instant)> {
-    let threshold = bridge_core::settings::stall_warning();
-    Some((threshold, Instant::now().checked_add(threshold)?))
-}
-
-/// The stall warning. It names timers first: a `sleep` or `timeout` created in the runtime's
-/// body (tokio's own `nesting` example) is the shape users meet most, and the one with no
-/// task to point at.
-#[cfg(not(bridge_loom))]
-const STALLED: &str = "run_blocking: a call made on a current-thread runtime is still waiting \
-     for its future, and that runtime drives none of its timers, sockets or tasks while its \
-     thread waits in (or for) the call: a future that needs one of them (a tokio::time::sleep \
-     or timeout created there, a socket created there, a server spawned there) never \
-     finishes. Create the future inside the async block given to run_blocking, or await it \
-     there instead of calling run_blocking; run those tasks on another runtime \
-     (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or bound the \
-     wait with try_run_blocking_timeout";
-
-/// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.
-#[cfg(not(bridge_loom))]
-#[cold]
-#[inline(never)]
-fn passed_threshold(threshold: Duration) {
-    if caller_is_current_thread() {
-        crate::metrics::stalled_handoff();
-        warn_stalled(threshold);
-    }
-}
-
-/// Names a stalled call where users look. With the feature `tracing` and a subscriber
-/// installed, a warning to it, for each call. Otherwise (no feature, or no subscriber: a
-/// `#[tokio::test]` usually has none) the call may well hang for good, and a hang is all the
-/// user would see, where tokio's own `Handle::block_on` panics with a message in the same
-/// shape: so the first such call of the process writes the warning to stderr, once. It goes
-/// to the stderr stream itself, not through `eprintln!`, which the test harness captures and
-/// shows only for a test that ends, never for one that hangs.
-#[cfg(not(bridge_loom))]
-fn warn_stalled(threshold: Duration) {
-    #[cfg(feature = "tracing")]
-    if tracing::dispatcher::has_been_set() {
-        tracing::warn!(waited = ?threshold, "{STALLED}");
-        return;
-    }
-    static WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    // ORDERING: Relaxed: the flag only elects one writer; it publishes nothing else.
-    if !WRITTEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "warning: {STALLED} (waited {threshold:?}; written once per process, counted in \
-             bridge::metrics().io.stalled_handoffs; with the feature `tracing` and a \
-             subscriber, logged for each call)"
-        );
-    }
-}
-
-/// Whether the calling thread is in a current-thread runtime's context. Never panics: in a
-/// thread-local destructor after tokio's, `try_current` says the context is gone (not a
-/// current-thread runtime). Another flavor (a multi-thread runtime's thread, which the
-/// handoff serves too) keeps running its tasks on its workers.
-#[cfg(not(bridge_loom))]
-fn caller_is_current_thread() -> bool {
-    matches!(
-        tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()),
-        Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
-    )
-}
-
-/// Whether the calling thread is in a current-thread runtime's context whose runtime holds
-/// tasks that could not run while its thread waited: tasks alive (spawned and not finished:
-/// a current-thread runtime polls them only inside its `block_on`, which is waiting in the
-/// call) or woken and queued. Read at the deadline, on the calling thread.
-#[cfg(not(bridge_loom))]
-fn caller_runtime_stalled() -> bool {
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return false;
-    };
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread {
-        return false;
-    }
-    let metrics = handle.metrics();
-    metrics.num_alive_tasks() > 0 || metrics.global_queue_depth() > 0
-}
-
 /// The error of a handoff whose deadline passed, read on the calling thread after the
 /// wait: it names the stalled current-thread runtime when the caller is one and that runtime
 /// had tasks that could not run (see the module's docs).
 pub(crate) fn timed_out() -> Error {
-    #[cfg(not(bridge_loom))]
-    let stalled = caller_runtime_stalled();
-    #[cfg(bridge_loom)]
-    let stalled = false;
-    if stalled {
+    if caller_runtime_stalled() {
         Error::timed_out_stalling_current_thread()
     } else {
         Error::timed_out()
+    }
+}
+
+/// The std build: the threshold's watch and the stalled runtime's detection.
+#[cfg(not(bridge_loom))]
+mod imp {
+    use std::time::{Duration, Instant};
+
+    /// Whether waits are split at the threshold.
+    pub(super) const WATCHES: bool = true;
+
+    #[inline]
+    pub(super) fn threshold_from_now() -> Option<(Duration, Instant)> {
+        let threshold = bridge_core::settings::stall_warning();
+        Some((threshold, Instant::now().checked_add(threshold)?))
+    }
+
+    /// The stall warning. It names timers first: a `sleep` or `timeout` created in the runtime's
+    /// body (tokio's own `nesting` example) is the shape users meet most, and the one with no
+    /// task to point at.
+    const STALLED: &str = "run_blocking: a call made on a current-thread runtime is still waiting \
+         for its future, and that runtime drives none of its timers, sockets or tasks while its \
+         thread waits in (or for) the call: a future that needs one of them (a tokio::time::sleep \
+         or timeout created there, a socket created there, a server spawned there) never \
+         finishes. Create the future inside the async block given to run_blocking, or await it \
+         there instead of calling run_blocking; run those tasks on another runtime \
+         (bridge::spawn_io; in a test: #[tokio::test(flavor = \"multi_thread\")]), or bound the \
+         wait with try_run_blocking_timeout";
+
+    /// A wait passed `threshold`: warn and count if the caller is a current-thread runtime.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn passed_threshold(threshold: Duration) {
+        if caller_is_current_thread() {
+            crate::metrics::stalled_handoff();
+            warn_stalled(threshold);
+        }
+    }
+
+    /// Names a stalled call where users look. With the feature `tracing` and a subscriber
+    /// installed, a warning to it, for each call. Otherwise (no feature, or no subscriber: a
+    /// `#[tokio::test]` usually has none) the call may well hang for good, and a hang is all the
+    /// user would see, where tokio's own `Handle::block_on` panics with a message in the same
+    /// shape: so the first such call of the process writes the warning to stderr, once. It goes
+    /// to the stderr stream itself, not through `eprintln!`, which the test harness captures and
+    /// shows only for a test that ends, never for one that hangs.
+    fn warn_stalled(threshold: Duration) {
+        #[cfg(feature = "tracing")]
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!(waited = ?threshold, "{STALLED}");
+            return;
+        }
+        static WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // ORDERING: Relaxed: the flag only elects one writer; it publishes nothing else.
+        if !WRITTEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: {STALLED} (waited {threshold:?}; written once per process, counted in \
+                 bridge::metrics().io.stalled_handoffs; with the feature `tracing` and a \
+                 subscriber, logged for each call)"
+            );
+        }
+    }
+
+    /// Whether the calling thread is in a current-thread runtime's context. Never panics: in a
+    /// thread-local destructor after tokio's, `try_current` says the context is gone (not a
+    /// current-thread runtime). Another flavor (a multi-thread runtime's thread, which the
+    /// handoff serves too) keeps running its tasks on its workers.
+    fn caller_is_current_thread() -> bool {
+        matches!(
+            tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()),
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
+        )
+    }
+
+    /// Whether the calling thread is in a current-thread runtime's context whose runtime holds
+    /// tasks that could not run while its thread waited: tasks alive (spawned and not finished:
+    /// a current-thread runtime polls them only inside its `block_on`, which is waiting in the
+    /// call) or woken and queued. Read at the deadline, on the calling thread.
+    pub(super) fn caller_runtime_stalled() -> bool {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread {
+            return false;
+        }
+        let metrics = handle.metrics();
+        metrics.num_alive_tasks() > 0 || metrics.global_queue_depth() > 0
+    }
+}
+
+/// The loom build: the models' waits are not split (no clock), and no runtime is entered.
+#[cfg(bridge_loom)]
+mod imp {
+    use std::time::{Duration, Instant};
+
+    pub(super) const WATCHES: bool = false;
+
+    pub(super) fn threshold_from_now() -> Option<(Duration, Instant)> {
+        None
+    }
+
+    pub(super) fn passed_threshold(_: Duration) {}
+
+    pub(super) fn caller_runtime_stalled() -> bool {
+        false
     }
 }
 
