@@ -515,7 +515,7 @@ enum Runner {
     Custom(Arc<rayon_core::ThreadPool>),
     /// The loom models' stand-in: a queue that model threads drain.
     #[cfg(all(test, bridge_loom))]
-    Loom(LoomPool),
+    Loom(loom_pool::LoomPool),
 }
 
 impl Runner {
@@ -595,47 +595,43 @@ fn relay(job: PollJob) {
     }
 }
 
-/// Test hook for the loom models: a future task whose polls are queued on a [`LoomPool`]
-/// that model threads drain. Its waiters on any loom thread run the queued polls, as a
-/// waiter on a rayon worker does. Not part of the API.
+/// The loom models' stand-in for a pool: a queue of poll jobs that model threads drain.
 #[cfg(all(test, bridge_loom))]
-pub(crate) fn loom_future_task<F>(fut: F) -> (Task<F::Output>, LoomPool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let pool = LoomPool::default();
-    let (task, shared) = make(fut, Runner::Loom(pool.clone()));
-    pool.push(Box::new(poll_job(shared)));
-    (task, pool)
-}
+pub(crate) mod loom_pool {
+    use super::{Future, PollJob, Runner, Task, make, poll_job};
+    use std::sync::Arc;
 
-/// The loom models' pool: a queue of poll jobs. Not part of the API.
-#[cfg(all(test, bridge_loom))]
-#[derive(Clone, Default)]
-pub(crate) struct LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>>);
-
-#[cfg(all(test, bridge_loom))]
-impl LoomPool {
-    pub(crate) fn push(&self, job: PollJob) {
-        self.0.lock().unwrap().push_back(job);
+    /// A future task whose polls are queued on a [`LoomPool`]. Its waiters on any loom
+    /// thread run the queued polls, as a waiter on a rayon worker does.
+    pub(crate) fn loom_future_task<F>(fut: F) -> (Task<F::Output>, LoomPool)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let pool = LoomPool::default();
+        let (task, shared) = make(fut, Runner::Loom(pool.clone()));
+        pool.push(Box::new(poll_job(shared)));
+        (task, pool)
     }
 
-    /// Runs the oldest queued job; `false` if none was queued.
-    pub fn run_one(&self) -> bool {
-        let job = self.0.lock().unwrap().pop_front();
-        job.map(|job| job()).is_some()
-    }
+    /// The queue.
+    #[derive(Clone, Default)]
+    pub(crate) struct LoomPool(Arc<loom::sync::Mutex<std::collections::VecDeque<PollJob>>>);
 
-    /// Runs queued jobs until none is left.
-    pub fn run_all(&self) {
-        while self.run_one() {}
-    }
-}
+    impl LoomPool {
+        pub(crate) fn push(&self, job: PollJob) {
+            self.0.lock().unwrap().push_back(job);
+        }
 
-#[cfg(all(test, bridge_loom))]
-impl std::fmt::Debug for LoomPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoomPool").finish_non_exhaustive()
+        /// Runs the oldest queued job; `false` if none was queued.
+        pub(crate) fn run_one(&self) -> bool {
+            let job = self.0.lock().unwrap().pop_front();
+            job.map(|job| job()).is_some()
+        }
+
+        /// Runs queued jobs until none is left.
+        pub(crate) fn run_all(&self) {
+            while self.run_one() {}
+        }
     }
 }

@@ -530,11 +530,14 @@ impl Limit {
     }
 
     /// Test hook for the loom models: [`spawn`](Self::spawn), with the work queued on a
-    /// [`LoomPool`](crate::future_task::LoomPool) that loom threads drain, standing in for the pool:
+    /// [`LoomPool`](crate::future_task::loom_pool::LoomPool) that loom threads drain, standing in for the pool:
     /// with room now, the closure's job (the permit in it); without, the polls of the
     /// future task that waits in line, then runs the closure. Not part of the API.
     #[cfg(all(test, bridge_loom))]
-    pub(crate) fn loom_spawn<F, T>(&self, f: F) -> (Task<T>, crate::future_task::LoomPool)
+    pub(crate) fn loom_spawn<F, T>(
+        &self,
+        f: F,
+    ) -> (Task<T>, crate::future_task::loom_pool::LoomPool)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -543,13 +546,13 @@ impl Limit {
             Ok(permit) => {
                 let f = holding(permit, f);
                 let (task, job) = crate::spawn::loom_task(move |_| f());
-                let pool = crate::future_task::LoomPool::default();
+                let pool = crate::future_task::loom_pool::LoomPool::default();
                 pool.push(Box::new(job));
                 (task, pool)
             }
-            Err(waiter) => {
-                crate::future_task::loom_future_task(async move { holding(waiter.await, f)() })
-            }
+            Err(waiter) => crate::future_task::loom_pool::loom_future_task(async move {
+                holding(waiter.await, f)()
+            }),
         }
     }
 }

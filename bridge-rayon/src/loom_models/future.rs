@@ -11,7 +11,7 @@
 //!
 //! Each model is a few hundred to a few thousand executions at bound 2 (seconds in release);
 //! bound 3, as `.ci/loom-coverage` runs them, takes longer but stays under a minute.
-use crate::future_task::{LoomPool, loom_future_task};
+use crate::future_task::loom_pool::{LoomPool, loom_future_task};
 use loom::thread;
 use std::future::Future;
 use std::pin::Pin;
