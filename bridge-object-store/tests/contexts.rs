@@ -9,7 +9,7 @@
 
 mod common;
 
-use bridge::object_store::IoStore;
+use bridge_object_store::IoStore;
 use common::{Backend, KINDS, Kind, Mode, WATCHDOG, every_method, watchdog};
 use object_store::ObjectStore;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ fn each_store(context: &'static str, run: fn(Arc<dyn ObjectStore>, Kind)) {
 #[test]
 fn from_a_cpu_side_task() {
     each_store("spawn_future", |store, kind| {
-        bridge::cpu::spawn_future(every_method(store, kind, Mode::Async, "cpu".into())).wait();
+        bridge_rayon::spawn_future(every_method(store, kind, Mode::Async, "cpu".into())).wait();
     });
 }
 
@@ -71,7 +71,7 @@ fn from_a_multi_thread_runtime_task() {
 #[test]
 fn from_sync_code_on_a_plain_thread() {
     each_store("sync, plain thread", |store, kind| {
-        bridge::block_on(every_method(store, kind, Mode::Sync, "plain".into()));
+        bridge_core::block_on(every_method(store, kind, Mode::Sync, "plain".into()));
     });
 }
 
@@ -82,7 +82,9 @@ fn from_sync_code_on_a_rayon_worker() {
             .num_threads(1)
             .build()
             .unwrap();
-        pool.install(|| bridge::block_on(every_method(store, kind, Mode::Sync, "rayon".into())));
+        pool.install(|| {
+            bridge_core::block_on(every_method(store, kind, Mode::Sync, "rayon".into()))
+        });
     });
 }
 
@@ -95,7 +97,7 @@ fn from_sync_code_in_a_current_thread_runtime() {
             .unwrap();
         rt.block_on(async move {
             // Synchronous code inside the runtime's body: each call hands off.
-            bridge::block_on(every_method(store, kind, Mode::Sync, "ct-sync".into()));
+            bridge_core::block_on(every_method(store, kind, Mode::Sync, "ct-sync".into()));
         });
     });
 }
@@ -110,7 +112,7 @@ fn from_sync_code_in_a_multi_thread_runtime_task() {
             .unwrap();
         rt.block_on(async move {
             tokio::spawn(async move {
-                bridge::block_on(every_method(store, kind, Mode::Sync, "mt-sync".into()));
+                bridge_core::block_on(every_method(store, kind, Mode::Sync, "mt-sync".into()));
             })
             .await
             .unwrap();

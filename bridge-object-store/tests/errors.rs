@@ -7,7 +7,7 @@
 mod common;
 
 use async_trait::async_trait;
-use bridge::object_store::IoStore;
+use bridge_object_store::IoStore;
 use common::{WATCHDOG, watchdog};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -38,28 +38,29 @@ fn the_wrapped_stores_errors_pass_through() {
         let store = IoStore::new(InMemory::new());
         let missing = Path::from("missing");
         assert!(matches!(
-            bridge::run_blocking(store.get(&missing)),
+            bridge_tokio::run_blocking(store.get(&missing)),
             Err(Error::NotFound { .. })
         ));
         assert!(matches!(
-            bridge::run_blocking(store.head(&missing)),
+            bridge_tokio::run_blocking(store.head(&missing)),
             Err(Error::NotFound { .. })
         ));
         assert!(matches!(
-            bridge::run_blocking(store.get_range(&missing, 0..1)),
+            bridge_tokio::run_blocking(store.get_range(&missing, 0..1)),
             Err(Error::NotFound { .. })
         ));
         assert!(matches!(
-            bridge::run_blocking(store.copy(&missing, &Path::from("x"))),
+            bridge_tokio::run_blocking(store.copy(&missing, &Path::from("x"))),
             Err(Error::NotFound { .. })
         ));
-        let put = bridge::run_blocking(store.put(&Path::from("x"), PutPayload::from_static(b"1")));
+        let put =
+            bridge_tokio::run_blocking(store.put(&Path::from("x"), PutPayload::from_static(b"1")));
         assert!(put.is_ok());
         let again = PutOptions {
             mode: object_store::PutMode::Create,
             ..Default::default()
         };
-        let again = bridge::run_blocking(store.put_opts(
+        let again = bridge_tokio::run_blocking(store.put_opts(
             &Path::from("x"),
             PutPayload::from_static(b"2"),
             again,
@@ -140,57 +141,58 @@ fn a_panic_of_the_wrapped_store_is_a_generic_error() {
     watchdog("panics", WATCHDOG, || {
         let store = IoStore::new(Panicking);
         let path = Path::from("p");
-        let message = generic(bridge::run_blocking(
+        let message = generic(bridge_tokio::run_blocking(
             store.put(&path, PutPayload::from_static(b"1")),
         ));
         assert!(
             message.contains("put_opts") && message.contains("a broken put"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(store.get(&path)));
+        let message = generic(bridge_tokio::run_blocking(store.get(&path)));
         assert!(
             message.contains("get_opts") && message.contains("a broken get"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(store.head(&path)));
+        let message = generic(bridge_tokio::run_blocking(store.head(&path)));
         assert!(message.contains("get_opts"), "{message}");
-        let message = generic(bridge::run_blocking(store.list_with_delimiter(None)));
+        let message = generic(bridge_tokio::run_blocking(store.list_with_delimiter(None)));
         assert!(message.contains("list_with_delimiter"), "{message}");
-        let message = generic(bridge::run_blocking(store.copy(&path, &path)));
+        let message = generic(bridge_tokio::run_blocking(store.copy(&path, &path)));
         assert!(message.contains("copy_opts"), "{message}");
         // rename_opts, the trait's default on the wrapped store: its copy panics.
-        let message = generic(bridge::run_blocking(store.rename(&path, &path)));
+        let message = generic(bridge_tokio::run_blocking(store.rename(&path, &path)));
         assert!(
             message.contains("rename_opts") && message.contains("a broken copy"),
             "{message}"
         );
 
         // A stream's panic ends it with one error item.
-        let listed: Vec<_> = bridge::iter_blocking(store.list(None)).collect();
+        let listed: Vec<_> = bridge_tokio::iter_blocking(store.list(None)).collect();
         assert_eq!(listed.len(), 1);
         let message = generic(listed.into_iter().next().unwrap());
         assert!(
             message.contains("list") && message.contains("a torn listing"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(store.delete(&path)));
+        let message = generic(bridge_tokio::run_blocking(store.delete(&path)));
         assert!(message.contains("delete_stream"), "{message}");
 
         // The upload: a part's panic, then complete's, which drops the upload.
-        let mut upload = bridge::run_blocking(store.put_multipart(&path)).expect("put_multipart");
-        let message = generic(bridge::run_blocking(
+        let mut upload =
+            bridge_tokio::run_blocking(store.put_multipart(&path)).expect("put_multipart");
+        let message = generic(bridge_tokio::run_blocking(
             upload.put_part(PutPayload::from_static(b"1")),
         ));
         assert!(
             message.contains("put_part") && message.contains("a broken part"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(upload.complete()));
+        let message = generic(bridge_tokio::run_blocking(upload.complete()));
         assert!(
             message.contains("complete") && message.contains("a broken complete"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(upload.abort()));
+        let message = generic(bridge_tokio::run_blocking(upload.abort()));
         assert!(
             message.contains("abort") && message.contains("dropped"),
             "{message}"
@@ -198,7 +200,7 @@ fn a_panic_of_the_wrapped_store_is_a_generic_error() {
 
         // The I/O runtime is still there.
         let fine = IoStore::new(InMemory::new());
-        bridge::run_blocking(fine.put(&path, PutPayload::from_static(b"ok")))
+        bridge_tokio::run_blocking(fine.put(&path, PutPayload::from_static(b"ok")))
             .expect("a put after the panics");
     });
 }
@@ -208,7 +210,7 @@ fn a_panic_in_a_task_of_the_io_runtime_is_the_same_generic_error() {
     watchdog("panics in place", WATCHDOG, || {
         // Called from a task of the I/O runtime, the method runs in that task: its panic is
         // caught there too, and the task goes on.
-        let message = bridge::spawn_io(async {
+        let message = bridge_tokio::spawn_io(async {
             let store = IoStore::new(Panicking);
             let put = store
                 .put(&Path::from("p"), PutPayload::from_static(b"1"))
@@ -236,22 +238,22 @@ fn a_lost_runtime_is_a_generic_error() {
             .unwrap();
         let store = IoStore::with_runtime(
             InMemory::new(),
-            bridge::rt::IoRuntime::from_handle(rt.handle().clone()),
+            bridge_tokio::IoRuntime::from_handle(rt.handle().clone()),
         );
         let path = Path::from("p");
-        bridge::run_blocking(store.put(&path, PutPayload::from_static(b"1")))
+        bridge_tokio::run_blocking(store.put(&path, PutPayload::from_static(b"1")))
             .expect("a put while it runs");
         drop(rt);
-        let message = generic(bridge::run_blocking(store.get(&path)));
+        let message = generic(bridge_tokio::run_blocking(store.get(&path)));
         assert!(
             message.contains("get_opts") && message.contains("shut down"),
             "{message}"
         );
-        let message = generic(bridge::run_blocking(
+        let message = generic(bridge_tokio::run_blocking(
             store.put(&path, PutPayload::from_static(b"2")),
         ));
         assert!(message.contains("put_opts"), "{message}");
-        let listed: Vec<_> = bridge::iter_blocking(store.list(None)).collect();
+        let listed: Vec<_> = bridge_tokio::iter_blocking(store.list(None)).collect();
         assert_eq!(listed.len(), 1, "one error item");
         let message = generic(listed.into_iter().next().unwrap());
         assert!(

@@ -10,7 +10,7 @@
 mod common;
 
 use async_trait::async_trait;
-use bridge::object_store::IoStore;
+use bridge_object_store::IoStore;
 use bytes::Bytes;
 use common::{Kind, Mode, WATCHDOG, every_method, watchdog};
 use futures::stream::BoxStream;
@@ -269,7 +269,7 @@ fn calls_from_a_current_thread_runtime_run_on_the_io_runtime() {
 #[test]
 fn calls_from_a_cpu_side_task_run_on_the_io_runtime() {
     check("spawn_future", IoStore::new, "bridge-io", |store| {
-        bridge::cpu::spawn_future(every_method(store, Kind::Memory, Mode::Async, "cpu".into()))
+        bridge_rayon::spawn_future(every_method(store, Kind::Memory, Mode::Async, "cpu".into()))
             .wait();
     });
 }
@@ -277,7 +277,7 @@ fn calls_from_a_cpu_side_task_run_on_the_io_runtime() {
 #[test]
 fn calls_from_sync_code_run_on_the_io_runtime() {
     check("sync", IoStore::new, "bridge-io", |store| {
-        bridge::block_on(every_method(store, Kind::Memory, Mode::Sync, "sync".into()));
+        bridge_core::block_on(every_method(store, Kind::Memory, Mode::Sync, "sync".into()));
     });
 }
 
@@ -295,11 +295,11 @@ fn a_given_runtime_runs_the_calls() {
         });
         IoStore::with_runtime(
             store,
-            bridge::rt::IoRuntime::from_handle(rt.handle().clone()),
+            bridge_tokio::IoRuntime::from_handle(rt.handle().clone()),
         )
     }
     check("with_runtime", on_custom, "custom-io", |store| {
-        bridge::cpu::spawn_future(every_method(
+        bridge_rayon::spawn_future(every_method(
             store,
             Kind::Memory,
             Mode::Async,
@@ -321,7 +321,7 @@ fn a_call_from_a_task_of_the_io_runtime_runs_in_that_task() {
         let path = Path::from("here");
 
         // A task of the shared IoRuntime: each method runs in it, with no task of its own.
-        let caller = bridge::spawn_io({
+        let caller = bridge_tokio::spawn_io({
             let (store, path) = (Arc::clone(&store), path.clone());
             async move {
                 store

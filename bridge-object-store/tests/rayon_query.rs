@@ -6,8 +6,8 @@
 
 mod common;
 
-use bridge::cpu::ThreadPoolExt;
-use bridge::object_store::IoStore;
+use bridge_object_store::IoStore;
+use bridge_rayon::ThreadPoolExt;
 use bytes::Bytes;
 use common::{WATCHDOG, watchdog};
 use futures::StreamExt;
@@ -26,7 +26,7 @@ fn object() -> Vec<u8> {
 fn query(store: &Arc<IoStore<InMemory>>, pool: &Arc<rayon::ThreadPool>) -> u64 {
     let store = Arc::clone(store);
     let pool = Arc::clone(pool);
-    bridge::run_blocking(async move {
+    bridge_tokio::run_blocking(async move {
         let body = store.get(&Path::from("data")).await.unwrap().into_stream();
         let sums = body.map(|chunk| chunk.unwrap().iter().map(|&b| u64::from(b)).sum::<u64>());
         pool.spawn_stream(sums, 2)
@@ -42,7 +42,7 @@ fn queries_from_every_worker_of_a_pool_finish() {
         let results = watchdog("par_iter of queries", WATCHDOG, move || {
             let store = Arc::new(IoStore::new(InMemory::new()));
             let data = Bytes::from(object());
-            bridge::run_blocking(store.put(&Path::from("data"), data.into())).unwrap();
+            bridge_tokio::run_blocking(store.put(&Path::from("data"), data.into())).unwrap();
             let pool = Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)

@@ -8,7 +8,7 @@
 
 mod common;
 
-use bridge::object_store::IoStore;
+use bridge_object_store::IoStore;
 use common::{Backend, Kind, WATCHDOG, watchdog};
 use futures::StreamExt;
 use object_store::path::Path;
@@ -35,7 +35,7 @@ async fn within<F: std::future::Future>(who: &str, what: &str, future: F) -> F::
 
 /// The output of a bounded synchronous call, or a failure if it did not finish.
 #[track_caller]
-fn bounded<T>(who: &str, what: &str, result: Result<T, bridge::Error>) -> T {
+fn bounded<T>(who: &str, what: &str, result: Result<T, bridge_core::Error>) -> T {
     result.unwrap_or_else(|error| panic!("{who}: {what}: {error}"))
 }
 
@@ -67,17 +67,20 @@ fn sync_round(store: &dyn ObjectStore, who: &str, round: usize) {
     bounded(
         who,
         "put",
-        bridge::try_run_blocking_timeout(store.put(&path, PutPayload::from(data.clone())), CALL),
+        bridge_tokio::try_run_blocking_timeout(
+            store.put(&path, PutPayload::from(data.clone())),
+            CALL,
+        ),
     )
     .expect("put");
     let result = bounded(
         who,
         "get",
-        bridge::try_run_blocking_timeout(store.get(&path), CALL),
+        bridge_tokio::try_run_blocking_timeout(store.get(&path), CALL),
     )
     .expect("get");
     let mut got = Vec::new();
-    let mut chunks = bridge::iter_blocking(result.into_stream());
+    let mut chunks = bridge_tokio::iter_blocking(result.into_stream());
     while let Some(chunk) = chunks
         .try_next()
         .unwrap_or_else(|error| panic!("{who}: the body: {error}"))
@@ -88,7 +91,7 @@ fn sync_round(store: &dyn ObjectStore, who: &str, round: usize) {
     let range = bounded(
         who,
         "get_range",
-        bridge::try_run_blocking_timeout(store.get_range(&path, 0..4), CALL),
+        bridge_tokio::try_run_blocking_timeout(store.get_range(&path, 0..4), CALL),
     )
     .expect("get_range");
     assert_eq!(range.as_ref(), &data[..4]);
@@ -131,7 +134,7 @@ fn shared_by_everyone(kind: Kind) {
                     }
                 } else {
                     // A CPU-side task (on the global rayon pool), waited for from this rayon thread.
-                    let task = bridge::cpu::spawn_future(async move {
+                    let task = bridge_rayon::spawn_future(async move {
                         for round in 0..ROUNDS {
                             async_round(&*store, &who, round).await;
                         }
@@ -145,7 +148,7 @@ fn shared_by_everyone(kind: Kind) {
         thread.join().expect("a runtime's thread");
     }
     // Everything written is there, read through the unwrapped store.
-    let all = bridge::run_blocking(
+    let all = bridge_tokio::run_blocking(
         backend
             .store
             .list(Some(&Path::from("shared")))

@@ -8,7 +8,7 @@
 
 mod common;
 
-use bridge::cpu::ThreadPoolExt;
+use bridge_rayon::ThreadPoolExt;
 use common::{gate, watchdog};
 use std::cell::Cell;
 use std::thread;
@@ -90,7 +90,7 @@ fn a_job_waited_for_by_another_pools_worker_runs_on_its_own_pool() {
             let mut task = b.spawn_task(seen);
             let waiter = a.spawn_task(move || match how {
                 "wait_timeout" => task.wait_timeout(Duration::from_secs(10)).unwrap(),
-                "block_on" => bridge::block_on(task),
+                "block_on" => bridge_core::block_on(task),
                 _ => task.join().unwrap(),
             });
             thread::sleep(Duration::from_millis(50));
@@ -102,7 +102,7 @@ fn a_job_waited_for_by_another_pools_worker_runs_on_its_own_pool() {
 
         // A global spawn from B's worker is B's too.
         let got = b.install(|| {
-            let task = bridge::spawn(seen);
+            let task = bridge_rayon::spawn(seen);
             a.install(move || task.wait())
         });
         assert_eq!(got.threads, 3, "{got:?}");
@@ -181,7 +181,7 @@ fn a_worker_inside_a_runtime_leaves_a_job_that_starts_a_runtime_to_its_pool() {
             in_a_runtime(async move {
                 // The other worker is held (below) before the job is queued.
                 let _ = open.recv();
-                let task = bridge::spawn(starts_a_runtime);
+                let task = bridge_rayon::spawn(starts_a_runtime);
                 queued_tx.send(()).unwrap();
                 task.wait()
             })

@@ -199,15 +199,15 @@ fn a_timed_wait_on_a_worker_runs_its_task_not_a_slow_job_queued_before_it() {
 #[test]
 fn timed_waits_on_a_pools_only_worker_run_the_task() {
     watchdog(|| {
-        use bridge::cpu::ThreadPoolExt;
+        use bridge_rayon::ThreadPoolExt;
         let pool = named_pool(1, "only");
         let limit = Duration::from_secs(2);
         let got = pool.install(|| {
             let by_timeout = pool.spawn_task(|| 42).wait_timeout(limit);
             let by_deadline = pool.spawn_task(|| 43).wait_deadline(Instant::now() + limit);
-            let global_api = bridge::spawn(|| 44).wait_timeout(limit);
-            let fifo = bridge::spawn_fifo(|| 45).wait_deadline(Instant::now() + limit);
-            let future = bridge::cpu::spawn_future(async { 46 }).wait_timeout(limit);
+            let global_api = bridge_rayon::spawn(|| 44).wait_timeout(limit);
+            let fifo = bridge_rayon::spawn_fifo(|| 45).wait_deadline(Instant::now() + limit);
+            let future = bridge_rayon::spawn_future(async { 46 }).wait_timeout(limit);
             let ran_on = pool
                 .spawn_task(|| thread::current().name().map(String::from))
                 .wait_timeout(limit);
@@ -229,8 +229,8 @@ fn timed_waits_on_a_pools_only_worker_run_the_task() {
         });
         assert_eq!(got.0, Some(42), "wait_timeout");
         assert_eq!(got.1, Some(43), "wait_deadline");
-        assert_eq!(got.2, Some(44), "bridge::spawn + wait_timeout");
-        assert_eq!(got.3, Some(45), "bridge::spawn_fifo + wait_deadline");
+        assert_eq!(got.2, Some(44), "bridge_rayon::spawn + wait_timeout");
+        assert_eq!(got.3, Some(45), "bridge_rayon::spawn_fifo + wait_deadline");
         // Not this pool's: the global pool polls it, this worker only waits.
         assert_eq!(got.4, Some(46), "a future task of the global pool");
         assert_eq!(got.5, Some(Some("only-0".to_string())));
@@ -245,13 +245,13 @@ fn timed_waits_on_a_pools_only_worker_run_the_task() {
 #[test]
 fn a_timed_wait_on_a_pools_only_worker_polls_its_future_task() {
     watchdog(|| {
-        use bridge::cpu::ThreadPoolExt;
+        use bridge_rayon::ThreadPoolExt;
         let pool = Arc::new(pool(1));
         let inner = Arc::clone(&pool);
         let got = pool.install(move || {
             let mut task = inner.spawn_future_task(async {
-                let half = bridge::spawn(|| 20).await;
-                half + bridge::spawn(|| 22).await
+                let half = bridge_rayon::spawn(|| 20).await;
+                half + bridge_rayon::spawn(|| 22).await
             });
             (
                 task.wait_timeout(Duration::from_secs(2)),
@@ -275,7 +275,7 @@ fn every_worker_of_a_pool_waiting_with_a_limit_gets_its_value() {
         let barrier = std::sync::Barrier::new(2);
         let got = pool.broadcast(|ctx| {
             let index = ctx.index();
-            let mut task = bridge::spawn(move || index * 10);
+            let mut task = bridge_rayon::spawn(move || index * 10);
             // Both workers are here (neither is free to take the other's job) before
             // either waits.
             barrier.wait();

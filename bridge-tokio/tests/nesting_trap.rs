@@ -27,7 +27,7 @@ fn the_nesting_example() {
         .unwrap();
     rt.block_on(async {
         let sleep = tokio::time::sleep(Duration::from_millis(10));
-        bridge::run_blocking(sleep);
+        bridge_tokio::run_blocking(sleep);
     });
     unreachable!("the timer of a blocked current-thread runtime fired");
 }
@@ -35,16 +35,14 @@ fn the_nesting_example() {
 #[test]
 fn a_timer_of_the_blocked_runtime_is_named_on_stderr_once() {
     if std::env::var(CHILD_VAR).is_ok() {
-        bridge::configure()
-            .stall_warning(Duration::from_millis(200))
-            .apply();
-        let before = bridge::metrics().io.stalled_handoffs;
+        bridge_core::settings::set_stall_warning(Duration::from_millis(200));
+        let before = bridge_tokio::metrics().stalled_handoffs;
         // Two calls in the trap, each on a thread of its own that never ends.
         for _ in 0..2 {
             std::thread::spawn(the_nesting_example);
         }
         let give_up = Instant::now() + Duration::from_secs(20);
-        while bridge::metrics().io.stalled_handoffs - before < 2 {
+        while bridge_tokio::metrics().stalled_handoffs - before < 2 {
             assert!(Instant::now() < give_up, "the calls were not counted");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -35,7 +35,7 @@ fn busy_callers() -> Vec<thread::JoinHandle<()>> {
 /// The future sleeps, then makes a nested call that needs a task it spawned, whose timer
 /// fires after the busy callers' calls end: the value at about the task's end (0.5 s), not
 /// at a time limit.
-fn sleep_then_nested_call_on_a_spawned_task() -> Result<u64, bridge::Error> {
+fn sleep_then_nested_call_on_a_spawned_task() -> Result<u64, bridge_core::Error> {
     try_run_blocking_timeout(
         async {
             let task = tokio::spawn(async {

@@ -191,28 +191,26 @@ fn threads() -> usize {
 #[test]
 fn a_slow_poll_of_a_watched_future_on_a_users_runtime_is_named_with_its_line() {
     let _serial = serial();
-    let threshold = bridge::configure().slow_poll;
-    bridge::configure()
-        .slow_poll(Duration::from_millis(20))
-        .apply();
+    let threshold = bridge_tokio::settings::slow_poll();
+    bridge_tokio::settings::set_slow_poll(Duration::from_millis(20));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .build()
         .unwrap();
     let before = metrics();
     let line = line!() + 1;
-    let handler = bridge::rt::watched(async {
+    let handler = bridge_tokio::watched(async {
         // A hash computed inline in a handler.
         thread::sleep(Duration::from_millis(50));
         7
     });
     assert_eq!(rt.block_on(rt.spawn(handler)).unwrap(), 7);
-    let fast = rt.spawn(bridge::rt::watched(async {
+    let fast = rt.spawn(bridge_tokio::watched(async {
         tokio::task::yield_now().await
     }));
     rt.block_on(fast).unwrap();
     let after = metrics();
-    bridge::configure().slow_poll(threshold).apply();
+    bridge_tokio::settings::set_slow_poll(threshold);
 
     assert_eq!(after.slow_polls - before.slow_polls, 1);
     let polls = after.poll_durations.since(&before.poll_durations);

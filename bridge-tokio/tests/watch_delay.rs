@@ -20,9 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 /// is what the watch must report.
 #[test]
 fn a_service_computing_inline_is_named_by_the_delay_its_sockets_see() {
-    bridge::configure()
-        .slow_poll(Duration::from_millis(50))
-        .apply();
+    bridge_tokio::settings::set_slow_poll(Duration::from_millis(50));
     let service = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

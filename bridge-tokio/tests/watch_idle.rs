@@ -35,12 +35,12 @@ fn wake_ups_during(d: Duration) -> u64 {
 
 /// One poll on the I/O side (it starts the watcher, and wakes it when it sleeps).
 fn one_io_poll() {
-    bridge::spawn_io(async { 1 }).wait();
+    bridge_tokio::spawn_io(async { 1 }).wait();
 }
 
 #[test]
 fn the_watcher_sleeps_when_idle_and_when_the_watch_is_off() {
-    let default = bridge::configure().slow_poll;
+    let default = bridge_tokio::settings::slow_poll();
     one_io_poll();
     let deadline = Instant::now() + Duration::from_secs(10);
     while watcher_switches().is_none() {
@@ -51,7 +51,7 @@ fn the_watcher_sleeps_when_idle_and_when_the_watch_is_off() {
     // A watch alive, the threshold finite: the watcher looks several times a second (this
     // also shows that the count counts).
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let watch = bridge::rt::watch(rt.handle());
+    let watch = bridge_tokio::watch(rt.handle());
     let watching = wake_ups_during(Duration::from_secs(1));
     assert!(watching >= 5, "{watching} wake-ups in 1 s while watching");
 
@@ -66,8 +66,8 @@ fn the_watcher_sleeps_when_idle_and_when_the_watch_is_off() {
     assert!(woken >= 2, "{woken} wake-ups in 0.5 s after a poll");
 
     // The watch off: none, with a watch alive and polls running.
-    bridge::configure().slow_poll(Duration::MAX).apply();
-    let watch = bridge::rt::watch(rt.handle());
+    bridge_tokio::settings::set_slow_poll(Duration::MAX);
+    let watch = bridge_tokio::watch(rt.handle());
     thread::sleep(Duration::from_millis(300));
     let before = watcher_switches().unwrap();
     for _ in 0..10 {
@@ -76,5 +76,5 @@ fn the_watcher_sleeps_when_idle_and_when_the_watch_is_off() {
     }
     assert_eq!(watcher_switches().unwrap() - before, 0, "the watch off");
     drop(watch);
-    bridge::configure().slow_poll(default).apply();
+    bridge_tokio::settings::set_slow_poll(default);
 }

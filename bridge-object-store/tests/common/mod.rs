@@ -130,14 +130,14 @@ where
 {
     match mode {
         Mode::Async => future.await,
-        Mode::Sync => bridge::run_blocking(future),
+        Mode::Sync => bridge_tokio::run_blocking(future),
     }
 }
 
 async fn items<T: Send>(mode: Mode, stream: BoxStream<'_, T>) -> Vec<T> {
     match mode {
         Mode::Async => stream.collect().await,
-        Mode::Sync => bridge::iter_blocking(stream).collect(),
+        Mode::Sync => bridge_tokio::iter_blocking(stream).collect(),
     }
 }
 
