@@ -115,12 +115,69 @@ pub enum Route {
 /// assert_eq!(route, bridge_tokio::Route::OnWorker);
 /// ```
 pub fn route() -> Route {
-    ambient().route()
+    plan().route()
 }
 
-/// The runtime context of the calling thread.
+/// What a call made here does: its [`Route`], with what that route needs. Decided in one
+/// place, [`plan`], from the calling thread's context; `run_blocking` counts the route and
+/// runs the plan, and the family's other blocking waits ask it how to block.
 #[derive(Debug)]
-pub(crate) enum Ambient {
+pub(crate) enum Plan {
+    /// [`Route::Inline`]: poll here, with `handle` (`None`: the shared I/O runtime's)
+    /// entered. `free`: no runtime had entered this thread, which is marked as a free loop's
+    /// while the call polls. `dying`: a multi-thread runtime that is shutting down was
+    /// entered here (its values dropped by its shutdown call from here).
+    Inline {
+        handle: Option<Handle>,
+        free: bool,
+        dying: bool,
+    },
+    /// [`Route::OnWorker`]: a worker of this multi-thread runtime, which leaves the scheduler
+    /// (`block_in_place`) before it blocks.
+    OnWorker(Handle),
+    /// [`Route::Handoff`]: a handoff worker polls, with `handle` (`None`: the shared I/O
+    /// runtime's).
+    Handoff(Option<Handle>),
+}
+
+impl Plan {
+    /// The route this plan takes.
+    pub(crate) fn route(&self) -> Route {
+        match self {
+            Plan::Inline { .. } => Route::Inline,
+            Plan::OnWorker(_) => Route::OnWorker,
+            Plan::Handoff(_) => Route::Handoff,
+        }
+    }
+}
+
+/// The plan of a call made here.
+pub(crate) fn plan() -> Plan {
+    match ambient() {
+        Ambient::None => Plan::Inline {
+            handle: None,
+            free: true,
+            dying: false,
+        },
+        Ambient::Dying => Plan::Inline {
+            handle: None,
+            free: false,
+            dying: true,
+        },
+        Ambient::MultiThread(handle) => Plan::Inline {
+            handle: Some(handle),
+            free: false,
+            dying: false,
+        },
+        Ambient::Worker(handle) => Plan::OnWorker(handle),
+        Ambient::RuntimeThread(handle) => Plan::Handoff(Some(handle)),
+        Ambient::CurrentThread | Ambient::Exiting => Plan::Handoff(None),
+    }
+}
+
+/// The runtime context of the calling thread, as [`plan`] reads it.
+#[derive(Debug)]
+enum Ambient {
     /// No runtime is entered here.
     None,
     /// A worker thread of a multi-thread runtime, which must leave the scheduler
@@ -149,18 +206,7 @@ pub(crate) enum Ambient {
     Exiting,
 }
 
-impl Ambient {
-    /// The route of a call made in this context.
-    pub(crate) fn route(&self) -> Route {
-        match self {
-            Ambient::None | Ambient::Dying | Ambient::MultiThread(_) => Route::Inline,
-            Ambient::CurrentThread | Ambient::Exiting | Ambient::RuntimeThread(_) => Route::Handoff,
-            Ambient::Worker(_) => Route::OnWorker,
-        }
-    }
-}
-
-pub(crate) fn ambient() -> Ambient {
+fn ambient() -> Ambient {
     let handle = match Handle::try_current() {
         Ok(handle) => handle,
         Err(error) if error.is_thread_local_destroyed() => return Ambient::Exiting,

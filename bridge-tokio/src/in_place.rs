@@ -19,7 +19,7 @@
 //! be had here (see `run.rs`), and a free loop mark (`MarkFree`) marks the loops that run on a thread no
 //! runtime has entered, so that a call nested in them may stay on this thread.
 
-use crate::context::{Ambient, MarkFree, ambient};
+use crate::context::{MarkFree, Plan, plan};
 use crate::shutdown;
 use bridge_core::Error;
 use std::future::Future;
@@ -37,7 +37,7 @@ use tokio::task::unconstrained;
 /// the poll still stays on this thread (where a waiter runs the CPU work it waits for)
 /// instead of going to a handoff worker. See [`IoRuntime::enter`](crate::IoRuntime::enter).
 pub(crate) fn enter_cpu_poll(handle: &Handle) -> impl Sized + '_ {
-    let free = matches!(ambient(), Ambient::None | Ambient::MultiThread(_)).then(MarkFree::new);
+    let free = matches!(plan(), Plan::Inline { dying: false, .. }).then(MarkFree::new);
     (free, handle.enter())
 }
 

@@ -1,6 +1,6 @@
 //! A future run as a task of an I/O runtime, handed back as the family's [`Task`].
 
-use crate::context::{Ambient, ambient};
+use crate::context::{Plan, plan};
 use crate::shutdown;
 use bridge_core::oneshot::{self, Sender};
 use bridge_core::task::{self, Outcome, Runner};
@@ -106,9 +106,11 @@ impl Runner for IoWork {
     /// worker of a runtime that is shutting down, for a task of a runtime that is shutting
     /// down, it does not wait: that thread may be the one that would drop the future.
     fn block(&self, wait: &mut dyn FnMut()) -> bool {
-        match ambient() {
-            Ambient::Worker(_) => tokio::task::block_in_place(wait),
-            Ambient::Dying if shutdown::shutting_down(&self.handle) => return false,
+        match plan() {
+            Plan::OnWorker(_) => tokio::task::block_in_place(wait),
+            Plan::Inline { dying: true, .. } if shutdown::shutting_down(&self.handle) => {
+                return false;
+            }
             _ => wait(),
         }
         true

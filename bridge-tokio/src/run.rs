@@ -1,13 +1,14 @@
 //! `run_blocking` and its typed forms: the one place that decides a call's route from the
 //! calling thread's context ([`Ambient`], see `context.rs`), and runs the future there.
 
-use crate::context::{Ambient, ambient};
+use crate::context::{Plan, plan};
 use crate::io_runtime::IoRuntime;
 use crate::{handoff, in_place};
 use bridge_core::Error;
 use std::future::Future;
 use std::panic;
 use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
 
 /// Runs `future` to completion from synchronous code, wherever this is called: a plain
 /// thread, a rayon worker, a task or `block_on` body of any tokio runtime, a `spawn_blocking`
@@ -173,25 +174,34 @@ where
     run(future, Instant::now().checked_add(timeout))
 }
 
+/// `handle`, or the shared I/O runtime's where the plan names none (borrowed: no clone).
+fn or_io(handle: &Option<Handle>) -> &Handle {
+    match handle {
+        Some(handle) => handle,
+        None => IoRuntime::global().handle(),
+    }
+}
+
 /// Runs `future` by the route of this thread's context, until `deadline`.
 fn run<F>(future: F, deadline: Option<Instant>) -> Result<F::Output, Error>
 where
     F: Future + Send,
     F::Output: Send,
 {
-    let ambient = ambient();
-    crate::metrics::call(ambient.route());
-    let io = || IoRuntime::global().handle();
-    match ambient {
-        Ambient::None => in_place::poll_free(io(), future, deadline),
-        Ambient::Dying => {
-            crate::trace::moved_off_dying_runtime();
-            in_place::poll_any(io(), future, deadline)
+    let plan = plan();
+    crate::metrics::call(plan.route());
+    match &plan {
+        Plan::Inline {
+            handle, free: true, ..
+        } => in_place::poll_free(or_io(handle), future, deadline),
+        Plan::Inline { handle, dying, .. } => {
+            if *dying {
+                crate::trace::moved_off_dying_runtime();
+            }
+            in_place::poll_any(or_io(handle), future, deadline)
         }
-        Ambient::Worker(handle) => in_place::poll_on_worker(&handle, future, deadline),
-        Ambient::MultiThread(handle) => in_place::poll_any(&handle, future, deadline),
-        Ambient::RuntimeThread(handle) => handoff::run(&handle, future, deadline),
-        Ambient::CurrentThread | Ambient::Exiting => handoff::run(io(), future, deadline),
+        Plan::OnWorker(handle) => in_place::poll_on_worker(handle, future, deadline),
+        Plan::Handoff(handle) => handoff::run(or_io(handle), future, deadline),
     }
 }
 
