@@ -131,10 +131,10 @@ pub fn utc_date(secs: u64) -> String {
 }
 
 /// The command that reruns this process through cargo, e.g.
-/// `cargo run --release -p bridge-bench -- all --docs docs/studies`, with each argument quoted
+/// `cargo run --release --manifest-path bridge-bench/Cargo.toml -- all --docs docs/studies`, with each argument quoted
 /// for a POSIX shell where it needs it.
 pub fn command_line(args: impl IntoIterator<Item = OsString>) -> String {
-    let mut out = "cargo run --release -p bridge-bench --".to_owned();
+    let mut out = "cargo run --release --manifest-path bridge-bench/Cargo.toml --".to_owned();
     for arg in args {
         out.push(' ');
         out.push_str(&shell_quote(&arg.to_string_lossy()));
@@ -187,7 +187,7 @@ impl Page<'_> {
         let _ = writeln!(
             out,
             "A reference run of `bridge-bench`'s `{study}` study. It was made by this command, \
-             from the root of the workspace; rerun it to get numbers for your machine:\n"
+             from the root of the repository; rerun it to get numbers for your machine:\n"
         );
         let _ = writeln!(out, "```sh\n{command}\n```\n");
         out.push_str("| machine and run | |\n| --- | --- |\n");
@@ -255,7 +255,7 @@ mod tests {
         let args = ["all", "--docs", "docs/studies", "--out", "my dir", "it's"].map(OsString::from);
         assert_eq!(
             command_line(args),
-            "cargo run --release -p bridge-bench -- all --docs docs/studies --out 'my dir' \
+            "cargo run --release --manifest-path bridge-bench/Cargo.toml -- all --docs docs/studies --out 'my dir' \
              'it'\\''s'"
         );
         assert_eq!(shell_quote(""), "''");
@@ -287,7 +287,7 @@ mod tests {
         };
         let page = Page {
             study: "oneshot",
-            command: "cargo run --release -p bridge-bench -- all --docs docs/studies",
+            command: "cargo run --release --manifest-path bridge-bench/Cargo.toml -- all --docs docs/studies",
             machine: &machine,
             mode: "full: 51 rounds per scenario, batches of ~40 ms",
             took_secs: 31.24,
@@ -297,8 +297,8 @@ mod tests {
             page.markdown(),
             "# The `oneshot` study\n\n\
              A reference run of `bridge-bench`'s `oneshot` study. It was made by this command, \
-             from the root of the workspace; rerun it to get numbers for your machine:\n\n\
-             ```sh\ncargo run --release -p bridge-bench -- all --docs docs/studies\n```\n\n\
+             from the root of the repository; rerun it to get numbers for your machine:\n\n\
+             ```sh\ncargo run --release --manifest-path bridge-bench/Cargo.toml -- all --docs docs/studies\n```\n\n\
              | machine and run | |\n| --- | --- |\n\
              | CPUs | 2 (AMD EPYC 7B13) |\n\
              | OS | linux x86_64 |\n\

@@ -3,7 +3,7 @@
 //! fixed and the takeaway.
 //!
 //! ```text
-//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
+//! cargo run --release --manifest-path bridge-bench/Cargo.toml -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
 //! ```
 //!
 //! `--runs N` runs each study N times in a row in this process (default 1; the reference
