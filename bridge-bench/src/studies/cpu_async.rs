@@ -1364,35 +1364,28 @@ fn varied_low() -> String {
 /// The time slices the OS gives: a thread of rayon's global pool after the bridge's polls ran
 /// there, and a plain thread's (the default).
 fn slices_note() -> String {
-    let shown = |slice: io::Result<Option<Duration>>| match slice {
-        Ok(Some(slice)) => format!("{:.1} ms", slice.as_secs_f64() * 1e3),
-        Ok(None) => "none reported (a kernel before Linux 6.12)".to_owned(),
-        Err(e) => format!("not read ({e})"),
-    };
     let pool = bridge::cpu::spawn_future(async { thread_slice() }).wait();
-    let plain = thread::spawn(thread_slice)
-        .join()
-        .unwrap_or_else(|_| Err(io::Error::other("the reading thread panicked")));
+    let plain = thread::spawn(thread_slice).join().ok().flatten();
+    let shown = |slice: Option<f64>| {
+        slice.map_or("not reported".to_owned(), |ms| format!("{ms:.1} ms"))
+    };
     format!(
-        "Time slices (`se.slice` in /proc/thread-self/sched): a thread of rayon's global pool, after the bridge's \
-         polls ran there, {}; a plain thread, as every thread of the other variants, {}. The \
-         slice changes who runs first among threads that want a CPU, not their shares: a \
-         thread at the default slice that wakes preempts one with a longer slice.",
+        "Time slices (`se.slice` of /proc/thread-self/sched): a thread of rayon's global \
+         pool, after the bridge's polls ran there, {}; a plain thread, as every thread of the \
+         other variants, {}. The slice changes who runs first among threads that want a CPU, \
+         not their shares: a thread at the default slice that wakes preempts one with a \
+         longer slice.",
         shown(pool),
         shown(plain),
     )
 }
 
-/// This thread's time slice, from the kernel's `se.slice` (nanoseconds) in
-/// `/proc/thread-self/sched`: `None` where the kernel reports none (before Linux 6.12).
-fn thread_slice() -> io::Result<Option<Duration>> {
-    let sched = std::fs::read_to_string("/proc/thread-self/sched")?;
-    Ok(sched.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key.trim() == "se.slice")
-            .then(|| value.trim().parse().ok().map(Duration::from_nanos))
-            .flatten()
-    }))
+/// The calling thread's time slice in milliseconds, where Linux reports it.
+fn thread_slice() -> Option<f64> {
+    let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
+    let ns: f64 = line.split(':').nth(1)?.trim().parse().ok()?;
+    Some(ns / 1e6)
 }
 
 /// Why a lower priority for the CPU side is the experiment, and what it isolates.

@@ -64,6 +64,15 @@ pub const ALL: &[Study] = &[
     },
 ];
 
+/// The route a `run_blocking` call made here takes, as a note: the one place the studies
+/// ask bridge-tokio for it.
+pub fn route_note() -> String {
+    format!(
+        "Route: bridge_tokio::route() from the calling code returns {:?}.",
+        bridge_tokio::route()
+    )
+}
+
 /// Looks a study up by name.
 pub fn find(name: &str) -> Option<&'static Study> {
     ALL.iter().find(|s| s.name == name)

@@ -6,6 +6,7 @@
 //! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
+use super::route_note;
 use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
 use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, rows};
@@ -570,11 +571,11 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     drop(variants);
     let rows = rows(spec.name, &m);
     let route = match caller {
-        Caller::Thread => bridge_tokio::route(),
-        Caller::Rayon(pool) => pool.install(bridge_tokio::route),
+        Caller::Thread => route_note(),
+        Caller::Rayon(pool) => pool.install(route_note),
     };
     let mut notes = vec![
-        format!("Route: bridge_tokio::route() from the caller returns {route:?}."),
+        route,
         against_shared(&rows),
     ];
     notes.extend(polls.as_ref().map(polls_note));

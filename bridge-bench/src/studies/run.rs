@@ -3,6 +3,7 @@
 //! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
+use super::route_note;
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{self, warm_up_tokio};
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
@@ -201,10 +202,6 @@ fn loaded_scenario(
     }
 }
 
-fn route_note(route: bridge_tokio::Route) -> String {
-    format!("Route: bridge_tokio::route() from the calling code returns {route:?}.")
-}
-
 fn shared_frame(shared: &Runtime) -> String {
     format!(
         "the shared multi-thread runtime of handle.block_on is this study's own, with {} \
@@ -238,7 +235,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             })
         }),
     ];
-    let route = bridge_tokio::route();
+    let route = route_note();
     scenario(
         "no-runtime-ready",
         "how a plain thread runs the future: bridge::run_blocking (polled here with \
@@ -257,7 +254,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             text: "bridge::run_blocking at most 150 ns per call",
         }],
         |rows| {
-            let mut notes = vec![route_note(route)];
+            let mut notes = vec![route.clone()];
             if let (Some(bridge), Some(raw)) = (find(rows, BASELINE), find(rows, HANDLE)) {
                 notes.push(format!(
                     "Absolute: bridge::run_blocking {:.1} ns per call (median; min-max \
@@ -429,7 +426,7 @@ fn no_runtime_tcp(
             })
         }),
     ];
-    let route = bridge_tokio::route();
+    let route = route_note();
     let (name, fixed) = busy_frame(
         "no-runtime-tcp",
         "no-runtime-tcp-busy",
@@ -451,7 +448,7 @@ fn no_runtime_tcp(
             load.map_or_else(Vec::new, |_| busy_goals(TCP_PARK_AT_ONCE)),
         ),
         |rows| {
-            let mut notes = vec![route_note(route), penalty_note(rows)];
+            let mut notes = vec![route.clone(), penalty_note(rows)];
             if load.is_some() {
                 notes.push(park_at_once_note(
                     TCP_PARK_AT_ONCE,
@@ -492,7 +489,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
         .build()?;
     warm_up_tokio(rt.handle());
     let route = rt
-        .block_on(rt.spawn(async { bridge_tokio::route() }))
+        .block_on(rt.spawn(async { route_note() }))
         .map_err(io::Error::other)?;
     let mut variants = [
         Variant::new(BASELINE, |n| {
@@ -532,7 +529,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             text: "bridge at most 1.2x raw block_in_place + Handle::block_on",
         }],
         Vec::new(),
-        |_| vec![route_note(route)],
+        |_| vec![route.clone()],
         &mut variants,
         settings,
     ))
@@ -663,7 +660,7 @@ fn current_thread_task(
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
     let _ = worker.run(async {});
-    let route = rt.block_on(async { bridge_tokio::route() });
+    let route = rt.block_on(async { route_note() });
     let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
         Pattern::Batches => timed_on(&rt, n, async |i| op(i)),
         Pattern::Steady => {
@@ -766,7 +763,7 @@ fn current_thread_task(
             },
         ),
         |_| {
-            let mut notes = vec![route_note(route), WAKE_NOTE.to_owned()];
+            let mut notes = vec![route.clone(), WAKE_NOTE.to_owned()];
             if all_busy {
                 notes.push(park_at_once_note(
                     TASK_PARK_AT_ONCE,
