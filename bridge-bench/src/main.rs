@@ -178,8 +178,9 @@ fn run(cli: &Cli) -> Result<usize, String> {
         let results = format!("{}\n\n{markdown}", machine.summary(&mode));
         std::fs::write(&md, &results).map_err(|e| cannot(&md, e))?;
         let svg_path = dir.join("chart.svg");
+        let panels: Vec<_> = reports.iter().map(report::ScenarioReport::panel).collect();
         let svg =
-            chart::write_svg(&svg_path, study.name, &reports).map_err(|e| cannot(&svg_path, e))?;
+            chart::write_svg(&svg_path, study.name, &panels).map_err(|e| cannot(&svg_path, e))?;
         writeln!(
             out,
             "Study `{}` took {:.1} s; wrote results.csv, results.md and chart.svg in {}\n",

@@ -1,5 +1,8 @@
 //! Summary statistics over the per-round samples of one variant.
 
+/// The variant every ratio is taken against.
+pub const BASELINE: &str = "bridge";
+
 /// The median, minimum and maximum of a set of samples (nanoseconds per operation).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {

@@ -1366,9 +1366,8 @@ fn varied_low() -> String {
 fn slices_note() -> String {
     let pool = bridge::cpu::spawn_future(async { thread_slice() }).wait();
     let plain = thread::spawn(thread_slice).join().ok().flatten();
-    let shown = |slice: Option<f64>| {
-        slice.map_or("not reported".to_owned(), |ms| format!("{ms:.1} ms"))
-    };
+    let shown =
+        |slice: Option<f64>| slice.map_or("not reported".to_owned(), |ms| format!("{ms:.1} ms"));
     format!(
         "Time slices (`se.slice` of /proc/thread-self/sched): a thread of rayon's global \
          pool, after the bridge's polls ran there, {}; a plain thread, as every thread of the \

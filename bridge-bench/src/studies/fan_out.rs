@@ -758,10 +758,8 @@ fn scenario(
             ..Measure::NS_PER_OP
         },
         goals,
-        budgets: Vec::new(),
         notes: scenario_notes(&cells, &rows),
         rows,
-        load_goals: Vec::new(),
         ..Default::default()
     };
     Ok((report, cells))

@@ -216,7 +216,6 @@ fn scenario(
         varied: varied(),
         fixed,
         goals,
-        budgets: Vec::new(),
         load_goals,
         notes,
         rows: rows(name, &m),

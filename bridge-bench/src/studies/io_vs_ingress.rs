@@ -1294,7 +1294,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 per: "/query",
                 ..Measure::NS_PER_OP
             },
-            goals: Vec::new(),
             budgets: vec![Budget {
                 max_ns: 1e9 / ((1.0 - SLACK) * base.split_bound()),
                 text: "split mode (bridge) within 5% of the Little's-law bound window / latency",
@@ -1305,7 +1304,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 mine.len()
             )],
             rows: rows(name, &m),
-            load_goals: Vec::new(),
             ..Default::default()
         });
         tallies.extend(here);

@@ -574,10 +574,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
         Caller::Thread => route_note(),
         Caller::Rayon(pool) => pool.install(route_note),
     };
-    let mut notes = vec![
-        route,
-        against_shared(&rows),
-    ];
+    let mut notes = vec![route, against_shared(&rows)];
     notes.extend(polls.as_ref().map(polls_note));
     let report = ScenarioReport {
         name: spec.name,
@@ -601,10 +598,8 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
             std::thread::available_parallelism().map_or(0, usize::from),
         ),
         goals: vec![goal(workload)],
-        budgets: Vec::new(),
         notes,
         rows,
-        load_goals: Vec::new(),
         ..Default::default()
     };
     Done {
@@ -954,11 +949,7 @@ mod tests {
                     name: spec.name,
                     varied: String::new(),
                     fixed: String::new(),
-                    goals: Vec::new(),
-                    budgets: Vec::new(),
-                    notes: Vec::new(),
                     rows: rows(spec.name, &m),
-                    load_goals: Vec::new(),
                     ..Default::default()
                 },
                 polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),

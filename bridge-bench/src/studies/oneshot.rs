@@ -66,9 +66,7 @@ fn loaded_scenario(
         varied: varied.to_owned(),
         fixed,
         goals,
-        budgets: Vec::new(),
         load_goals,
-        notes: Vec::new(),
         rows: rows(name, &m),
         ..Default::default()
     }

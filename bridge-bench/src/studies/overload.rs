@@ -1726,11 +1726,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                     )
                 },
                 measure: IO_P99,
-                goals: Vec::new(),
-                budgets: Vec::new(),
                 notes: vec![table(&cells, load, bound)],
                 rows: rows(name, &measurement(&cells, load, |o| o.io_p99)),
-                load_goals: Vec::new(),
                 ..Default::default()
             }
         })
@@ -1764,7 +1761,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             ),
         ],
         rows: rows(name, &measurement(&cells, top, |o| o.full_p99)),
-        load_goals: Vec::new(),
         ..Default::default()
     });
     Ok(reports)

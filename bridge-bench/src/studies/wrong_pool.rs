@@ -953,10 +953,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 at_least: 1.0 / WALL_SLACK,
                 text: "bridge wall time at most 1.05x tokio-rayon's",
             }],
-            budgets: Vec::new(),
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         ScenarioReport {
@@ -969,14 +967,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 ms(nominal_ns)
             ),
             measure: Measure::ms("read p50"),
-            goals: Vec::new(),
             budgets: vec![Budget {
                 max_ns: READ_SLACK * nominal_ns,
                 text: "bridge read p50 at most 1.5x the nominal 2 ms",
             }],
-            notes: Vec::new(),
             rows: p50,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         ScenarioReport {
@@ -989,11 +984,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 ms(nominal_ns)
             ),
             measure: Measure::ms("read p99"),
-            goals: Vec::new(),
-            budgets: Vec::new(),
             notes: vec![table],
             rows: p99,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         watch,
