@@ -40,11 +40,11 @@ mod busy;
 mod chart;
 mod docs;
 mod harness;
+mod proc;
 mod progress;
 mod report;
 mod stats;
 mod studies;
-mod threads;
 
 use clap::Parser;
 use clap::builder::PossibleValuesParser;

@@ -736,6 +736,22 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
+/// A markdown table: the header `head`, a rule (`---` for the first column, `rule` for the
+/// others, e.g. `---:` to right-align numbers), then `rows`, every cell made safe.
+pub fn table(head: &[&str], rule: &str, rows: &[Vec<String>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(head.iter().map(|h| cell(h)).collect());
+    out += &line(
+        (0..head.len())
+            .map(|k| if k == 0 { "---" } else { rule }.to_owned())
+            .collect(),
+    );
+    for row in rows {
+        out += &line(row.iter().map(|c| cell(c)).collect());
+    }
+    out
+}
+
 impl ScenarioReport {
     /// The scenario `name` measured as `m`, framed by what was varied and what was held fixed;
     /// goals and notes are added with struct update syntax.

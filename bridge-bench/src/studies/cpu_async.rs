@@ -13,10 +13,10 @@
 //! whose body streams from a socket.
 
 use crate::harness::{Measured, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
+use crate::proc::{load_average, os_threads};
 use crate::progress;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, percentile};
-use crate::threads::{load_average, os_threads};
 use bridge::object_store::IoStore;
 use bytes::Bytes;
 use futures::StreamExt;

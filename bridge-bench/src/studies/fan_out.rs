@@ -4,8 +4,8 @@
 //! consumer blocked in `recv_blocking`.
 
 use crate::harness::{Batch, MISSING, Settings, Variant, measure_ops};
+use crate::proc::os_threads;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
-use crate::threads::os_threads;
 use async_executor::Executor;
 use bridge::oneshot::{self, Receiver, Sender};
 use std::cell::RefCell;
@@ -1044,7 +1044,7 @@ fn hold_goal(cells: &[Cell], counts: &[(u64, &str)]) -> Judged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threads::os_threads;
+    use crate::proc::os_threads;
 
     /// The sum of `0..n`, the checksum of a batch of `n` items.
     fn sum_below(n: u64) -> u64 {

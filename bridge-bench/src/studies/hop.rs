@@ -8,8 +8,8 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
 };
+use crate::proc::{ThreadTally, os_threads};
 use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
-use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;

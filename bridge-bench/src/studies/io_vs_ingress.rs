@@ -14,10 +14,10 @@
 //! generator and shuts all of them down (threads joined, runtimes dropped) before the next.
 
 use crate::harness::{Measured, Measurement, Settings};
+use crate::proc::{CpuTicks, load_average, os_threads};
 use crate::progress;
 use crate::report::{BASELINE, Budget, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::Summary;
-use crate::threads::{load_average, os_threads};
 use bridge::cpu::ThreadPoolExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::fmt::Write as _;
@@ -718,78 +718,11 @@ fn run_load(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
 // ---------------------------------------------------------------------------------------
 // Cells, rounds and the report.
 
-/// CPU time, in clock ticks, of the whole machine (from the `cpu` line of `/proc/stat`) and
-/// of this process (from `/proc/self/stat`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct CpuTicks {
-    /// Ticks some CPU spent busy (user, nice, system, irq, softirq, steal).
-    busy: u64,
-    /// Ticks of all CPUs, busy or idle.
-    total: u64,
-    /// Ticks this process ran (user and system).
-    this: u64,
-}
-
-impl CpuTicks {
-    /// Reads the counters now; `None` where the files cannot be read (not Linux).
-    fn now() -> Option<Self> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let this = std::fs::read_to_string("/proc/self/stat").ok()?;
-        Self::parse(&stat, &this)
-    }
-
-    /// The counters from the texts of `/proc/stat` and `/proc/<pid>/stat`.
-    fn parse(stat: &str, this: &str) -> Option<Self> {
-        let cpu: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .map(|v| v.parse().ok())
-            .collect::<Option<_>>()?;
-        // user nice system idle iowait irq softirq steal (guest time is inside user).
-        let field = |k: usize| cpu.get(k).copied().unwrap_or(0);
-        let busy = field(0) + field(1) + field(2) + field(5) + field(6) + field(7);
-        let total = busy + field(3) + field(4);
-        // The fields after the command name, which is in parentheses and may hold spaces:
-        // state is the first, utime and stime the 12th and 13th.
-        let rest: Vec<&str> = this.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks = |k: usize| rest.get(k)?.parse::<u64>().ok();
-        Some(Self {
-            busy,
-            total,
-            this: ticks(11)? + ticks(12)?,
-        })
-    }
-
-    /// The ticks from `earlier` to `self`.
-    fn since(self, earlier: Self) -> Self {
-        Self {
-            busy: self.busy.saturating_sub(earlier.busy),
-            total: self.total.saturating_sub(earlier.total),
-            this: self.this.saturating_sub(earlier.this),
-        }
-    }
-
-    fn add(self, other: Self) -> Self {
-        Self {
-            busy: self.busy + other.busy,
-            total: self.total + other.total,
-            this: self.this + other.this,
-        }
-    }
-
-    /// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
-    fn shares(self) -> String {
-        if self.total == 0 {
-            return "not read".to_owned();
-        }
-        let share = |t: u64| t as f64 / self.total as f64 * 100.0;
-        format!(
-            "{:.0}% / {:.0}%",
-            share(self.this),
-            share(self.busy.saturating_sub(self.this))
-        )
+/// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
+fn shares(ticks: CpuTicks) -> String {
+    match ticks.shares() {
+        (this, _) if this.is_nan() => "not read".to_owned(),
+        (this, others) => format!("{this:.0}% / {others:.0}%"),
     }
 }
 
@@ -958,7 +891,7 @@ fn table(tallies: &[Tally], base: &Baseline) -> String {
             bound,
             t.qps() / bound * 100.0,
             t.qps() * t.latency(),
-            t.cpu.shares(),
+            shares(t.cpu),
         );
     }
     out.pop();
@@ -1079,7 +1012,7 @@ fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
                          a CPU (CPU this process / others during its cells: {}).",
                         t.latency() * 1e3,
                         base.unloaded * 1e3,
-                        t.cpu.shares(),
+                        shares(t.cpu),
                     )
                 } else {
                     "the window is not kept full: the generator or lost queries hold it back."
@@ -1339,54 +1272,12 @@ mod tests {
     }
 
     #[test]
-    fn cpu_ticks_parse_proc_stat_and_this_process() {
-        let stat = "cpu  100 5 20 800 7 1 2 3 9 0\ncpu0 50 0 10 400 3 0 1 1 0 0\n";
-        let this = "4242 (a (b) c) S 1 2 3 0 -1 4194304 100 0 0 0 11 4 0 0 20 0 9 0";
-        let t = CpuTicks::parse(stat, this).unwrap();
-        assert_eq!(
-            t,
-            CpuTicks {
-                busy: 100 + 5 + 20 + 1 + 2 + 3,
-                total: 131 + 800 + 7,
-                this: 15
-            }
-        );
-        let later = CpuTicks {
-            busy: t.busy + 60,
-            total: t.total + 200,
-            this: t.this + 20,
-        };
-        assert_eq!(later.since(t).shares(), "10% / 20%");
-        assert_eq!(CpuTicks::default().shares(), "not read");
-        assert_eq!(CpuTicks::parse("intr 1 2\n", this), None);
-        assert!(cfg!(not(target_os = "linux")) || CpuTicks::now().is_some());
-    }
-
-    #[test]
-    fn lost_after_outlasts_the_sync_queue() {
-        // Sync mode serves INGRESS queries per DELAY; a full window queues WINDOW of them.
-        let queue = DELAY.as_secs_f64() * WINDOW as f64 / INGRESS as f64;
-        assert!(LOST_AFTER.as_secs_f64() > 1.5 * queue);
-    }
-
-    #[test]
     fn queries_carry_their_id_and_policy_depends_on_them() {
         assert_eq!(id_of(&query(7)), Some(7));
         assert_eq!(id_of(&query(u64::MAX)), Some(u64::MAX));
         assert_eq!(id_of(&[0u8; 8]), None);
         assert_eq!(policy(&query(3)), policy(&query(3)));
         assert_ne!(policy(&query(3)), policy(&query(4)));
-    }
-
-    #[test]
-    fn quick_plan_runs_both_modes_at_two_io_values() {
-        let quick = Plan::of(&Settings::quick());
-        assert_eq!((quick.rounds, quick.io_values), (1, 2));
-        assert_eq!(Plan::of(&Settings::full()).io_values, IO_WORKERS.len());
-        // The ramp and a few round trips after it fit in the warm-up.
-        for plan in [quick, Plan::of(&Settings::full())] {
-            assert!(plan.warm >= 4 * DELAY, "{plan:?}");
-        }
     }
 
     #[test]

@@ -33,10 +33,10 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     Measured, Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon,
 };
+use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
 use crate::progress;
 use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::percentile;
-use crate::threads::{load_average, os_threads};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -456,85 +456,6 @@ fn step_cost(passes: u32, runs: usize) -> Duration {
     Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
-/// A field in KiB (`VmRSS:`, `VmHWM:`) of a `/proc/<pid>/status` text.
-fn status_kib(status: &str, field: &str) -> Option<f64> {
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// A field in KiB of this process's /proc/self/status; NaN where it cannot be read.
-fn self_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| status_kib(&status, field))
-        .unwrap_or(f64::NAN)
-}
-
-/// CPU time in clock ticks: of all CPUs (busy and in all), from the `cpu` line of
-/// /proc/stat, and of this process, from /proc/self/stat.
-#[derive(Debug, Clone, Copy)]
-struct CpuTicks {
-    total: u64,
-    busy: u64,
-    this: u64,
-}
-
-impl CpuTicks {
-    /// Now; `None` where /proc cannot be read.
-    fn now() -> Option<Self> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let this = std::fs::read_to_string("/proc/self/stat").ok()?;
-        Self::parse(&stat, &this)
-    }
-
-    fn parse(stat: &str, this: &str) -> Option<Self> {
-        let cpu: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-        let total: u64 = cpu.iter().take(8).sum();
-        let idle = cpu.get(3)? + cpu.get(4).copied().unwrap_or(0);
-        let utime: u64 = stat_field(this, 14)?.parse().ok()?;
-        let stime: u64 = stat_field(this, 15)?.parse().ok()?;
-        Some(Self {
-            total,
-            busy: total - idle,
-            this: utime + stime,
-        })
-    }
-
-    /// The shares of all CPUs' time since `earlier` used by this process and by everything
-    /// else, in percent.
-    fn shares_since(self, earlier: Self) -> (f64, f64) {
-        let total = self.total.saturating_sub(earlier.total).max(1) as f64;
-        let busy = self.busy.saturating_sub(earlier.busy) as f64;
-        let this = self.this.saturating_sub(earlier.this) as f64;
-        (100.0 * this / total, 100.0 * (busy - this).max(0.0) / total)
-    }
-}
-
-/// Field `n` (3 or more, numbered as in proc(5)) of a `/proc/.../stat` text: counted after
-/// the command's closing parenthesis, since the command (field 2) may hold spaces.
-fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(n.checked_sub(3)?)
-}
-
-/// The calling thread's nice value (field 19 of /proc/thread-self/stat); `None` where it
-/// cannot be read.
-fn thread_nice() -> Option<i32> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    stat_field(&stat, 19)?.parse().ok()
-}
-
 /// Rayon's pool as a cell's process builds it: rayon's default thread count, and with `nice`
 /// a start handler that lowers each thread to it with `bridge::cpu::lower_thread_priority`,
 /// counting in `refused` the threads where that failed (off Linux, every one: the pool then
@@ -878,7 +799,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let handle = rt.handle().clone();
     let full_at = |k: usize| Duration::from_secs_f64(k as f64 / spec.rate);
     let probe_at = |k: usize| Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
-    let rss_start_kib = self_kib("VmRSS");
+    let rss_start_kib = self_status("VmRSS");
     let t0 = Instant::now() + Duration::from_millis(5);
     let half = t0 + spec.window / 2;
     let end = t0 + spec.window;
@@ -939,12 +860,14 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     out.threads_end = os_threads().map_or(f64::NAN, f64::from);
     (out.cpu_this, out.cpu_others) = CpuTicks::now()
         .zip(cpu_start)
-        .map_or((f64::NAN, f64::NAN), |(now, start)| now.shares_since(start));
+        .map_or((f64::NAN, f64::NAN), |(now, start)| {
+            now.since(start).shares()
+        });
     thread::sleep((end + GRACE).saturating_duration_since(Instant::now()));
 
     // The cutoff: what has not finished counts with its latency so far.
     let cutoff = Instant::now();
-    out.hwm_kib = self_kib("VmHWM");
+    out.hwm_kib = self_status("VmHWM");
     let so_far = |at: Instant| (cutoff - at).as_nanos() as f64;
     let mut full = Vec::with_capacity(n_full);
     for (k, slot) in service.full.iter().enumerate() {
@@ -1803,39 +1726,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pool_at_nice_0_has_its_own_spec_code() {
-        let line = "variant=bridge-nice0 rate=3978.000 window_us=4000000 passes=90 bound=8";
-        let spec = Spec::parse(line).unwrap();
-        assert_eq!(spec.variant, Variant::BridgeNice0);
-        assert_eq!(spec.line(), line);
-        // The code is not a prefix match of plain bridge's, nor the other way round.
-        assert_eq!(
-            Spec::parse(&line.replace("bridge-nice0", "bridge"))
-                .unwrap()
-                .variant,
-            Variant::Bridge
-        );
-        assert_eq!(Variant::BridgeNice0.pool_nice(), None);
-        assert!(!Variant::BridgeNice0.bounded());
-        for v in VARIANTS.into_iter().filter(|&v| v != Variant::BridgeNice0) {
-            assert_eq!(v.pool_nice(), Some(POOL_NICE), "{v:?}");
-        }
-        // Every variant has its own code and name.
-        for (k, a) in VARIANTS.iter().enumerate() {
-            for b in &VARIANTS[k + 1..] {
-                assert_ne!(a.code(), b.code());
-                assert_ne!(a.name(), b.name());
-            }
-        }
-    }
-
-    #[test]
     fn the_pool_threads_run_at_the_nice_value_asked_for() {
-        assert_eq!(
-            stat_field("7 (a b) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", 19),
-            Some("19")
-        );
-        assert_eq!(stat_field("7 (a) S", 4), None);
         assert_eq!(nice_range(&[Some(10), Some(12)]), (10.0, 12.0));
         assert!(nice_range(&[Some(10), None]).0.is_nan());
         assert!(nice_range(&[]).1.is_nan());
@@ -1864,23 +1755,6 @@ mod tests {
         }
         // The pool's threads were lowered, not this one.
         assert_eq!(thread_nice(), Some(own));
-    }
-
-    #[test]
-    fn cpu_ticks_parse_proc_stat_and_this_process() {
-        let stat = "cpu  100 5 50 800 20 3 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n";
-        let this = "4242 (bridge bench) S 1 2 3 4 5 6 7 8 9 10 30 12 0 0 20 0 3 0\n";
-        let t = CpuTicks::parse(stat, this).unwrap();
-        assert_eq!((t.total, t.busy, t.this), (980, 160, 42));
-        let later = CpuTicks {
-            total: t.total + 200,
-            busy: t.busy + 150,
-            this: t.this + 100,
-        };
-        assert_eq!(later.shares_since(t), (50.0, 25.0));
-        if cfg!(target_os = "linux") {
-            assert!(CpuTicks::now().is_some());
-        }
     }
 
     #[test]
@@ -1963,29 +1837,6 @@ mod tests {
             "{}",
             checked[3].1
         );
-        // Its reading states the contrast with bridge::spawn at nice 10.
-        for c in &mut cells {
-            match (c.variant, c.load == 2.0) {
-                (Variant::Bridge, true) => c.out.served_in_window = 1900.0,
-                (Variant::BridgeNice0, true) => c.out.served_in_window = 1700.0,
-                _ => {}
-            }
-        }
-        let text = reading(&cells, 8);
-        assert!(
-            text.contains(
-                "Reading the numbers: bridge::spawn's I/O-only p99 at 2x was 2.00 ms with the \
-                 pool at nice 10 (`bridge`) and 6.00 ms with it at nice 0 (`bridge (pool at \
-                 nice 0)`), 3.00x as long at nice 0 (at 0.5x: 2.00 ms and 2.00 ms); completed \
-                 at 2x: 1900 req/s at nice 10, 1700 at nice 0; others' CPU in these cells up \
-                 to 0%."
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("of them. The limit bounds the work"),
-            "{text}"
-        );
         // A queue of the pool at nice 0 that does not grow misses the growth goal.
         let mut flat = cells.clone();
         for c in &mut flat {
@@ -1998,63 +1849,6 @@ mod tests {
         cells.retain(|c| c.load < 1.0);
         let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
         assert_eq!(verdicts, [None, None, None, Some(false)]);
-    }
-
-    #[test]
-    fn the_pool_note_counts_the_cells_as_set_up_and_names_the_others() {
-        let cell = |variant: Variant, load, lo, hi, refused| Cell {
-            variant,
-            load,
-            rate: 1000.0 * load,
-            window: Duration::from_secs(1),
-            out: Outcome {
-                pool_nice_lo: lo,
-                pool_nice_hi: hi,
-                pool_refused: refused,
-                ..Outcome::default()
-            },
-        };
-        let mut cells = vec![
-            cell(Variant::Bridge, 0.5, 10.0, 10.0, 0.0),
-            cell(Variant::Wait, 0.5, 10.0, 10.0, 0.0),
-            cell(Variant::BridgeNice0, 0.5, 0.0, 0.0, 0.0),
-        ];
-        assert_eq!(
-            pool_note(&cells),
-            "The pool's priority, read on each of its threads once the pool had started \
-             (/proc/thread-self/stat): nice 10 on every thread in 2 of the 2 cells whose pool \
-             was lowered; nice 0 on every thread in 1 of the 1 cells of `bridge (pool at nice \
-             0)`. bridge::cpu::lower_thread_priority(10) failed on 0 pool threads over all \
-             cells."
-        );
-        cells.push(cell(Variant::Shed, 2.0, 0.0, 10.0, 1.0));
-        cells.push(cell(Variant::Inline, 2.0, f64::NAN, f64::NAN, 2.0));
-        let note = pool_note(&cells);
-        assert!(
-            note.contains(
-                "nice 10 on every thread in 2 of the 4 cells whose pool was lowered (not in \
-                 bridge limit-shed at 2x: nice 0 to 10, inline at 2x: not read);"
-            ),
-            "{note}"
-        );
-        assert!(
-            note.ends_with("failed on 3 pool threads over all cells."),
-            "{note}"
-        );
-    }
-
-    #[test]
-    fn status_fields_in_kib() {
-        let status = "Name:\tx\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t3\n";
-        assert_eq!(status_kib(status, "VmHWM"), Some(20480.0));
-        assert_eq!(status_kib(status, "VmRSS"), Some(10240.0));
-        assert_eq!(status_kib(status, "VmSwap"), None);
-        if cfg!(target_os = "linux") {
-            // One text for both: the other tests allocate meanwhile.
-            let status = std::fs::read_to_string("/proc/self/status").unwrap();
-            assert!(status_kib(&status, "VmHWM") >= status_kib(&status, "VmRSS"));
-            assert!(self_kib("VmRSS") > 0.0);
-        }
     }
 
     #[test]

@@ -8,9 +8,9 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
+use crate::proc::{ThreadTally, os_threads};
 use crate::report::{BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
 use crate::stats::{Summary, percentile};
-use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
