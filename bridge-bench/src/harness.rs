@@ -11,6 +11,8 @@
 
 use crate::busy::Load;
 use crate::progress;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -195,30 +197,46 @@ pub const CHILD_ENV: &str = "BRIDGE_BENCH_CHILD";
 /// The start of the line on a child's stdout that carries its result.
 const CHILD_RESULT: &str = "bridge-bench child result: ";
 
+/// `value` as one line of CSV without a header: how specs and results cross to a child.
+fn to_line(value: &impl Serialize) -> io::Result<String> {
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    writer.serialize(value).map_err(io::Error::other)?;
+    let bytes = writer.into_inner().map_err(io::Error::other)?;
+    Ok(String::from_utf8_lossy(&bytes).trim_end().to_owned())
+}
+
+fn from_line<T: DeserializeOwned>(line: &str) -> io::Result<T> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes());
+    let parsed = reader
+        .deserialize()
+        .next()
+        .unwrap_or_else(|| Err(csv::Error::from(io::Error::other("empty"))));
+    parsed.map_err(|e| io::Error::other(format!("a bad line `{line}`: {e}")))
+}
+
 /// Runs one cell of `study`, described by `spec`, in a fresh copy of this binary, and returns
-/// the result the child handed back with [`child_reply`].
-///
-/// A study that measures what is per process, e.g. peak memory (`VmHWM`), or that leaves
-/// threads and freed-but-kept heap behind, gets a clean process per cell this way. The child
-/// is started as `EXE STUDY` with [`CHILD_ENV`] set; the study's `run` finds the spec with
-/// [`child_spec`], runs the cell and calls [`child_reply`], which ends the child.
+/// the result the child handed back with [`child_reply`]: for what is per process (peak
+/// memory), or leaves threads and kept heap behind. The child is started as `EXE STUDY` with
+/// [`CHILD_ENV`] set; the study's `run` finds the spec with [`child_spec`].
 ///
 /// # Errors
 ///
 /// If the child cannot be started, fails, or ends without a result; the error carries the
 /// end of its stderr.
-pub fn in_child(study: &str, spec: &str) -> io::Result<String> {
+pub fn in_child<R: DeserializeOwned>(study: &str, spec: &impl Serialize) -> io::Result<R> {
+    let spec = to_line(spec)?;
     let out = std::process::Command::new(std::env::current_exe()?)
         .arg(study)
         .env(CHILD_ENV, format!("{study}:{spec}"))
         .stdin(std::process::Stdio::null())
         .output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout
-        .lines()
-        .find_map(|line| line.strip_prefix(CHILD_RESULT))
-    {
-        Some(result) if out.status.success() => Ok(result.to_owned()),
+    match stdout.lines().find_map(|l| l.strip_prefix(CHILD_RESULT)) {
+        Some(result) if out.status.success() => from_line(result),
         _ => {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
@@ -230,19 +248,19 @@ pub fn in_child(study: &str, spec: &str) -> io::Result<String> {
     }
 }
 
-/// The spec this process was started with by [`in_child`] for `study`; `None` in the
-/// parent.
-pub fn child_spec(study: &str) -> Option<String> {
+/// The spec this process was started with by [`in_child`] for `study`; `None` in the parent.
+pub fn child_spec<S: DeserializeOwned>(study: &str) -> Option<io::Result<S>> {
     let value = std::env::var(CHILD_ENV).ok()?;
     let (name, spec) = value.split_once(':')?;
-    (name == study).then(|| spec.to_owned())
+    (name == study).then(|| from_line(spec))
 }
 
-/// Hands `result` (one line) to the parent that ran [`in_child`], and ends this process.
-pub fn child_reply(result: &str) -> ! {
+/// Hands `result` to the parent that ran [`in_child`], and ends this process.
+pub fn child_reply(result: &impl Serialize) -> ! {
     use std::io::Write as _;
+    let line = to_line(result).unwrap_or_else(|e| e.to_string());
     let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{CHILD_RESULT}{}", result.replace('\n', " "));
+    let _ = writeln!(out, "{CHILD_RESULT}{line}");
     let _ = out.flush();
     std::process::exit(0)
 }
@@ -611,6 +629,17 @@ mod tests {
                 "{slots} slots: {first:?}"
             );
         }
+    }
+
+    #[test]
+    fn values_cross_to_a_child_as_one_line() {
+        let value = (String::from("a b,c"), 2.5f64, f64::NAN, 7u64);
+        let line = to_line(&value).unwrap();
+        assert!(!line.contains('\n'));
+        let back: (String, f64, f64, u64) = from_line(&line).unwrap();
+        assert_eq!((back.0.as_str(), back.1, back.3), ("a b,c", 2.5, 7));
+        assert!(back.2.is_nan());
+        assert!(from_line::<(u64, u64)>("1").is_err());
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
 use crate::progress;
 use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::percentile;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::{self, Read as _, Write as _};
@@ -111,7 +111,7 @@ const LOADS: [(f64, &str); 5] = [
 const QUICK_LOADS: [f64; 3] = [0.5, 0.9, 2.0];
 
 /// Where a request's CPU step runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 enum Variant {
     /// On the tokio worker that polls the request.
     Inline,
@@ -149,22 +149,6 @@ impl Variant {
             Self::Wait => "bridge limit-wait",
             Self::Shed => "bridge limit-shed",
         }
-    }
-
-    /// The variant's word in a child's spec.
-    fn code(self) -> &'static str {
-        match self {
-            Self::Inline => "inline",
-            Self::SpawnBlocking => "blocking",
-            Self::Bridge => "bridge",
-            Self::BridgeNice0 => "bridge-nice0",
-            Self::Wait => "wait",
-            Self::Shed => "shed",
-        }
-    }
-
-    fn from_code(code: &str) -> Option<Self> {
-        VARIANTS.into_iter().find(|v| v.code() == code)
     }
 
     /// Whether it goes through a `bridge::cpu::Limit`.
@@ -205,14 +189,14 @@ impl Plan {
     }
 }
 
-/// What a cell runs: handed to its child process as one line of `key=value` words.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What a cell runs, handed to its child process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 struct Spec {
     variant: Variant,
     /// Full requests per second.
     rate: f64,
     /// The arrival window.
-    window: Duration,
+    window_ms: u64,
     /// Passes of [`kernel`] over the body in one CPU step.
     passes: u32,
     /// The limit of the bounded variants.
@@ -220,34 +204,13 @@ struct Spec {
 }
 
 impl Spec {
-    fn line(&self) -> String {
-        format!(
-            "variant={} rate={:.3} window_us={} passes={} bound={}",
-            self.variant.code(),
-            self.rate,
-            self.window.as_micros(),
-            self.passes,
-            self.bound
-        )
-    }
-
-    fn parse(line: &str) -> Option<Self> {
-        let words: BTreeMap<&str, &str> = line
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .collect();
-        Some(Self {
-            variant: Variant::from_code(words.get("variant")?)?,
-            rate: words.get("rate")?.parse().ok()?,
-            window: Duration::from_micros(words.get("window_us")?.parse().ok()?),
-            passes: words.get("passes")?.parse().ok()?,
-            bound: words.get("bound")?.parse().ok()?,
-        })
+    fn window(&self) -> Duration {
+        Duration::from_millis(self.window_ms)
     }
 }
 
-/// What one cell measured; its child hands it back as one line of `key=value` words.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What one cell measured; its child hands it back to the parent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 struct Outcome {
     /// Full requests that arrived (all of them in the window).
     arrived: f64,
@@ -296,113 +259,6 @@ struct Outcome {
     /// Pool threads on which lowering the priority failed (always 0 for a pool left at the
     /// default priority, which does not ask).
     pool_refused: f64,
-}
-
-impl Outcome {
-    const KEYS: [&'static str; 25] = [
-        "arrived",
-        "served_in_window",
-        "shed",
-        "errors",
-        "full_p50",
-        "full_p99",
-        "full_unfinished",
-        "io_p50",
-        "io_p99",
-        "io_unfinished",
-        "queued_half",
-        "queued_end",
-        "queued_max",
-        "limit_max",
-        "rss_start_kib",
-        "hwm_kib",
-        "threads_end",
-        "generator_lag",
-        "cpu_this",
-        "cpu_others",
-        "half_late",
-        "end_late",
-        "pool_nice_lo",
-        "pool_nice_hi",
-        "pool_refused",
-    ];
-
-    fn values(&self) -> [f64; 25] {
-        [
-            self.arrived,
-            self.served_in_window,
-            self.shed,
-            self.errors,
-            self.full_p50,
-            self.full_p99,
-            self.full_unfinished,
-            self.io_p50,
-            self.io_p99,
-            self.io_unfinished,
-            self.queued_half,
-            self.queued_end,
-            self.queued_max,
-            self.limit_max,
-            self.rss_start_kib,
-            self.hwm_kib,
-            self.threads_end,
-            self.generator_lag,
-            self.cpu_this,
-            self.cpu_others,
-            self.half_late,
-            self.end_late,
-            self.pool_nice_lo,
-            self.pool_nice_hi,
-            self.pool_refused,
-        ]
-    }
-
-    fn line(&self) -> String {
-        Self::KEYS
-            .iter()
-            .zip(self.values())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    fn parse(line: &str) -> Option<Self> {
-        let words: BTreeMap<&str, f64> = line
-            .split_whitespace()
-            .filter_map(|w| {
-                let (k, v) = w.split_once('=')?;
-                Some((k, v.parse().ok()?))
-            })
-            .collect();
-        let get = |k: &str| words.get(k).copied();
-        Some(Self {
-            arrived: get("arrived")?,
-            served_in_window: get("served_in_window")?,
-            shed: get("shed")?,
-            errors: get("errors")?,
-            full_p50: get("full_p50")?,
-            full_p99: get("full_p99")?,
-            full_unfinished: get("full_unfinished")?,
-            io_p50: get("io_p50")?,
-            io_p99: get("io_p99")?,
-            io_unfinished: get("io_unfinished")?,
-            queued_half: get("queued_half")?,
-            queued_end: get("queued_end")?,
-            queued_max: get("queued_max")?,
-            limit_max: get("limit_max")?,
-            rss_start_kib: get("rss_start_kib")?,
-            hwm_kib: get("hwm_kib")?,
-            threads_end: get("threads_end")?,
-            generator_lag: get("generator_lag")?,
-            cpu_this: get("cpu_this")?,
-            cpu_others: get("cpu_others")?,
-            half_late: get("half_late")?,
-            end_late: get("end_late")?,
-            pool_nice_lo: get("pool_nice_lo")?,
-            pool_nice_hi: get("pool_nice_hi")?,
-            pool_refused: get("pool_refused")?,
-        })
-    }
 }
 
 /// The CPU step: `passes` FNV-1a hashes of the body, each fed back into its first byte so
@@ -750,7 +606,7 @@ fn service_runtime() -> io::Result<Runtime> {
 fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let backend = Backend::start()?;
     let rt = service_runtime()?;
-    let window = spec.window.as_secs_f64();
+    let window = spec.window().as_secs_f64();
     let n_full = (spec.rate * window).floor() as usize;
     let n_probes = (PROBE_RATE * window).floor() as usize;
     let connections = rt.block_on(async {
@@ -801,8 +657,8 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let probe_at = |k: usize| Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
     let rss_start_kib = self_status("VmRSS");
     let t0 = Instant::now() + Duration::from_millis(5);
-    let half = t0 + spec.window / 2;
-    let end = t0 + spec.window;
+    let half = t0 + spec.window() / 2;
+    let end = t0 + spec.window();
     let (mut next_full, mut next_probe) = (0usize, 0usize);
     let mut out = Outcome {
         rss_start_kib,
@@ -879,7 +735,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
                 full.push(so_far(at));
             }
             ns => {
-                if full_at(k) + Duration::from_nanos(ns) <= spec.window {
+                if full_at(k) + Duration::from_nanos(ns) <= spec.window() {
                     out.served_in_window += 1.0;
                 }
                 full.push(ns as f64);
@@ -1245,182 +1101,99 @@ fn judged(cells: &[Cell], bound: usize) -> Vec<Judged> {
         .collect()
 }
 
-/// The nice value the pool threads of each cell ran at, as read on them: the cells that ran
-/// as set up are counted, the others named.
+/// The nice value the pool threads of each cell ran at, as read on them: the cells whose
+/// pool did not run as set up are named.
 fn pool_note(cells: &[Cell]) -> String {
-    let mut out = String::from(
-        "The pool's priority, read on each of its threads once the pool had started \
-         (/proc/thread-self/stat):",
-    );
-    for (k, lowered) in [true, false].into_iter().enumerate() {
-        let of: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| c.variant.pool_nice().is_some() == lowered)
-            .collect();
-        let want = if lowered { f64::from(POOL_NICE) } else { 0.0 };
-        let off: Vec<String> = of
-            .iter()
-            .filter(|c| !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want))
-            .map(|c| {
-                let (lo, hi) = (c.out.pool_nice_lo, c.out.pool_nice_hi);
-                let nice = if lo.is_nan() {
-                    "not read".to_owned()
-                } else if lo == hi {
-                    format!("nice {lo:.0}")
-                } else {
-                    format!("nice {lo:.0} to {hi:.0}")
-                };
-                format!("{} at {}x: {nice}", c.variant.name(), c.load)
-            })
-            .collect();
-        let _ = write!(
-            out,
-            "{} nice {want:.0} on every thread in {} of the {} cells {}",
-            if k == 0 { "" } else { ";" },
-            of.len() - off.len(),
-            of.len(),
-            if lowered {
-                "whose pool was lowered".to_owned()
-            } else {
-                format!("of `{}`", Variant::BridgeNice0.name())
-            },
-        );
-        if !off.is_empty() {
-            let _ = write!(out, " (not in {})", off.join(", "));
-        }
-    }
+    let off: Vec<String> = cells
+        .iter()
+        .filter(|c| {
+            let want = c.variant.pool_nice().map_or(0.0, f64::from);
+            !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want)
+        })
+        .map(|c| {
+            let (lo, hi) = (c.out.pool_nice_lo, c.out.pool_nice_hi);
+            format!(
+                "{} at {}x: nice {lo:.0} to {hi:.0}",
+                c.variant.name(),
+                c.load
+            )
+        })
+        .collect();
     let refused: f64 = cells.iter().map(|c| c.out.pool_refused).sum();
-    let _ = write!(
-        out,
-        ". bridge::cpu::lower_thread_priority({POOL_NICE}) failed on {refused:.0} pool threads \
-         over all cells."
-    );
-    out
+    format!(
+        "The pool's priority, read on each of its threads (/proc/thread-self/stat): as set up \
+         (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{}; \
+         lower_thread_priority({POOL_NICE}) failed on {refused:.0} pool threads.",
+        Variant::BridgeNice0.name(),
+        cells.len() - off.len(),
+        cells.len(),
+        if off.is_empty() {
+            String::new()
+        } else {
+            format!(" (not in {})", off.join(", "))
+        },
+    )
 }
 
 /// What the numbers say beyond the goals, computed from them.
-fn reading(cells: &[Cell], bound: usize) -> String {
+fn reading(cells: &[Cell]) -> String {
     let mut out = String::from("Reading the numbers:");
-    let at = |v: Variant| Some((find(cells, v, 0.5)?, find(cells, v, 2.0)?));
-    if let (Some((lo10, hi10)), Some((lo0, hi0))) = (at(Variant::Bridge), at(Variant::BridgeNice0))
-    {
+    let at_2x = |v: Variant| find(cells, v, 2.0);
+    if let (Some(n10), Some(n0)) = (at_2x(Variant::Bridge), at_2x(Variant::BridgeNice0)) {
         let _ = write!(
             out,
-            " bridge::spawn's I/O-only p99 at 2x was {} ms with the pool at nice {POOL_NICE} \
-             (`{}`) and {} ms with it at nice 0 (`{}`), {:.2}x as long at nice 0 (at 0.5x: {} ms \
-             and {} ms); completed at 2x: {:.0} req/s at nice {POOL_NICE}, {:.0} at nice 0{}. \
-             The kernel weighs a thread at nice {POOL_NICE} at about a tenth of one at the \
-             default priority, so a tokio worker that wakes while the pool's threads keep the \
-             CPUs busy gets a CPU sooner than among equals; the pool yields the same way to \
-             every other process at the default priority, so when others keep the CPUs busy \
-             it also gets less of them.",
-            ms(hi10.out.io_p99),
-            Variant::Bridge.name(),
-            ms(hi0.out.io_p99),
-            Variant::BridgeNice0.name(),
-            hi0.out.io_p99 / hi10.out.io_p99,
-            ms(lo10.out.io_p99),
-            ms(lo0.out.io_p99),
-            hi10.throughput(),
-            hi0.throughput(),
-            others(&[lo10, hi10, lo0, hi0]),
+            " at 2x, bridge::spawn's I/O-only p99 was {} ms with the pool at nice {POOL_NICE} \
+             and {} ms at nice 0 (completed {:.0} and {:.0} req/s): a pool at a lower \
+             priority yields the CPUs to a tokio worker that wakes.",
+            ms(n10.out.io_p99),
+            ms(n0.out.io_p99),
+            n10.throughput(),
+            n0.throughput(),
         );
     }
-    if let Some(c) = find(cells, Variant::Wait, 2.0) {
+    if let Some(c) = at_2x(Variant::Wait) {
         let _ = write!(
             out,
-            " {} limit bounds the work in rayon's queue, not the requests: under an open loop \
-             at 2x, `bridge limit-wait` kept at most {:.0} tasks in the limit, but {:.0} \
-             requests were waiting for room when the window closed (each holding its body), \
-             so its queue and memory grow like the unbounded variants'. Only shedding \
-             (`bridge limit-shed`) or back-pressure upstream bounds the requests.",
-            // A sentence of its own after the contrast above, the reading's start otherwise.
-            if out.ends_with(':') { "the" } else { "The" },
-            c.out.limit_max,
-            c.out.queued_end,
+            " A limit bounds the work in rayon's queue, not the requests: `bridge limit-wait` \
+             held at most {:.0} tasks in the limit while {:.0} requests waited for room at the \
+             end; only shedding or back-pressure upstream bounds them.",
+            c.out.limit_max, c.out.queued_end,
         );
     }
-    if let Some(c) = find(cells, Variant::Shed, 2.0) {
+    if let Some(c) = at_2x(Variant::Shed) {
         let _ = write!(
             out,
-            " `bridge limit-shed` answered {:.0} of {:.0} requests at 2x \"busy\" ({:.0}/s) and \
-             served the rest with a p99 of {} ms, bound {bound} x step / threads + read.",
+            " `bridge limit-shed` answered {:.0} of {:.0} requests \"busy\" and served the rest \
+             with a p99 of {} ms.",
             c.out.shed,
             c.out.arrived,
-            c.busy_per_s(),
             ms(c.out.full_p99),
         );
     }
-    if let Some(c) = find(cells, Variant::Inline, 2.0) {
+    if let (Some(i), Some(b)) = (at_2x(Variant::Inline), at_2x(Variant::SpawnBlocking)) {
         let _ = write!(
             out,
-            " Inline, the probes queue behind the CPU steps on the same workers: I/O-only p99 \
-             {} ms at 2x ({:.0} probes unfinished at the cutoff, counted with their wait so \
-             far).",
-            ms(c.out.io_p99),
-            c.out.io_unfinished,
-        );
-    }
-    if let Some(c) = find(cells, Variant::Inline, 2.0) {
-        let _ = write!(
-            out,
-            " A read keeps its connection until its task is polled again, so where answers \
-             wait for a busy worker more connections are opened, each with a backend thread: \
-             part of inline's {:.0} OS threads.",
-            c.out.threads_end,
-        );
-    }
-    if let Some(c) = find(cells, Variant::SpawnBlocking, 2.0) {
-        let _ = write!(
-            out,
-            " spawn_blocking starts a thread per step that finds none idle: {:.0} OS threads \
-             at the end of the window at 2x, time-slicing {} CPUs.",
-            c.out.threads_end,
-            thread::available_parallelism().map_or(0, usize::from),
+            " Inline, the probes queue behind the CPU steps on the same workers (I/O-only p99 \
+             {} ms, {:.0} unfinished); spawn_blocking starts a thread per step that finds none \
+             idle ({:.0} OS threads at the end).",
+            ms(i.out.io_p99),
+            i.out.io_unfinished,
+            b.out.threads_end,
         );
     }
     let busy = cells.iter().filter(|c| c.out.cpu_others > 10.0).count();
-    let _ = write!(
-        out,
-        " Everything else on the machine took over 10% of the CPUs during {busy} of the {} \
-         cells (the CPU column): there the true capacity was lower than the one computed, and \
-         a nominal 0.5x or 0.9x may have been an overload.",
-        cells.len()
-    );
     let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
-    let lag = |of: &dyn Fn(&Cell) -> bool| {
-        cells
-            .iter()
-            .filter(|c| of(c))
-            .max_by(|a, b| a.out.generator_lag.total_cmp(&b.out.generator_lag))
-    };
+    let lag = cells
+        .iter()
+        .map(|c| c.out.generator_lag)
+        .fold(0.0, f64::max);
     let _ = write!(
         out,
-        " Over all cells: {errors:.0} failed requests. The generator is one more thread \
-         competing for the CPUs: it spawned a request at most {} ms after it was due in the \
-         cells of the bridge variants",
-        lag(&|c| {
-            matches!(
-                c.variant,
-                Variant::Bridge | Variant::BridgeNice0 | Variant::Wait | Variant::Shed
-            )
-        })
-        .map_or_else(|| "-".to_owned(), |c| ms(c.out.generator_lag)),
-    );
-    if let Some(c) = lag(&|_| true) {
-        let _ = write!(
-            out,
-            ", and at most {} ms overall ({} at {}x, {:.0} OS threads at the end of its \
-             window)",
-            ms(c.out.generator_lag),
-            c.variant.name(),
-            c.load,
-            c.out.threads_end,
-        );
-    }
-    out.push_str(
-        "; latencies count from the due time, so a late arrival's wait is included, not \
-         hidden.",
+        " Other work took over 10% of the CPUs in {busy} of {} cells (there a nominal load was \
+         higher); {errors:.0} requests failed; the generator was at most {} ms late, and \
+         latencies count from the due time.",
+        cells.len(),
+        ms(lag),
     );
     out
 }
@@ -1445,74 +1218,32 @@ fn varied() -> String {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fixed(
-    plan: &Plan,
-    passes: u32,
-    cost: Duration,
-    cpu_threads: usize,
-    capacity: f64,
-    bound: usize,
-    load_before: Option<&str>,
-) -> String {
+fn fixed(plan: &Plan, passes: u32, cost: Duration, capacity: f64, bound: usize) -> String {
     let cpus = thread::available_parallelism().map_or(0, usize::from);
+    let loads: Vec<String> = plan.loads.iter().map(f64::to_string).collect();
     format!(
-        "{cpus} CPUs; the service is a tokio multi-thread runtime with {WORKERS} workers and \
-         enable_all; rayon's global pool has {} threads (rayon's default count), built in \
-         each cell's process before anything uses it, with a start handler that calls \
-         bridge::cpu::lower_thread_priority({POOL_NICE}) on each thread, as the guide advises \
-         for a service's CPU pool: when the steps keep every CPU busy, a tokio worker that \
-         wakes (a read answered, a request spawned) then gets a CPU before the pool's \
-         threads instead of waiting its turn among equals. Only `{}` builds the pool without \
-         the handler. Where the call fails (it is Linux only) the cell still runs, at the \
-         default priority; the nice value of every cell's pool threads, read on each thread, \
-         is reported under the full-request table at 2x. A full request carries a {} KiB body \
-         (written when it arrives), runs one CPU step over it ({passes} passes of 64-bit \
-         FNV-1a, calibrated at start to {} ms and measured at {:.3} ms, median of 51 steps on \
-         an idle thread), then makes one loopback read: it writes 8 bytes to the backend and \
-         reads them back. The backend runs in the same process but on none of the service's \
-         threads: a thread per connection that answers {} ms after the request arrived \
-         (thread::sleep); connections are reused, one read at a time. Capacity = CPU threads \
-         / step = min(CPUs, rayon threads, tokio workers) / step = {cpu_threads} / {:.3} ms = \
-         {capacity:.0} requests/s (spawn_blocking may start many threads, but they share \
-         the same {cpus} CPUs; the reads, the generator and the backend also take some CPU, \
-         so the true capacity is a little lower). Offered loads: {} x capacity, at a fixed \
-         rate, open loop: a generator thread outside the runtime spawns each request as its \
-         own task (tokio Handle::spawn) when it is due, whatever happened to the earlier \
-         ones; I/O-only probes (the read alone) arrive at {PROBE_RATE:.0}/s on the same \
-         runtime at every load. Latency is from a request's scheduled arrival to its answer, \
-         so queueing before the task runs counts. Each cell: {} ms of arrivals; at the middle \
-         and at the end of the window the generator reads the requests queued (arrived, not \
-         shed, CPU step not finished; a reading more than 10 ms late, by a generator starved \
-         of CPU, says so), and at the end the threads; {} ms later, the cutoff: latencies are read, a request not yet \
-         answered counts with its latency so far (so p99 is a lower bound when there are \
-         unfinished ones), then everything still queued is told to skip its work and the \
-         cell drains. Completed req/s = full requests answered within the window, per second \
-         of window; busy req/s = requests the shed variant refused (answered at once, not \
-         counted as completed, and not in the full-request percentiles). The limit of the \
-         bounded variants is Limit::new({bound}) ({BOUND_PER_THREAD} per rayon thread). \
-         Every cell runs in a fresh process (this binary, re-executed), so peak RSS is that \
-         cell's VmHWM (/proc/self/status, read at the cutoff; the process's baseline \
-         included), with its growth over the VmRSS at the start of the window in \
-         parentheses. CPU: the share of all CPUs' time during the window used by this \
-         process and by everything else (other processes, the kernel; /proc/stat), so a busy \
-         machine shows. Variants run in an order rotated per load. Load average \
-         (/proc/loadavg, 1/5/15 min) before the first cell: {}.",
+        "{cpus} CPUs; the service is a tokio multi-thread runtime with {WORKERS} workers; \
+         rayon's global pool has {} threads, built in each cell's process with a start handler \
+         that calls bridge::cpu::lower_thread_priority({POOL_NICE}) (as the guide advises for \
+         a service's CPU pool), except for `{}`. A full request carries a {} KiB body, runs \
+         one CPU step over it ({passes} passes of FNV-1a, {:.3} ms on an idle thread), then \
+         one loopback read that a backend thread answers {} ms later. Capacity = min(CPUs, \
+         rayon threads, tokio workers) / step = {capacity:.0} requests/s. Offered loads: {} x \
+         capacity, open loop (a generator thread spawns each request when due); I/O-only \
+         probes (the read alone) arrive at {PROBE_RATE:.0}/s. Latency counts from the \
+         scheduled arrival. Each cell: {} ms of arrivals, queues read at the middle and the \
+         end, latencies {} ms later (unanswered requests count with their wait so far). The \
+         bounded variants use Limit::new({bound}). Every cell runs in a fresh process, so peak \
+         RSS is its VmHWM (growth over the window's start in parentheses); CPU is the share of \
+         all CPUs used by this process and by everything else (/proc/stat).",
         rayon::current_num_threads(),
         Variant::BridgeNice0.name(),
         BODY / 1024,
-        STEP_TARGET.as_millis(),
         cost.as_secs_f64() * 1e3,
         DELAY.as_millis(),
-        cost.as_secs_f64() * 1e3,
-        plan.loads
-            .iter()
-            .map(|l| l.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        loads.join(", "),
         plan.window.as_millis(),
         GRACE.as_millis(),
-        load_before.unwrap_or("not read"),
     )
 }
 
@@ -1571,8 +1302,7 @@ fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measure
 /// If a child cannot be started or fails.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
-        let spec = Spec::parse(&spec)
-            .ok_or_else(|| io::Error::other(format!("a bad cell spec: {spec}")))?;
+        let spec: Spec = spec?;
         // Before anything uses rayon: the pool is built once per process.
         let (nice_lo, nice_hi, refused) = set_up_global_pool(spec.variant)?;
         let out = Outcome {
@@ -1581,7 +1311,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             pool_refused: refused,
             ..run_cell(&spec)?
         };
-        child_reply(&out.line());
+        child_reply(&out);
     }
     let plan = Plan::of(settings);
     warm_up_rayon();
@@ -1602,13 +1332,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             let spec = Spec {
                 variant,
                 rate: load * capacity,
-                window: plan.window,
+                window_ms: plan.window.as_millis() as u64,
                 passes,
                 bound,
             };
-            let line = in_child(STUDY, &spec.line())?;
-            let out = Outcome::parse(&line)
-                .ok_or_else(|| io::Error::other(format!("a bad cell result: {line}")))?;
+            let out = in_child(STUDY, &spec)?;
             cells.push(Cell {
                 variant,
                 load,
@@ -1621,15 +1349,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     }
     let load_after = load_average();
 
-    let fixed = fixed(
-        &plan,
-        passes,
-        cost,
-        cpu_threads,
-        capacity,
-        bound,
-        load_before.as_deref(),
-    );
+    let fixed = fixed(&plan, passes, cost, capacity, bound);
     let mut reports: Vec<ScenarioReport> = plan
         .loads
         .iter()
@@ -1674,7 +1394,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         judged: judged(&cells, bound),
         notes: vec![
             pool_note(&cells),
-            reading(&cells, bound),
+            reading(&cells),
             format!(
                 "Load average (/proc/loadavg, 1/5/15 min) before the first cell {}, after the \
                  last {}: anything else running on this machine competes for the same CPUs \
@@ -1692,38 +1412,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn specs_and_outcomes_survive_their_lines() {
-        for variant in VARIANTS {
-            let spec = Spec {
-                variant,
-                rate: 1234.5,
-                window: Duration::from_millis(600),
-                passes: 97,
-                bound: 8,
-            };
-            assert_eq!(Spec::parse(&spec.line()), Some(spec));
-        }
-        let out = Outcome {
-            arrived: 10.0,
-            full_p99: 2.5e6,
-            io_p99: f64::NAN,
-            hwm_kib: 12345.0,
-            pool_nice_lo: 10.0,
-            pool_nice_hi: 10.0,
-            pool_refused: 2.0,
-            ..Outcome::default()
-        };
-        let back = Outcome::parse(&out.line()).unwrap();
-        assert_eq!(back.arrived, 10.0);
-        assert_eq!(back.full_p99, 2.5e6);
-        assert!(back.io_p99.is_nan());
-        assert_eq!(back.hwm_kib, 12345.0);
-        assert_eq!((back.pool_nice_lo, back.pool_nice_hi), (10.0, 10.0));
-        assert_eq!(back.pool_refused, 2.0);
-        assert_eq!(Outcome::parse("arrived=1"), None);
-    }
 
     #[test]
     fn the_pool_threads_run_at_the_nice_value_asked_for() {
@@ -1867,7 +1555,7 @@ mod tests {
             let spec = Spec {
                 variant,
                 rate: 100.0,
-                window: Duration::from_millis(200),
+                window_ms: 200,
                 passes: 1,
                 bound: 8,
             };
@@ -1892,7 +1580,7 @@ mod tests {
         let spec = Spec {
             variant: Variant::Shed,
             rate: 400.0,
-            window: Duration::from_millis(200),
+            window_ms: 200,
             passes: calibrate_passes() * 5,
             bound: 1,
         };
