@@ -1371,7 +1371,6 @@ fn low_note() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Measured;
 
     #[test]
     fn batcher_cuts_any_chunks_into_full_batches_and_a_short_last_one() {
