@@ -36,10 +36,6 @@ pub struct Load {
 impl Load {
     /// Starts one background thread per CPU this process may use, each running kernels in a
     /// loop.
-    ///
-    /// # Errors
-    ///
-    /// If the pool's threads cannot be started.
     pub fn start() -> io::Result<Self> {
         Self::start_threads(std::thread::available_parallelism().map_or(1, usize::from))
     }
@@ -47,10 +43,6 @@ impl Load {
     /// Starts `threads` background threads (at least one), each running kernels in a loop:
     /// with one CPU fewer than the machine has, two hand-off partners share the CPU left,
     /// though the machine is not saturated.
-    ///
-    /// # Errors
-    ///
-    /// If the pool's threads cannot be started.
     pub fn start_threads(threads: usize) -> io::Result<Self> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()

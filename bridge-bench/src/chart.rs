@@ -98,10 +98,6 @@ impl Axis {
     /// The axis for bars at `medians` with whiskers reaching down to `lows` and up to `highs`:
     /// logarithmic when the largest median is more than [`LOG_SPAN`] times the smallest,
     /// otherwise linear from 0. Values that are not positive and finite are ignored.
-    ///
-    /// The bars decide the range: whiskers count only up to [`WHISKER_ROOM`] times the
-    /// largest median (and, on a log axis, down to the smallest median over it), so one slow
-    /// round cannot squash every bar against the left end. Longer whiskers run off the axis.
     pub fn fit(medians: &[f64], lows: &[f64], highs: &[f64]) -> Self {
         let positive = |xs: &[f64]| -> Vec<f64> {
             xs.iter()
@@ -334,10 +330,6 @@ fn panel_height(panel: &Panel) -> i32 {
 }
 
 /// The chart of one study as an SVG document.
-///
-/// # Errors
-///
-/// If plotters reports a drawing error (it draws into a string, so none is expected).
 pub fn svg(study: &str, reports: &[Panel]) -> io::Result<String> {
     let height = HEADER + reports.iter().map(panel_height).sum::<i32>() + 8;
     let mut out = String::new();
@@ -352,10 +344,6 @@ pub fn svg(study: &str, reports: &[Panel]) -> io::Result<String> {
 }
 
 /// Writes [`svg`] of `reports` to `path`, creating its parent directories.
-///
-/// # Errors
-///
-/// Any I/O error from creating the directories or writing the file.
 pub fn write_svg(path: &Path, study: &str, reports: &[Panel]) -> io::Result<String> {
     let svg = svg(study, reports)?;
     if let Some(dir) = path.parent() {

@@ -136,10 +136,6 @@ impl Page<'_> {
 }
 
 /// Writes `DIR/STUDY.md` and `DIR/STUDY.svg`, creating `dir`, and returns the page's path.
-///
-/// # Errors
-///
-/// Any I/O error from creating the directory or writing the files.
 pub fn write(dir: &Path, page: &Page<'_>, svg: &str) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join(format!("{}.svg", page.study)), svg)?;

@@ -139,10 +139,6 @@ pub fn timed_on_paused(
 /// Like [`timed_on`], but `op` is awaited inside a task spawned on `rt`, so the batch runs on
 /// one of the runtime's worker threads (on a multi-thread runtime, not on the thread that
 /// calls `block_on`) and wakes go through the runtime's scheduler.
-///
-/// # Panics
-///
-/// If the measuring task panics; its panic is resumed here.
 pub fn timed_in_task<F, Fut>(rt: &tokio::runtime::Runtime, iters: u64, mut op: F) -> Batch
 where
     F: FnMut(u64) -> Fut + Send + 'static,
@@ -222,11 +218,6 @@ fn from_line<T: DeserializeOwned>(line: &str) -> io::Result<T> {
 /// the result the child handed back with [`child_reply`]: for what is per process (peak
 /// memory), or leaves threads and kept heap behind. The child is started as `EXE STUDY` with
 /// [`CHILD_ENV`] set; the study's `run` finds the spec with [`child_spec`].
-///
-/// # Errors
-///
-/// If the child cannot be started, fails, or ends without a result; the error carries the
-/// end of its stderr.
 pub fn in_child<R: DeserializeOwned>(study: &str, spec: &impl Serialize) -> io::Result<R> {
     let spec = to_line(spec)?;
     let out = std::process::Command::new(std::env::current_exe()?)
@@ -290,11 +281,6 @@ impl<'a> Variant<'a> {
 
     /// Runs a batch of `iters` iterations of `ops_per_iter` operations each, and returns its
     /// nanoseconds per operation.
-    ///
-    /// # Panics
-    ///
-    /// If the values received do not sum to those of `0..iters * ops_per_iter`: the variant
-    /// lost or corrupted a value, and its timing would mean nothing.
     fn ns_per_op(&mut self, iters: u64, ops_per_iter: u64) -> (f64, Duration) {
         let batch = (self.run)(iters);
         let ops = iters * ops_per_iter;
@@ -347,6 +333,24 @@ pub struct Measurement {
     pub load: Option<LoadMeasurement>,
 }
 
+impl Measurement {
+    /// Samples taken outside [`measure`]: one per round of each named variant.
+    pub fn of(rounds: usize, variants: impl IntoIterator<Item = (&'static str, Vec<f64>)>) -> Self {
+        let variants = variants.into_iter().map(|(name, samples)| Measured {
+            name,
+            samples,
+            background: Vec::new(),
+        });
+        Self {
+            iters_per_round: 1,
+            ops_per_iter: 1,
+            rounds,
+            variants: variants.collect(),
+            load: None,
+        }
+    }
+}
+
 /// The part of a [`Measurement`] that only a [`Load`] has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadMeasurement {
@@ -363,9 +367,6 @@ pub struct LoadMeasurement {
 /// Calibrates one batch size for all variants (so the slowest takes about
 /// `settings.batch`), then runs `settings.rounds` interleaved rounds; one operation per
 /// iteration.
-///
-/// Calibration doubles as warm-up: every variant runs until it has taken at least
-/// `settings.probe`. Variants are calibrated one after the other, in the order given.
 pub fn measure(variants: &mut [Variant<'_>], settings: &Settings) -> Measurement {
     measure_ops(variants, 1, settings)
 }
@@ -391,12 +392,6 @@ pub fn measure_loaded(
 
 /// Like [`measure_ops`], with the background work of `load` running (if any) through
 /// calibration and every round.
-///
-/// Under a load, the background's kernel counter is read around every batch, and every
-/// round has one more slot in its rotation: a baseline batch in which this thread sleeps for
-/// the mean wall time of the previous round's batches (the batch target in the first round)
-/// and the background runs alone. Every batch then runs for `settings.busy_batch` of wall
-/// time (see [`for_at_least`]), and calibration is one such batch of half that, as warm-up.
 pub fn measure_ops_loaded(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
@@ -549,14 +544,6 @@ impl Default for Chunk {
 
 /// Runs chunks of `variant` until `target` wall time has passed, and returns its nanoseconds
 /// per operation over all of them and the iterations run.
-///
-/// Under a load a hand-off's cost changes by orders of magnitude with where the scheduler
-/// puts the threads (a few microseconds when the waiting thread still has its CPU, a time
-/// slice of milliseconds when it lost it), so no count of iterations fixed in advance gives
-/// batches of a known length, and a chunk sized in the fast mode can take far longer than
-/// the target in the slow one. So chunks stay small: doubled after one that took under a
-/// sixty-fourth of the target, halved after one that took over a sixteenth, and never so
-/// large that the slowest iterations seen so far would make a chunk take over an eighth.
 fn for_at_least(
     variant: &mut Variant<'_>,
     chunk: &mut Chunk,

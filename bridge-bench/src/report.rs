@@ -94,8 +94,6 @@ fn per_round_vs_idle(samples: &[f64], idle_samples: &[f64]) -> Vec<f64> {
 
 /// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
 /// any) that `scenario` is done.
-///
-/// Variants with no samples are skipped; the ratio is NaN if the baseline is missing.
 pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     progress::scenario_done(scenario);
     let summaries: Vec<_> = m
@@ -211,10 +209,6 @@ pub fn csv(reports: &[ScenarioReport]) -> String {
 }
 
 /// Writes [`csv()`] of `reports` to `path`, creating its parent directories.
-///
-/// # Errors
-///
-/// Any I/O error from creating the directories or writing the file.
 pub fn write_csv(path: &Path, reports: &[ScenarioReport]) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -336,11 +330,6 @@ pub enum LoadTarget {
 /// the `park_at_once` variants measured, the one with the lowest median time per hand-off,
 /// the alternative a user would pick instead of bridge. A park-at-once peer waits for the
 /// hand-off by parking its thread at once, without spinning first.
-///
-/// The peer is chosen by speed, not by what it leaves of the background: a variant whose
-/// hand-offs crawl (a thread per call that waits a time slice to start) leaves the
-/// background nearly everything by doing little per second, and measuring bridge's
-/// background against it would count that slowness as a virtue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadGoal {
     /// The variants that count as park-at-once peers.
@@ -661,28 +650,18 @@ pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    let mut out = String::new();
-    if with_study {
-        out.push_str("| study | scenario | goal | met in N of M runs | figure |\n");
-        out.push_str("| --- | --- | --- | --- | --- |\n");
-    } else {
-        out.push_str("| scenario | goal | met in N of M runs | figure |\n");
-        out.push_str("| --- | --- | --- | --- |\n");
-    }
-    for (study, line) in lines {
-        if with_study {
-            let _ = write!(out, "| {study} ");
-        }
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            line.scenario,
-            cell(&line.goal),
-            line.met_in(),
-            cell(&line.figure)
-        );
-    }
-    out
+    let head = ["study", "scenario", "goal", "met in N of M runs", "figure"];
+    let rows: Vec<Vec<String>> = lines
+        .iter()
+        .map(|(study, l)| {
+            let row = [study, l.scenario, &l.goal, &l.met_in(), &l.figure];
+            row[usize::from(!with_study)..]
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        })
+        .collect();
+    table(&head[usize::from(!with_study)..], "---", &rows)
 }
 
 /// The head line of a summary table: how many goals were met, e.g. `5 of 7 goals met in
@@ -963,60 +942,58 @@ impl ScenarioReport {
             ),
             (true, false) => (label.clone(), "ratio to bridge's", String::new()),
         };
-        let mut out = String::new();
-        let _ = writeln!(out, "### {study} / {}\n", self.name);
-        let _ = writeln!(out, "What we varied: {}\n", self.varied);
-        let _ = writeln!(out, "Held fixed: {}\n", self.fixed);
-        let _ = write!(out, "| variant | {value} |");
-        let mut rule = "| --- | ---: |".to_owned();
+        let mut head = vec!["variant".to_owned(), value.clone()];
         if !one_round {
-            let _ = write!(out, " min-max {label} |");
-            rule.push_str(" ---: |");
+            head.push(format!("min-max {label}"));
         }
-        let _ = write!(out, " {ratio_head} |");
-        rule.push_str(" ---: |");
+        head.push(ratio_head.to_owned());
         if runs > 1 {
-            let _ = write!(out, " {each_run} | range across runs {label} |");
-            rule.push_str(" ---: | ---: |");
+            head.extend([each_run.clone(), format!("range across runs {label}")]);
         }
         if background {
-            out.push_str(" background kernels/s | background / idle-baseline |");
-            rule.push_str(" ---: | ---: |");
+            head.extend([
+                "background kernels/s".into(),
+                "background / idle-baseline".into(),
+            ]);
         }
-        let _ = writeln!(out, "\n{rule}");
-        for r in &self.rows {
-            let _ = write!(out, "| {} | {} |", r.variant, m.number(r.ns.median));
-            if !one_round {
-                let _ = write!(out, " {}-{} |", m.number(r.ns.min), m.number(r.ns.max));
-            }
-            let _ = write!(out, " {:.2}x |", r.ratio_to_bridge);
-            if runs > 1 {
-                let medians = r
-                    .run_medians
-                    .iter()
-                    .map(|&x| m.number(x))
-                    .collect::<Vec<_>>()
-                    .join(" / ");
-                let _ = write!(
-                    out,
-                    " {medians} | {} |",
-                    spread(&r.run_medians, r.ns.median, m)
-                );
-            }
-            if background {
-                match &r.background {
-                    Some(b) => {
-                        let _ = write!(out, " {:.0} | {:.3}x", b.kernels_per_s, b.vs_idle);
-                        if let Some(range) = range_of(&b.run_vs_idle).filter(|_| runs > 1) {
-                            let _ = write!(out, " ({:.3}-{:.3}x)", range.0, range.1);
-                        }
-                        out.push_str(" |");
-                    }
-                    None => out.push_str(" - | - |"),
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.variant.clone(), m.number(r.ns.median)];
+                if !one_round {
+                    row.push(format!("{}-{}", m.number(r.ns.min), m.number(r.ns.max)));
                 }
-            }
-            out.push('\n');
-        }
+                row.push(format!("{:.2}x", r.ratio_to_bridge));
+                if runs > 1 {
+                    let medians: Vec<String> = r.run_medians.iter().map(|&x| m.number(x)).collect();
+                    row.extend([medians.join(" / "), spread(&r.run_medians, r.ns.median, m)]);
+                }
+                if background {
+                    row.extend(match &r.background {
+                        Some(b) => {
+                            let range = range_of(&b.run_vs_idle)
+                                .filter(|_| runs > 1)
+                                .map(|(lo, hi)| format!(" ({lo:.3}-{hi:.3}x)"));
+                            [
+                                format!("{:.0}", b.kernels_per_s),
+                                format!("{:.3}x{}", b.vs_idle, range.unwrap_or_default()),
+                            ]
+                        }
+                        None => ["-".to_owned(), "-".to_owned()],
+                    });
+                }
+                row
+            })
+            .collect();
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        let mut out = format!(
+            "### {study} / {}\n\nWhat we varied: {}\n\nHeld fixed: {}\n\n{}",
+            self.name,
+            self.varied,
+            self.fixed,
+            table(&head, "---:", &rows)
+        );
         if let Some(r) = self.rows.first() {
             match m.sampling {
                 Some(sampling) => {

@@ -41,8 +41,6 @@ fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
 }
 
 /// How many times slower `value` is than `baseline` (above 1: slower; below 1: faster).
-///
-/// Returns NaN if the baseline is not positive, so a broken baseline cannot pass a goal.
 pub fn ratio(value: f64, baseline: f64) -> f64 {
     if baseline > 0.0 {
         value / baseline

@@ -12,7 +12,7 @@
 //! own (objects in memory, on a runtime of its own), so that every read is a real request
 //! whose body streams from a socket.
 
-use crate::harness::{Measured, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
+use crate::harness::{Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
@@ -863,10 +863,6 @@ impl Rig {
     }
 
     /// Runs `variant` for `warm`, then measures it for `window`, then stops its tasks.
-    ///
-    /// # Errors
-    ///
-    /// If a task does not stop within [`STOP_TIMEOUT`].
     fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
         let shared = Arc::new(Shared::default());
         let courtesy = matches!(variant, Variant::BridgeYield | Variant::BridgeLow);
@@ -962,24 +958,16 @@ fn measurement(
     rounds: usize,
     sample: impl Fn(&Cell) -> Option<f64>,
 ) -> Measurement {
-    Measurement {
-        iters_per_round: 1,
-        ops_per_iter: 1,
-        rounds,
-        variants: variants
+    let of = |v: Variant| {
+        cells
             .iter()
-            .map(|&v| Measured {
-                name: v.row_name(),
-                samples: cells
-                    .iter()
-                    .filter(|c| c.variant == v)
-                    .filter_map(&sample)
-                    .collect(),
-                background: Vec::new(),
-            })
-            .collect(),
-        load: None,
-    }
+            .filter(move |c| c.variant == v)
+            .filter_map(&sample)
+    };
+    Measurement::of(
+        rounds,
+        variants.iter().map(|&v| (v.row_name(), of(v).collect())),
+    )
 }
 
 fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
@@ -1133,10 +1121,6 @@ fn fixed(rig: &Rig, batch: Duration, plan: &Plan) -> String {
 
 /// Runs the study: every variant once per round, reported as the probe's p99 and p50 and
 /// the pipeline's time per MiB.
-///
-/// # Errors
-///
-/// If a runtime, the server or a store cannot be made, or a cell's tasks do not stop.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let plan = Plan::of(settings);
     let passes = calibrate_decode();

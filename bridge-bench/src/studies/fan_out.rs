@@ -519,10 +519,6 @@ fn quiet(idle: u64) -> bool {
 /// Runs one batch: starts the producers, the driver and `n` consumers, then runs `waves`
 /// waves in which every consumer receives one item, then ends the consumers. The batch's
 /// time is the sum over the waves of first send to last receipt.
-///
-/// # Errors
-///
-/// If a thread or the runtime cannot be started; everything started is stopped first.
 fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
     let before = settled_threads();
     // The machine's runnable threads now; `None` once a wait for them to settle timed out.
@@ -653,10 +649,6 @@ struct Cell {
 }
 
 /// Runs the scenario of each consumer count.
-///
-/// # Errors
-///
-/// If the pool's threads or tokio's runtime cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let counts = if settings.rounds <= Settings::quick().rounds {
         QUICK

@@ -30,10 +30,6 @@ const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blo
 /// Runs the two scenarios and their blocking forms (`.wait()` from a plain thread), then the
 /// two again under a background load, each on a fresh tokio
 /// runtime so that the threads one leaves behind do not count in the other.
-///
-/// # Errors
-///
-/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
     let mut reports = vec![

@@ -198,10 +198,6 @@ struct Env {
 }
 
 /// Runs the scenarios.
-///
-/// # Errors
-///
-/// If a tokio runtime, the echo server or the rayon pool cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let shared = Builder::new_multi_thread()
         .worker_threads(1)

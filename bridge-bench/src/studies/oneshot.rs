@@ -11,10 +11,6 @@ use std::io;
 use tokio::runtime::{Builder, Runtime};
 
 /// Runs the four scenarios, then the two from rayon under a background load.
-///
-/// # Errors
-///
-/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let rt = Builder::new_current_thread().build()?;
     warm_up_rayon();

@@ -30,9 +30,7 @@
 
 use crate::busy::kernel;
 use crate::harness::warm_up_tokio;
-use crate::harness::{
-    Measured, Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon,
-};
+use crate::harness::{Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon};
 use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
 use crate::progress;
 use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
@@ -345,10 +343,6 @@ fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
 /// Builds rayon's global pool for a cell of `variant` ([`pool_builder`]) and starts its
 /// threads; returns the lowest and highest nice value they run at, each read on its thread,
 /// and the threads on which lowering the priority failed.
-///
-/// # Errors
-///
-/// If the global pool was already built: then its priority is not the cell's.
 fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
     let refused = Arc::new(AtomicU64::new(0));
     pool_builder(variant.pool_nice(), &refused)
@@ -598,11 +592,6 @@ fn service_runtime() -> io::Result<Runtime> {
 
 /// Runs one cell in this process: a backend, a service runtime, the open-loop generator on
 /// this thread, then the cutoff and a drain.
-///
-/// # Errors
-///
-/// If the backend, the runtime or the warm-up connections cannot be made, or the requests do
-/// not drain within [`DRAIN_TIMEOUT`].
 fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let backend = Backend::start()?;
     let rt = service_runtime()?;
@@ -887,10 +876,6 @@ fn others(cells: &[&Cell]) -> String {
 }
 
 /// The study's goals in words, in the order [`goals`] checks them.
-///
-/// "Queued work under the bound" is the CPU work a limit holds (queued in the pool or
-/// running). The requests that wait for room in `limit-wait` are not work in the pool: under
-/// an open loop they grow like any backlog, which the page's reading reports with the number.
 const GOALS: [&str; 4] = [
     "at 2x capacity the bounded variants keep I/O-only p99 within 1.5x of their own at 0.5x",
     "at 2x capacity the bounded variants' work in the pool stays under the bound",
@@ -1275,31 +1260,14 @@ const FULL_P99: Measure = Measure {
 
 /// The measurement of one value per variant (one sample each) from the cells at `load`.
 fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {
-    Measurement {
-        iters_per_round: 1,
-        ops_per_iter: 1,
-        rounds: 1,
-        variants: VARIANTS
-            .into_iter()
-            .filter_map(|v| {
-                let c = find(cells, v, load)?;
-                Some(Measured {
-                    name: v.name(),
-                    samples: vec![value(&c.out)],
-                    background: Vec::new(),
-                })
-            })
-            .collect(),
-        load: None,
-    }
+    let variants = VARIANTS
+        .into_iter()
+        .filter_map(|v| Some((v.name(), vec![value(&find(cells, v, load)?.out)])));
+    Measurement::of(1, variants)
 }
 
 /// Runs the study: every variant at every load of the plan, each cell in a child process.
 /// In a child (see [`in_child`]), runs its one cell and ends the process.
-///
-/// # Errors
-///
-/// If a child cannot be started or fails.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec: Spec = spec?;

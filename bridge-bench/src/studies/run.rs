@@ -69,10 +69,6 @@ const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
 /// Runs the scenarios on an idle machine (current-thread-task in three calling patterns),
 /// current-thread-task with all CPUs but one busy, then no-runtime-tcp and
 /// current-thread-task with every CPU busy.
-///
-/// # Errors
-///
-/// If a tokio runtime, the echo server, a thread or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let workers = thread::available_parallelism().map_or(1, usize::from);
     let shared = Builder::new_multi_thread()

@@ -683,10 +683,6 @@ fn varied() -> String {
 
 /// Runs the study: one measurement of all four variants, reported as wall time, read p50 and
 /// read p99.
-///
-/// # Errors
-///
-/// What the `watch` scenario saw for one variant.
 struct Watched {
     /// The slow polls the bridge named, and the held-runtime reports of its probe.
     slow_polls: u64,
