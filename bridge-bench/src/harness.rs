@@ -164,6 +164,36 @@ where
     }
 }
 
+/// How many units of `work` take about `target` on this thread: doubles them until a run
+/// takes at least 1 ms, then scales by the fastest of 20 runs (a run that was preempted is
+/// slower, never faster).
+pub fn calibrate<R>(target: Duration, mut work: impl FnMut(u64) -> R) -> u64 {
+    let mut time = |units| {
+        let start = Instant::now();
+        std::hint::black_box(work(units));
+        start.elapsed().as_secs_f64()
+    };
+    let mut units = 1u64;
+    while units < 1 << 40 && time(units) < 1e-3 {
+        units *= 2;
+    }
+    let fastest = (0..20).map(|_| time(units)).fold(f64::INFINITY, f64::min);
+    (target.as_secs_f64() / fastest * units as f64).max(1.0) as u64
+}
+
+/// The median time of `runs` runs of `work` on this thread.
+pub fn median_time<R>(runs: usize, mut work: impl FnMut(u64) -> R) -> Duration {
+    let mut times: Vec<f64> = (0..runs as u64)
+        .map(|k| {
+            let start = Instant::now();
+            std::hint::black_box(work(k));
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(times[times.len() / 2])
+}
+
 /// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one
 /// thread of its blocking pool, so that no measurement pays for thread creation.
 pub fn warm_up_tokio(handle: &tokio::runtime::Handle) {

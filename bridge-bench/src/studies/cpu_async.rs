@@ -12,7 +12,7 @@
 //! own (objects in memory, on a runtime of its own), so that every read is a real request
 //! whose body streams from a socket.
 
-use crate::harness::{Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
+use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
@@ -248,44 +248,6 @@ fn decode(batch: &[u8], passes: u32) -> u64 {
         h ^= u64::from(pass);
     }
     black_box(h)
-}
-
-/// The passes of [`decode`] over a full batch that take about [`BATCH_CPU`] on this thread:
-/// doubles the passes until a decode takes at least 1 ms, then scales by the fastest of 10
-/// such decodes (a decode that was preempted is slower, never faster).
-fn calibrate_decode() -> u32 {
-    let batch = object_bytes(0)[..BATCH].to_vec();
-    let mut passes = 1u32;
-    for _ in 0..20 {
-        let start = Instant::now();
-        decode(&batch, passes);
-        if start.elapsed() >= Duration::from_millis(1) {
-            break;
-        }
-        passes *= 2;
-    }
-    let fastest = (0..10)
-        .map(|_| {
-            let start = Instant::now();
-            decode(&batch, passes);
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min);
-    ((BATCH_CPU.as_secs_f64() / fastest) * f64::from(passes)).max(1.0) as u32
-}
-
-/// The median time of 21 decodes of a full batch with `passes` passes on this thread.
-fn decode_cost(passes: u32) -> Duration {
-    let batch = object_bytes(1)[..BATCH].to_vec();
-    let mut times: Vec<f64> = (0..21)
-        .map(|_| {
-            let start = Instant::now();
-            decode(&batch, passes);
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
 /// Cuts a body's chunks, whatever their sizes, into batches of [`BATCH`] bytes.
@@ -1123,8 +1085,9 @@ fn fixed(rig: &Rig, batch: Duration, plan: &Plan) -> String {
 /// the pipeline's time per MiB.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let plan = Plan::of(settings);
-    let passes = calibrate_decode();
-    let batch = decode_cost(passes);
+    let full = object_bytes(0)[..BATCH].to_vec();
+    let passes = harness::calibrate(BATCH_CPU, |n| decode(&full, n as u32)) as u32;
+    let batch = harness::median_time(21, |_| decode(&full, passes));
     let rig = Rig::start(passes)?;
     let load_before = load_average();
     let threads_before = os_threads();

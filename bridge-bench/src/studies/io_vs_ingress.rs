@@ -13,7 +13,7 @@
 //! All traffic stays on 127.0.0.1. Every cell builds its own upstream, dataplane and load
 //! generator and shuts all of them down (threads joined, runtimes dropped) before the next.
 
-use crate::harness::{Measurement, Settings};
+use crate::harness::{self, Measurement, Settings};
 use crate::proc::{CpuTicks, load_average, os_threads};
 use crate::progress;
 use crate::report::{
@@ -212,20 +212,6 @@ fn policy(query: &[u8; QUERY]) -> u64 {
         }
     }
     h
-}
-
-/// The median cost of one [`policy`] call on this (idle) thread.
-fn policy_cost() -> Duration {
-    let mut samples: Vec<f64> = (0..201u64)
-        .map(|i| {
-            let q = query(i);
-            let start = Instant::now();
-            black_box(policy(black_box(&q)));
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(samples[samples.len() / 2])
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1064,7 +1050,7 @@ fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
          samples are ns per answered query in each round's window; in the notes, QPS x \
          latency is the mean queries in flight (Little's law).",
         thread::available_parallelism().map_or(0, usize::from),
-        policy_cost().as_secs_f64() * 1e6,
+        harness::median_time(201, |i| black_box(policy(black_box(&query(i))))).as_secs_f64() * 1e6,
         DELAY.as_millis(),
         DELAY.as_millis(),
         LOST_AFTER.as_secs(),

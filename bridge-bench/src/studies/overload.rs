@@ -29,7 +29,7 @@
 //! of one cell is left for the next.
 
 use crate::busy::kernel;
-use crate::harness::warm_up_tokio;
+use crate::harness::{self, warm_up_tokio};
 use crate::harness::{Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon};
 use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
 use crate::progress;
@@ -259,6 +259,12 @@ struct Outcome {
     pool_refused: f64,
 }
 
+/// The passes of [`step`] that take about [`STEP_TARGET`] on this thread.
+fn calibrate_passes() -> u32 {
+    let mut body = vec![1u8; BODY];
+    harness::calibrate(STEP_TARGET, |n| step(&mut body, n as u32)) as u32
+}
+
 /// The CPU step: `passes` FNV-1a hashes of the body, each fed back into its first byte so
 /// that no pass can be skipped or hoisted.
 fn step(body: &mut [u8], passes: u32) -> u64 {
@@ -270,44 +276,6 @@ fn step(body: &mut [u8], passes: u32) -> u64 {
         }
     }
     hash
-}
-
-/// The passes of [`step`] that take about [`STEP_TARGET`] on this thread: doubles the passes
-/// until a step takes at least 1 ms, then scales by the fastest of 20 such steps (a step
-/// that was preempted is slower, never faster).
-fn calibrate_passes() -> u32 {
-    let mut body = vec![1u8; BODY];
-    let mut passes = 8u32;
-    for _ in 0..20 {
-        let start = Instant::now();
-        step(&mut body, passes);
-        if start.elapsed() >= Duration::from_millis(1) {
-            break;
-        }
-        passes *= 2;
-    }
-    let fastest = (0..20)
-        .map(|_| {
-            let start = Instant::now();
-            step(&mut body, passes);
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min);
-    (STEP_TARGET.as_secs_f64() / (fastest / f64::from(passes))).max(1.0) as u32
-}
-
-/// The median time of `runs` steps of `passes` passes on this thread.
-fn step_cost(passes: u32, runs: usize) -> Duration {
-    let mut body = vec![1u8; BODY];
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            step(&mut body, passes);
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
 /// Rayon's pool as a cell's process builds it: rayon's default thread count, and with `nice`
@@ -1284,7 +1252,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let plan = Plan::of(settings);
     warm_up_rayon();
     let passes = calibrate_passes();
-    let cost = step_cost(passes, 51);
+    let mut body = vec![1u8; BODY];
+    let cost = harness::median_time(51, |_| step(&mut body, passes));
     let cpus = thread::available_parallelism().map_or(1, usize::from);
     let cpu_threads = cpus.min(rayon::current_num_threads()).min(WORKERS);
     let capacity = cpu_threads as f64 / cost.as_secs_f64();

@@ -4,7 +4,7 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
-use crate::harness::warm_up_tokio;
+use crate::harness::{self, warm_up_tokio};
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
@@ -109,43 +109,6 @@ fn decode(seed: u64, rounds: u64) -> u64 {
         x = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
     }
     black_box(x)
-}
-
-/// The rounds of [`decode`] that take about [`DECODE_TARGET`] on this thread: doubles the
-/// rounds until a run takes at least 1 ms, then scales by the fastest of 20 such runs (the
-/// fastest, because a run that was preempted by other processes is slower, never faster).
-fn calibrate_decode() -> u64 {
-    let mut rounds = 1_024u64;
-    for _ in 0..30 {
-        let start = Instant::now();
-        decode(rounds, rounds);
-        if start.elapsed() >= Duration::from_millis(1) {
-            break;
-        }
-        rounds *= 2;
-    }
-    let fastest = (0..20)
-        .map(|k| {
-            let start = Instant::now();
-            decode(k, rounds);
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min);
-    let per_round = fastest / rounds as f64;
-    (DECODE_TARGET.as_secs_f64() / per_round).max(1.0) as u64
-}
-
-/// The median time of `runs` decodes of `rounds` rounds on this thread.
-fn decode_cost(rounds: u64, runs: usize) -> Duration {
-    let mut times: Vec<f64> = (0..runs as u64)
-        .map(|k| {
-            let start = Instant::now();
-            decode(k, rounds);
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
 /// The CPU time of every thread of this process so far, in ns: the sum of the first field of
@@ -876,8 +839,8 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
 /// If a tokio runtime, the delay server or its timer thread cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
-    let rounds = calibrate_decode();
-    let cost = decode_cost(rounds, 101);
+    let rounds = harness::calibrate(DECODE_TARGET, |n| decode(n, n));
+    let cost = harness::median_time(101, |k| decode(k, rounds));
     let server = DelayServer::start()?;
     let addr = server.addr;
     let rt = query_runtime()?;
