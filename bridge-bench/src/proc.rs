@@ -171,6 +171,27 @@ impl fmt::Display for ThreadTally {
     }
 }
 
+/// The thread counts of a scenario: before measuring (`base`, with what it holds), and
+/// around each variant's batches.
+pub fn threads_note<'a>(
+    base: Option<u32>,
+    holds: &str,
+    tallies: impl IntoIterator<Item = (&'a str, ThreadTally)>,
+) -> String {
+    let each: Vec<String> = tallies
+        .into_iter()
+        .map(|(n, t)| format!("{n} {t}"))
+        .collect();
+    format!(
+        "Threads (/proc/self/status, outside the timed part): {} before measuring{holds}; \
+         right after each variant's batches, min-max (growth during its own batches): {}. \
+         The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
+         compare the growth, not the totals.",
+        base.map_or_else(|| "not read".to_owned(), |n| n.to_string()),
+        each.join("; ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -411,7 +411,8 @@ pub fn not_met() -> String {
     }
 }
 
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+/// The row of `variant`.
+pub fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
     rows.iter().find(|r| r.variant == variant)
 }
 

@@ -15,7 +15,7 @@
 use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
-use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
+use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows};
 use crate::stats::{Summary, percentile};
 use bridge::object_store::IoStore;
 use bytes::Bytes;
@@ -930,10 +930,6 @@ fn measurement(
         rounds,
         variants.iter().map(|&v| (v.row_name(), of(v).collect())),
     )
-}
-
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
 }
 
 /// The regression goal on one run's probe-p99 rows: one runtime's median at least

@@ -8,10 +8,9 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
 };
-use crate::proc::{ThreadTally, os_threads};
+use crate::proc::{ThreadTally, os_threads, threads_note};
 use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::io;
 use std::time::Instant;
@@ -132,31 +131,11 @@ impl Census {
 
     /// The counts, as one paragraph.
     fn note(&self) -> String {
-        let mut out = String::from(
-            "Threads: the process's OS threads (`Threads:` in /proc/self/status, read \
-             outside the timed part): ",
-        );
-        match self.base {
-            Some(n) => {
-                let _ = write!(out, "{n} before measuring, pools warmed up");
-            }
-            None => out.push_str("not readable before measuring"),
-        }
-        out.push_str(
-            "; right after each variant's batches, min-max (and in parentheses the growth \
-             during its own batches, summed): ",
-        );
-        for (k, (name, tally)) in self.tallies.borrow().iter().enumerate() {
-            let sep = if k == 0 { "" } else { "; " };
-            let _ = write!(out, "{sep}{name} {tally}");
-        }
-        out.push_str(
-            ". The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
-             the threads spawn_blocking starts stay during the other variants' later batches \
-             (variants are calibrated in table order, spawn_blocking last): compare the \
-             growth in parentheses, not the totals.",
-        );
-        out
+        threads_note(
+            self.base,
+            ", pools warmed up",
+            self.tallies.borrow().iter().copied(),
+        )
     }
 }
 

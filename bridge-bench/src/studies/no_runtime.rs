@@ -9,7 +9,7 @@
 use super::route_note;
 use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
-use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, rows};
+use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, find, rows};
 use crate::stats::{Summary, ratio};
 use futures::future::join_all;
 use std::cell::RefCell;
@@ -467,10 +467,6 @@ async fn echo(mut stream: TcpStream) {
             return;
         }
     }
-}
-
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
 }
 
 /// The ratio of `a`'s median to `b`'s, and the median of their per-round ratios (round k of

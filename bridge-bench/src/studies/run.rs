@@ -7,7 +7,9 @@ use super::route_note;
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{self, warm_up_tokio};
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
-use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
+use crate::report::{
+    BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, find, rows,
+};
 use crate::stats::{Summary, ratio};
 use std::fmt::Write as _;
 use std::future::Future;
@@ -118,10 +120,6 @@ fn current_thread() -> io::Result<Runtime> {
 fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
     let i = black_box(i);
     async move { i }
-}
-
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
 }
 
 /// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
