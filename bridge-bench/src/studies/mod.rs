@@ -7,6 +7,7 @@ use crate::report::ScenarioReport;
 use std::io;
 
 pub mod cpu_async;
+mod echo;
 pub mod fan_out;
 pub mod hop;
 pub mod io_vs_ingress;

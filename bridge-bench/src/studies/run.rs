@@ -3,6 +3,7 @@
 //! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
+use super::echo::{EchoServer, MESSAGE};
 use super::route_note;
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{self, warm_up_tokio};
@@ -15,20 +16,17 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 /// Request/response round trips per call in `no-runtime-tcp`, on the one connection the call
 /// opens. One value keeps the run short.
 const ROUND_TRIPS: u64 = 4;
-
-/// Bytes of every request and every response in `no-runtime-tcp`.
-const MESSAGE: usize = 64;
 
 /// Workers of the multi-thread runtime in `multi-thread-task`.
 const TASK_WORKERS: usize = 2;
@@ -265,60 +263,6 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
         &mut variants,
         settings,
     )
-}
-
-/// An echo server on its own multi-thread runtime, in this process, on 127.0.0.1. Its accept
-/// loop and connection tasks end when it is dropped (its runtime shuts down).
-struct EchoServer {
-    addr: SocketAddr,
-    runtime: Runtime,
-}
-
-impl EchoServer {
-    fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("echo-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(accept_loop(listener));
-        Ok(Self { addr, runtime })
-    }
-}
-
-/// Accepts until the runtime shuts down, or until the first accept error: then the listener
-/// closes, connects fail and the scenario's checksum fails, instead of calls that hang.
-async fn accept_loop(listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(echo(stream));
-            }
-            Err(e) => {
-                eprintln!("run/no-runtime-tcp: the echo server stops: {e}");
-                return;
-            }
-        }
-    }
-}
-
-/// Echoes [`ROUND_TRIPS`] messages, waits for the client to close, then resets the
-/// connection (`SO_LINGER` 0): the client's close stays an ordinary one, and no socket is left
-/// in TIME_WAIT. Otherwise the tens of thousands of connections of a run would fill the
-/// loopback port range with TIME_WAIT sockets, and connect would slow down as the run goes on.
-async fn echo(mut stream: TcpStream) {
-    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
-        return;
-    }
-    let mut buf = [0u8; MESSAGE];
-    for _ in 0..ROUND_TRIPS {
-        if stream.read_exact(&mut buf).await.is_err() || stream.write_all(&buf).await.is_err() {
-            return;
-        }
-    }
-    let _ = stream.read(&mut buf).await;
 }
 
 /// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] request/response round trips of
