@@ -90,17 +90,12 @@ impl Load {
     /// The load as words for a scenario's frame.
     pub fn describe(&self) -> String {
         format!(
-            "a busy machine: a dedicated rayon pool of {} threads ({} of the {} CPUs, \
-             normal priority) runs background CPU work the whole time, each thread hashing its own \
-             {KERNEL_BYTES}-byte buffer (64-bit FNV-1a, one kernel) in a tight loop and \
-             counting finished kernels in a shared relaxed atomic. The counter is read around \
-             every batch: background kernels/s is the kernels finished during the variant's \
-             batches, per second of their wall time; background / idle-baseline is that \
-             against a baseline batch per round, ordered among the variants' batches like one \
-             of them, in which the main thread sleeps for the mean wall time of the previous \
-             round's batches and the background runs alone (the median of the per-round \
+            "a busy machine: a rayon pool of {} threads (of {} CPUs, normal priority) hashes \
+             {KERNEL_BYTES}-byte buffers in a tight loop, counting finished kernels. Background \
+             kernels/s is the kernels finished during the variant's batches per second; \
+             background / idle-baseline is that against a baseline batch per round in which \
+             the main thread sleeps and the background runs alone (median of the per-round \
              ratios).",
-            self.threads,
             self.threads,
             std::thread::available_parallelism().map_or(1, usize::from),
         )

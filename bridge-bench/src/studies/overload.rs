@@ -1435,32 +1435,13 @@ mod tests {
                 healthy(3000.0 * load, 2e6),
             ));
         }
-        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
-        assert_eq!(verdicts, [Some(false), Some(true), Some(true), Some(false)]);
         let checked = goals(&cells, 8);
+        let verdicts: Vec<Option<bool>> = checked.iter().map(|g| g.0).collect();
+        assert_eq!(verdicts, [Some(false), Some(true), Some(true), Some(false)]);
         let detail = &checked[0].1;
         assert!(
             detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
             "{detail}"
-        );
-        // The pool at nice 0 is unbounded: judged with the growing queues, and in no goal of
-        // the bounded variants nor the throughput goal's baseline.
-        assert!(
-            checked[2]
-                .1
-                .contains("bridge (pool at nice 0) 410 at ½ window, 820 at its end (2.00x)"),
-            "{}",
-            checked[2].1
-        );
-        for k in [0, 1, 3] {
-            assert!(!checked[k].1.contains("nice 0"), "{}", checked[k].1);
-        }
-        assert!(
-            checked[3]
-                .1
-                .contains("bridge limit-wait at 0.5x: 500 req/s against 500, 1.000x"),
-            "{}",
-            checked[3].1
         );
         // A queue of the pool at nice 0 that does not grow misses the growth goal.
         let mut flat = cells.clone();
