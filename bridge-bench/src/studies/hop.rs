@@ -149,11 +149,9 @@ fn varied() -> String {
 
 fn frame(rt: &Runtime, per_op: &str) -> String {
     format!(
-        "a tokio multi-thread runtime with its default {} workers; the awaiting code is a task \
-         spawned on it (not the block_on body), so it runs on a worker and each wake goes \
-         through tokio's scheduler; rayon's global pool of {} threads; both warmed up first \
-         (1,000 tasks ran on tokio's workers, its blocking pool ran a closure and keeps that \
-         thread, every rayon worker ran a job). {per_op}",
+        "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned on \
+         it, so each wake goes through tokio's scheduler; rayon's global pool of {} threads; \
+         both warmed up first. {per_op}",
         rt.metrics().num_workers(),
         rayon::current_num_threads(),
     )
@@ -352,9 +350,8 @@ fn blocking_variants<'a>(census: &'a Census, hops: u64) -> [Variant<'a>; 3] {
 fn blocking_frame(per_op: &str) -> String {
     format!(
         "the caller is a plain thread (no runtime) that waits with each variant's blocking \
-         wait: bridge's Task::wait, tokio's oneshot blocking_recv, and tokio-rayon's handle \
-         (a future) under futures' block_on; rayon's global pool of {} threads, warmed up \
-         first. {per_op}",
+         wait: Task::wait, tokio's oneshot blocking_recv, tokio-rayon's handle under futures' \
+         block_on; rayon's global pool of {} threads, warmed up first. {per_op}",
         rayon::current_num_threads(),
     )
 }

@@ -1017,20 +1017,12 @@ fn threads_note(cells: &[Cell], first: Option<u32>, load: [Option<String>; 2]) -
 
 fn varied(io_workers: usize) -> String {
     format!(
-        "the mode. `{BASELINE}` is split mode: an ingress thread receives a query (blocking \
-         recv_from), starts the policy on the rayon pool (pool.spawn_task, bridge's Task), \
-         spawns one task on the IoRuntime and goes back to receiving; the task awaits the \
-         policy Task, exchanges with the upstream on a fresh tokio UDP socket, and sends the \
-         answer to the client from the ingress socket. `{SYNC}` is sync mode: the ingress \
-         thread waits for the policy (Task::wait), runs the same exchange with \
-         IoRuntime::run_blocking, replies, and only then receives the next query. This \
-         scenario: io_workers = {io_workers} (the IoRuntime's worker threads); the scenarios of \
-         this study vary it over {}.",
-        IO_WORKERS
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        "the mode. `{BASELINE}` is split mode: an ingress thread receives a query, starts the \
+         policy on the rayon pool (pool.spawn_task) and spawns one task on the IoRuntime that \
+         awaits the policy, exchanges with the upstream and answers, while the ingress thread \
+         receives the next. `{SYNC}` is sync mode: the ingress thread waits for the policy \
+         (Task::wait), runs the exchange with IoRuntime::run_blocking and replies before it \
+         receives the next. This scenario: io_workers = {io_workers}."
     )
 }
 

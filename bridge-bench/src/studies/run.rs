@@ -197,10 +197,9 @@ fn loaded_scenario(
 fn shared_frame(shared: &Runtime) -> String {
     format!(
         "the shared multi-thread runtime of handle.block_on is this study's own, with {} \
-         workers and enable_all, like bridge's IoRuntime::global ({} workers); both warmed up \
-         first (1,000 tasks ran on their workers, their blocking pools ran a closure). Every \
-         current-thread runtime has enable_all; thread-local rt.block_on keeps one per thread \
-         in a thread_local!, rt per call builds one per call and drops it at the end of it.",
+         workers, like bridge's IoRuntime::global ({} workers); both warmed up first. \
+         thread-local rt.block_on keeps a current-thread runtime per thread, rt per call \
+         builds one per call.",
         shared.metrics().num_workers(),
         bridge::rt::IoRuntime::global()
             .handle()
@@ -409,13 +408,8 @@ fn no_runtime_tcp(
 fn tcp_frame(shared: &Runtime) -> String {
     format!(
         "the main thread, no runtime entered; per call: connect to an echo server on \
-         127.0.0.1, {ROUND_TRIPS} sequential round trips of {MESSAGE}-byte messages (write, \
-         read the echo, check it) on that one connection, then close it (the client closes \
-         first; the server then resets its end, SO_LINGER 0, so that no TIME_WAIT piles up \
-         over a run); TCP_NODELAY on both ends. N = {ROUND_TRIPS} round trips only, to keep \
-         the run short. The server runs in this process on its own multi-thread runtime with \
-         1 worker, one task per connection that echoes {ROUND_TRIPS} messages and waits for \
-         the client's close; {}",
+         127.0.0.1 (in this process, on a runtime of its own), {ROUND_TRIPS} sequential \
+         round trips of {MESSAGE}-byte messages, then close; {}",
         shared_frame(shared)
     )
 }
@@ -452,14 +446,10 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             "a tokio multi-thread runtime with {TASK_WORKERS} workers and enable_all, warmed \
              up first (1,000 tasks ran on its workers, its blocking pool ran a closure); the \
              calling code is a task spawned on it; per call: a future that is ready at its \
-             first poll (async move {{ i }}, i through black_box), its output through \
-             black_box. A batch runs in one poll of that task (the futures are ready, so it \
-             never yields): the first block_in_place of a batch hands the worker's core to \
-             another thread and this thread goes on running the task without a core, so the \
-             later calls find no core to hand off. The numbers are therefore the cost of the \
-             calls around a block_in_place that has nothing to hand off, the same for both \
-             variants; a call that does hand the core off (after the task yielded) costs \
-             microseconds more, in both."
+             first poll. A batch runs in one poll of that task, so after the first call's \
+             block_in_place has handed the worker's core off, the later calls find none to \
+             hand off: the numbers are the cost around a block_in_place with nothing to hand \
+             off, the same for both variants."
         ),
         vec![Goal {
             peer: BLOCK_IN_PLACE,
@@ -474,13 +464,10 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
 }
 
 /// What decides the cost of a handoff on a small machine.
-const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups (to the thread \
-     that runs the future, and back), and their cost depends on where the scheduler left the \
-     threads: a few microseconds when both threads share a CPU or the other CPU is busy, tens \
-     of microseconds when a wake-up must bring an idle CPU out of its halt (slow in a virtual \
-     machine). Which variant gets which can change from run to run with the machine's load, \
-     so a gap far larger than the code paths explain should be checked in a second run, or \
-     with the process pinned to one CPU.";
+const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups, which cost a \
+     few µs when the threads share a CPU and tens of µs when an idle CPU must wake (slow in a \
+     virtual machine); a gap far larger than the code paths explain should be checked in a \
+     second run.";
 
 /// A boxed future for the pre-spawned worker.
 type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -682,14 +669,11 @@ fn current_thread_task(
     Ok(loaded_scenario(
         name,
         "how the block_on body of a current-thread runtime (which must not be blocked in \
-         place) gets a future run elsewhere: bridge::run_blocking (hands it to a pooled \
-         handoff worker that polls it with bridge's IoRuntime handle, and watches, then \
-         blocks on, a bridge oneshot); a pre-spawned worker (a \
-         dedicated std thread with its own current-thread runtime that takes boxed futures \
-         from a std mpsc channel, block_on each, and sends the output back on a bridge \
-         oneshot, received with recv_blocking); the same worker answering on a std mpsc \
-         channel instead (pre-spawned worker (mpsc)); where the batches allow it, a fresh \
-         thread per call (std::thread::spawn, a current-thread runtime built there, join).",
+         place) gets a future run elsewhere: bridge::run_blocking (a pooled handoff worker \
+         polls it; the caller waits on a bridge oneshot); a pre-spawned worker (a std thread \
+         with its own current-thread runtime, fed boxed futures over a std mpsc channel, \
+         answering on a bridge oneshot); the same answering on a std mpsc channel; where the \
+         batches allow it, a thread per call.",
         fixed,
         (
             goals,
@@ -722,53 +706,19 @@ fn current_thread_task(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Measured, Measurement};
+    use crate::harness::Measurement;
 
     #[test]
-    fn penalty_is_placed_against_the_published_range() {
-        assert_eq!(
-            against_published(-2.0),
-            "does not show up (no slower than the thread-local runtime)"
-        );
+    fn penalty_placement_and_paired_rounds() {
         assert_eq!(
             against_published(3.0),
             "shows up, below the published range"
         );
         assert_eq!(
-            against_published(6.0),
-            "shows up, within the published range"
-        );
-        assert_eq!(
             against_published(17.0),
             "shows up, within the published range"
         );
-        assert_eq!(
-            against_published(25.0),
-            "shows up, above the published range"
-        );
-        assert_eq!(against_published(f64::NAN), "not measured");
-    }
-
-    #[test]
-    fn compare_pairs_rounds() {
-        let m = Measurement {
-            iters_per_round: 10,
-            ops_per_iter: 1,
-            rounds: 3,
-            variants: vec![
-                Measured {
-                    name: "a",
-                    samples: vec![2.0, 4.0, 3.0],
-                    background: Vec::new(),
-                },
-                Measured {
-                    name: "b",
-                    samples: vec![1.0, 2.0, 4.0],
-                    background: Vec::new(),
-                },
-            ],
-            load: None,
-        };
+        let m = Measurement::of(3, [("a", vec![2.0, 4.0, 3.0]), ("b", vec![1.0, 2.0, 4.0])]);
         let rows = rows("s", &m);
         assert_eq!(
             compare(&rows[0], &rows[1]),
