@@ -4,7 +4,7 @@
 //! `rayon+oneshot+arc`, adds one shared `Arc<Mutex<..>>` per hop to the oneshot peer: the
 //! price of a third allocation, which is what a job's claim cell beside its oneshot cost.
 //!
-//! `cargo run --release -p bridge-bench --example hop_costs -- [ROUNDS]`
+//! `cargo run --release --manifest-path bridge-bench/Cargo.toml --example hop_costs -- [ROUNDS]`
 //!
 //! Allocations are counted by a counting global allocator around a batch of hops made after
 //! a warm-up (so that every pool, queue and thread-local cache has reached its steady state),

@@ -4,7 +4,7 @@
 //! awaiting task running again), under background CPU work of several shapes. No peer is
 //! involved: the split says which side waits, the shapes say what it waits for.
 //!
-//! `cargo run --release -p bridge-bench --example hop_under_load -- [HOPS]`
+//! `cargo run --release --manifest-path bridge-bench/Cargo.toml --example hop_under_load -- [HOPS]`
 //!
 //! The shapes: `idle` (nothing else runs); `busy, every CPU` (one background thread per CPU,
 //! each hashing its own buffer in a tight loop, at the default priority, as in the hop

@@ -3,7 +3,7 @@
 //! at every caller count users have, on the futures they hand over. The route's design was
 //! chosen from this table (docs/design.md, "The no-runtime route").
 //!
-//! `cargo run --release -p bridge-bench --example no_runtime_table -- [RUNS] [MILLIS]`
+//! `cargo run --release --manifest-path bridge-bench/Cargo.toml --example no_runtime_table -- [RUNS] [MILLIS]`
 //!
 //! - **Callers:** 1 thread, one per CPU, 4x and 32x the CPUs (plain threads), and a rayon
 //!   `par_iter` over the global pool.

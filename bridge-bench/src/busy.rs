@@ -5,7 +5,7 @@
 //! kernel in one shared relaxed counter, until the load is dropped. The harness reads the
 //! counter around every batch, so a variant's cost to the background work is the number of
 //! kernels that got done while its batch ran, per second, against a batch in which the
-//! background runs alone (see [`crate::harness::measure_ops_loaded`]).
+//! background runs alone (the harness's `measure_ops_loaded`).
 
 use std::hint::black_box;
 use std::io;
@@ -36,10 +36,6 @@ pub struct Load {
 impl Load {
     /// Starts one background thread per CPU this process may use, each running kernels in a
     /// loop.
-    ///
-    /// # Errors
-    ///
-    /// If the pool's threads cannot be started.
     pub fn start() -> io::Result<Self> {
         Self::start_threads(std::thread::available_parallelism().map_or(1, usize::from))
     }
@@ -47,10 +43,6 @@ impl Load {
     /// Starts `threads` background threads (at least one), each running kernels in a loop:
     /// with one CPU fewer than the machine has, two hand-off partners share the CPU left,
     /// though the machine is not saturated.
-    ///
-    /// # Errors
-    ///
-    /// If the pool's threads cannot be started.
     pub fn start_threads(threads: usize) -> io::Result<Self> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -98,17 +90,12 @@ impl Load {
     /// The load as words for a scenario's frame.
     pub fn describe(&self) -> String {
         format!(
-            "a busy machine: a dedicated rayon pool of {} threads ({} of the {} CPUs, \
-             normal priority) runs background CPU work the whole time, each thread hashing its own \
-             {KERNEL_BYTES}-byte buffer (64-bit FNV-1a, one kernel) in a tight loop and \
-             counting finished kernels in a shared relaxed atomic. The counter is read around \
-             every batch: background kernels/s is the kernels finished during the variant's \
-             batches, per second of their wall time; background / idle-baseline is that \
-             against a baseline batch per round, ordered among the variants' batches like one \
-             of them, in which the main thread sleeps for the mean wall time of the previous \
-             round's batches and the background runs alone (the median of the per-round \
+            "a busy machine: a rayon pool of {} threads (of {} CPUs, normal priority) hashes \
+             {KERNEL_BYTES}-byte buffers in a tight loop, counting finished kernels. Background \
+             kernels/s is the kernels finished during the variant's batches per second; \
+             background / idle-baseline is that against a baseline batch per round in which \
+             the main thread sleeps and the background runs alone (median of the per-round \
              ratios).",
-            self.threads,
             self.threads,
             std::thread::available_parallelism().map_or(1, usize::from),
         )

@@ -6,7 +6,10 @@
 //! running needs a system font or font library. Plotters' own text measurement is then a crude
 //! estimate, so the layout here never asks for it and reserves room with [`text_width`].
 
-use crate::report::{BASELINE, ScenarioReport};
+//!
+//! It takes plain data ([`Panel`], [`Bar`]): the report module makes it from its rows.
+
+use crate::stats::BASELINE;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::io;
@@ -46,8 +49,31 @@ const WHISKER: RGBColor = RGBColor(45, 45, 45);
 const MET: RGBColor = RGBColor(0, 120, 60);
 const MISSED: RGBColor = RGBColor(190, 30, 30);
 
-/// How an axis maps nanoseconds to the width of a panel.
+/// One scenario's panel: its name, the lines under its title (each with whether it tells of
+/// a goal met, missed, or neither) and a bar per variant.
 #[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    pub name: String,
+    pub lines: Vec<(String, Option<bool>)>,
+    pub bars: Vec<Bar>,
+}
+
+/// One variant's bar: its median, the min-max whisker and its ratio to bridge's median (ns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub variant: String,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub ratio: f64,
+    /// Under a background load, the background's work over its baseline's.
+    pub background: Option<f64>,
+    pub rounds: usize,
+    pub runs: usize,
+}
+
+/// How an axis maps nanoseconds to the width of a panel.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
     /// From 0 up to the last tick.
     Linear,
@@ -72,10 +98,6 @@ impl Axis {
     /// The axis for bars at `medians` with whiskers reaching down to `lows` and up to `highs`:
     /// logarithmic when the largest median is more than [`LOG_SPAN`] times the smallest,
     /// otherwise linear from 0. Values that are not positive and finite are ignored.
-    ///
-    /// The bars decide the range: whiskers count only up to [`WHISKER_ROOM`] times the
-    /// largest median (and, on a log axis, down to the smallest median over it), so one slow
-    /// round cannot squash every bar against the left end. Longer whiskers run off the axis.
     pub fn fit(medians: &[f64], lows: &[f64], highs: &[f64]) -> Self {
         let positive = |xs: &[f64]| -> Vec<f64> {
             xs.iter()
@@ -245,13 +267,12 @@ pub fn value_label(variant: &str, median: f64, ratio_to_bridge: f64) -> String {
     }
 }
 
-/// The label after a row's bar: [`value_label`], and under a background load the
-/// background's throughput during the variant's batches over the baseline's, e.g.
-/// `61.0 ns (5.45x), bg 0.83x`.
-pub fn row_label(row: &crate::report::Row) -> String {
-    let label = value_label(&row.variant, row.ns.median, row.ratio_to_bridge);
-    match &row.background {
-        Some(b) if b.vs_idle.is_finite() => format!("{label}, bg {:.2}x", b.vs_idle),
+/// The label after a bar: [`value_label`], and under a background load the background's
+/// throughput during the variant's batches over the baseline's, e.g. `61.0 ns (5.45x), bg 0.83x`.
+fn bar_label(bar: &Bar) -> String {
+    let label = value_label(&bar.variant, bar.median, bar.ratio);
+    match bar.background {
+        Some(b) if b.is_finite() => format!("{label}, bg {b:.2}x"),
         _ => label,
     }
 }
@@ -288,33 +309,28 @@ fn bold(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
         .pos(Pos::new(h, v))
 }
 
-/// The lines under a panel's title: the ranking sentence, then one per goal, met or not.
-fn panel_lines(report: &ScenarioReport) -> Vec<(String, RGBColor)> {
-    let mut lines = vec![(report.ranking(), MUTED)];
-    for (text, met) in report.verdicts() {
-        let line = match met {
-            Some(true) => format!("Goal met: {text}"),
-            Some(false) => format!("Goal not met on this machine: {text}"),
-            None => format!("Goal not measured: {text}"),
-        };
-        lines.push((line, if met == Some(true) { MET } else { MISSED }));
-    }
-    lines
+/// The lines under a panel's title, coloured: a goal met, a goal missed, or neutral.
+fn panel_lines(panel: &Panel) -> Vec<(String, RGBColor)> {
+    let color = |met: &Option<bool>| match met {
+        Some(true) => MET,
+        Some(false) => MISSED,
+        None => MUTED,
+    };
+    panel
+        .lines
+        .iter()
+        .map(|(text, met)| (text.clone(), color(met)))
+        .collect()
 }
 
-/// Height of the panel of `report`, in pixels.
-fn panel_height(report: &ScenarioReport) -> i32 {
-    let lines = panel_lines(report).len() as i32;
-    let rows = report.rows.len().max(1) as i32;
-    24 + 17 * lines + 8 + ROW * rows + 26 + 22
+/// Height of a panel, in pixels.
+fn panel_height(panel: &Panel) -> i32 {
+    let lines = panel.lines.len() as i32;
+    24 + 17 * lines + 8 + ROW * panel.bars.len().max(1) as i32 + 26 + 22
 }
 
 /// The chart of one study as an SVG document.
-///
-/// # Errors
-///
-/// If plotters reports a drawing error (it draws into a string, so none is expected).
-pub fn svg(study: &str, reports: &[ScenarioReport]) -> io::Result<String> {
+pub fn svg(study: &str, reports: &[Panel]) -> io::Result<String> {
     let height = HEADER + reports.iter().map(panel_height).sum::<i32>() + 8;
     let mut out = String::new();
     {
@@ -328,11 +344,7 @@ pub fn svg(study: &str, reports: &[ScenarioReport]) -> io::Result<String> {
 }
 
 /// Writes [`svg`] of `reports` to `path`, creating its parent directories.
-///
-/// # Errors
-///
-/// Any I/O error from creating the directories or writing the file.
-pub fn write_svg(path: &Path, study: &str, reports: &[ScenarioReport]) -> io::Result<String> {
+pub fn write_svg(path: &Path, study: &str, reports: &[Panel]) -> io::Result<String> {
     let svg = svg(study, reports)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -344,9 +356,9 @@ pub fn write_svg(path: &Path, study: &str, reports: &[ScenarioReport]) -> io::Re
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type DrawResult = Result<(), DrawingAreaErrorKind<io::Error>>;
 
-fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult {
+fn draw(root: &Area<'_>, study: &str, reports: &[Panel]) -> DrawResult {
     root.fill(&WHITE)?;
-    let rows = reports.iter().flat_map(|r| &r.rows);
+    let rows = reports.iter().flat_map(|r| &r.bars);
     // Every panel shares one name column and one label column, so their axes line up.
     let names = rows
         .clone()
@@ -356,7 +368,7 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
         .max(60);
     let labels = rows
         .clone()
-        .map(|r| text_width(&row_label(r), SMALL_PX))
+        .map(|r| text_width(&bar_label(r), SMALL_PX))
         .max()
         .unwrap_or(60);
     let left = MARGIN + names + 12;
@@ -369,7 +381,7 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
         bold(TITLE_PX, INK, HPos::Left, VPos::Top),
     ))?;
     let rounds = rows.clone().map(|r| r.rounds).max().unwrap_or(0);
-    let runs = rows.clone().map(|r| r.run_medians.len()).max().unwrap_or(1);
+    let runs = rows.clone().map(|r| r.runs).max().unwrap_or(1);
     let explain = [
         if runs > 1 {
             format!(
@@ -422,20 +434,10 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
     Ok(())
 }
 
-fn draw_panel(
-    root: &Area<'_>,
-    report: &ScenarioReport,
-    top: i32,
-    left: i32,
-    right: i32,
-) -> DrawResult {
-    let rows = &report.rows;
-    let pick = |f: fn(&crate::report::Row) -> f64| rows.iter().map(f).collect::<Vec<_>>();
-    let axis = Axis::fit(
-        &pick(|r| r.ns.median),
-        &pick(|r| r.ns.min),
-        &pick(|r| r.ns.max),
-    );
+fn draw_panel(root: &Area<'_>, report: &Panel, top: i32, left: i32, right: i32) -> DrawResult {
+    let rows = &report.bars;
+    let pick = |f: fn(&Bar) -> f64| rows.iter().map(f).collect::<Vec<_>>();
+    let axis = Axis::fit(&pick(|r| r.median), &pick(|r| r.min), &pick(|r| r.max));
     let px = |v: f64| left + (axis.frac(v) * f64::from(right - left)).round() as i32;
 
     // A rule above the panel, then its title and the caption of its axis.
@@ -444,7 +446,7 @@ fn draw_panel(
         GRID.stroke_width(1),
     ))?;
     root.draw(&Text::new(
-        report.name,
+        report.name.as_str(),
         (MARGIN, top + 8),
         bold(PANEL_PX, INK, HPos::Left, VPos::Top),
     ))?;
@@ -493,7 +495,7 @@ fn draw_panel(
 
     // bridge's median as a thin line across the panel, to hold every bar against.
     if let Some(b) = rows.iter().find(|r| r.variant == BASELINE) {
-        let x = px(b.ns.median);
+        let x = px(b.median);
         root.draw(&PathElement::new(
             vec![(x, bars_top - 4), (x, bars_bottom + 2)],
             BRIDGE.mix(0.5).stroke_width(1),
@@ -508,7 +510,7 @@ fn draw_panel(
             (left - 10, mid),
             style(BODY_PX, INK, HPos::Right, VPos::Center),
         ))?;
-        let (x_med, x_min, x_max) = (px(row.ns.median), px(row.ns.min), px(row.ns.max));
+        let (x_med, x_min, x_max) = (px(row.median), px(row.min), px(row.max));
         root.draw(&Rectangle::new(
             [
                 (left + 1, mid - BAR / 2),
@@ -519,7 +521,7 @@ fn draw_panel(
         let whisker = WHISKER.stroke_width(1);
         root.draw(&PathElement::new(vec![(x_min, mid), (x_max, mid)], whisker))?;
         // A cap at each end, or an arrowhead where the whisker runs off the axis.
-        let off_axis = row.ns.max > axis.hi;
+        let off_axis = row.max > axis.hi;
         root.draw(&PathElement::new(
             vec![(x_min, mid - 4), (x_min, mid + 4)],
             whisker,
@@ -542,7 +544,7 @@ fn draw_panel(
             WHISKER.stroke_width(2),
         ))?;
         root.draw(&Text::new(
-            row_label(row),
+            bar_label(row),
             (end.max(x_med) + 7, mid),
             font(SMALL_PX, INK, HPos::Left, VPos::Center),
         ))?;
@@ -553,167 +555,63 @@ fn draw_panel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Measured, Measurement};
-    use crate::report::rows;
 
     #[test]
-    fn close_values_get_a_linear_axis_from_zero_to_a_round_tick() {
+    fn axes_are_linear_from_zero_or_log_past_thirty_times() {
         let axis = Axis::fit(&[11.0, 60.0], &[10.0, 55.0], &[12.0, 70.0]);
-        assert_eq!(axis.scale, Scale::Linear);
-        assert_eq!(axis.lo, 0.0);
-        assert_eq!(axis.hi, 80.0);
+        assert_eq!((axis.scale, axis.hi), (Scale::Linear, 80.0));
         assert_eq!(axis.ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0]);
         assert_eq!(axis.frac(40.0), 0.5);
-        assert_eq!(axis.frac(100.0), 1.0);
-        assert_eq!(axis.caption(), "time per operation");
-    }
-
-    #[test]
-    fn a_span_over_thirty_times_gets_a_log_axis() {
-        // 29x stays linear; 31x goes log.
         assert_eq!(Axis::fit(&[10.0, 290.0], &[], &[]).scale, Scale::Linear);
         let axis = Axis::fit(&[10.0, 310.0], &[9.0, 300.0], &[12.0, 400.0]);
-        assert_eq!(axis.scale, Scale::Log);
-        // The lowest value is 9: the 1-2-5 value at or below 9 / 1.5 = 6 is 5.
-        assert_eq!(axis.lo, 5.0);
-        assert!((axis.hi - 420.0).abs() < 1e-9);
-        // 6 to 420 is under three decades: ticks at 1, 2 and 5 of each.
+        assert_eq!((axis.scale, axis.lo), (Scale::Log, 5.0));
         assert_eq!(axis.ticks, vec![5.0, 10.0, 20.0, 50.0, 100.0, 200.0]);
-        assert_eq!(axis.caption(), "time per operation (log scale)");
-        assert_eq!(axis.frac(5.0), 0.0);
-        assert!((axis.frac(420.0) - 1.0).abs() < 1e-12);
-        assert!((axis.frac(50.0) - 1.0 / (84f64).log10()).abs() < 1e-12);
-    }
-
-    #[test]
-    fn a_wide_log_axis_ticks_only_powers_of_ten() {
-        let axis = Axis::fit(&[20.0, 80_000.0], &[15.0], &[95_000.0]);
-        assert_eq!(axis.scale, Scale::Log);
-        assert_eq!(axis.lo, 10.0);
-        assert_eq!(axis.ticks, vec![10.0, 100.0, 1e3, 1e4]);
-    }
-
-    #[test]
-    fn whiskers_far_past_the_bars_do_not_stretch_the_axis() {
-        // A slow round at 500 is over twice the largest median: the axis ends at 20.
-        let axis = Axis::fit(&[10.0, 20.0], &[9.0, 19.0], &[12.0, 500.0]);
-        assert_eq!(axis.scale, Scale::Linear);
-        assert_eq!(axis.ticks, vec![0.0, 5.0, 10.0, 15.0, 20.0]);
-        // One within twice the median does.
-        assert_eq!(Axis::fit(&[10.0, 20.0], &[], &[12.0, 39.0]).hi, 40.0);
-        // On a log axis a fast round below half the smallest median does not lower the end.
-        let axis = Axis::fit(&[10.0, 1_000.0], &[1.0, 990.0], &[11.0, 1_010.0]);
-        assert_eq!(axis.scale, Scale::Log);
-        assert_eq!(axis.lo, 5.0);
+        let wide = Axis::fit(&[20.0, 80_000.0], &[15.0], &[95_000.0]);
+        assert_eq!(wide.ticks, vec![10.0, 100.0, 1e3, 1e4]);
+        // A slow round far past the bars does not stretch the axis.
         assert_eq!(
-            axis.ticks,
-            vec![5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1_000.0]
+            Axis::fit(&[10.0, 20.0], &[9.0, 19.0], &[12.0, 500.0]).hi,
+            20.0
         );
-        assert_eq!(axis.frac(1.0), 0.0);
-    }
-
-    #[test]
-    fn no_positive_values_give_a_unit_axis() {
-        let axis = Axis::fit(&[f64::NAN], &[], &[0.0]);
-        assert_eq!(axis.scale, Scale::Linear);
-        assert_eq!(axis.ticks.last(), Some(&1.0));
-    }
-
-    #[test]
-    fn steps_and_floors_are_one_two_five() {
-        assert_eq!(nice_step(0.3), 0.5);
-        assert_eq!(nice_step(2.0), 2.0);
-        assert_eq!(nice_step(14.0), 20.0);
-        assert_eq!(nice_step(60.0), 100.0);
-        assert_eq!(nice_floor(6.0), 5.0);
-        assert_eq!(nice_floor(190.0), 100.0);
-        assert_eq!(nice_floor(2.0), 2.0);
+        assert_eq!(Axis::fit(&[f64::NAN], &[], &[0.0]).ticks.last(), Some(&1.0));
     }
 
     #[test]
     fn nanoseconds_print_with_three_significant_digits() {
         assert_eq!(format_ns(5.456), "5.46 ns");
-        assert_eq!(format_ns(11.0), "11.0 ns");
         assert_eq!(format_ns(123.4), "123 ns");
-        assert_eq!(format_ns(999.4), "999 ns");
-        // Would print as 1000 ns: moves up a unit.
         assert_eq!(format_ns(999.6), "1.00 µs");
-        assert_eq!(format_ns(1_234.0), "1.23 µs");
-        assert_eq!(format_ns(45_600.0), "45.6 µs");
         assert_eq!(format_ns(2.5e7), "25.0 ms");
-        assert_eq!(format_ns(3e9), "3.00 s");
         assert_eq!(format_ns(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn ticks_drop_trailing_zeros() {
-        assert_eq!(format_tick(0.0), "0");
-        assert_eq!(format_tick(50.0), "50 ns");
         assert_eq!(format_tick(2_500.0), "2.5 µs");
-        assert_eq!(format_tick(100_000.0), "100 µs");
-        assert_eq!(format_tick(1e6), "1 ms");
-    }
-
-    #[test]
-    fn labels_carry_the_ratio_except_for_bridge() {
-        assert_eq!(value_label("bridge", 11.0, 1.0), "11.0 ns");
         assert_eq!(value_label("tokio", 60.0, 5.4545), "60.0 ns (5.45x)");
-        assert_eq!(value_label("tokio", 60.0, f64::NAN), "60.0 ns");
-    }
-
-    #[test]
-    fn bridge_bars_stand_out() {
-        assert_eq!(bar_color("bridge"), BRIDGE);
-        assert_eq!(bar_color("bridge RuntimePerCall"), BRIDGE_OTHER);
-        assert_eq!(bar_color("bridge::spawn_fifo"), BRIDGE_OTHER);
-        assert_eq!(bar_color("bridgeless"), PEER);
-        assert_eq!(bar_color("tokio"), PEER);
     }
 
     #[test]
     fn the_svg_has_a_panel_per_scenario_and_a_label_per_bar() {
-        let m = Measurement {
-            iters_per_round: 10,
-            ops_per_iter: 1,
+        let bar = |variant: &str, median, max| Bar {
+            variant: variant.to_owned(),
+            median,
+            min: median * 0.9,
+            max,
+            ratio: median / 11.0,
+            background: None,
             rounds: 3,
-            variants: vec![
-                Measured {
-                    name: "bridge",
-                    samples: vec![12.0, 10.0, 11.0],
-                    background: Vec::new(),
-                },
-                Measured {
-                    name: "a<b",
-                    samples: vec![600.0, 550.0, 700.0],
-                    background: Vec::new(),
-                },
-                Measured {
-                    name: "spiky",
-                    samples: vec![600.0, 5_000.0, 610.0],
-                    background: Vec::new(),
-                },
+            runs: 1,
+        };
+        let panel = |name: &str| Panel {
+            name: name.to_owned(),
+            lines: vec![("bridge is fastest.".to_owned(), None)],
+            bars: vec![
+                bar("bridge", 11.0, 12.0),
+                bar("a<b", 600.0, 700.0),
+                bar("spiky", 600.0, 5e3),
             ],
-            load: None,
         };
-        let report = |name| ScenarioReport {
-            name,
-            varied: String::new(),
-            fixed: String::new(),
-            goals: Vec::new(),
-            budgets: Vec::new(),
-            notes: Vec::new(),
-            rows: rows(name, &m),
-            load_goals: Vec::new(),
-            ..Default::default()
-        };
-        let svg = svg("demo", &[report("first"), report("second")]).unwrap();
-        assert!(svg.starts_with("<svg"));
+        let svg = svg("demo", &[panel("first"), panel("second")]).unwrap();
         assert!(svg.contains("bridge-bench: the demo study"));
-        assert!(svg.contains(">\nfirst\n<") && svg.contains(">\nsecond\n<"));
-        // Names are escaped; the peer's label has its ratio.
         assert!(svg.contains("a&lt;b"));
-        assert_eq!(svg.matches("600 ns (54.55x)").count(), 2);
-        // Values 11 to 600 span 54x: both panels use a log axis.
+        assert_eq!(svg.matches("600 ns (54.55x)").count(), 4);
         assert_eq!(svg.matches("time per operation (log scale)").count(), 2);
         // The spiky variant's slowest round is off the axis: an arrowhead, not a cap.
         assert_eq!(svg.matches("<polygon").count(), 2);

@@ -11,6 +11,8 @@
 
 use crate::busy::Load;
 use crate::progress;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -137,10 +139,6 @@ pub fn timed_on_paused(
 /// Like [`timed_on`], but `op` is awaited inside a task spawned on `rt`, so the batch runs on
 /// one of the runtime's worker threads (on a multi-thread runtime, not on the thread that
 /// calls `block_on`) and wakes go through the runtime's scheduler.
-///
-/// # Panics
-///
-/// If the measuring task panics; its panic is resumed here.
 pub fn timed_in_task<F, Fut>(rt: &tokio::runtime::Runtime, iters: u64, mut op: F) -> Batch
 where
     F: FnMut(u64) -> Fut + Send + 'static,
@@ -164,6 +162,36 @@ where
             Err(e) => panic!("the measuring task did not finish: {e}"),
         },
     }
+}
+
+/// How many units of `work` take about `target` on this thread: doubles them until a run
+/// takes at least 1 ms, then scales by the fastest of 20 runs (a run that was preempted is
+/// slower, never faster).
+pub fn calibrate<R>(target: Duration, mut work: impl FnMut(u64) -> R) -> u64 {
+    let mut time = |units| {
+        let start = Instant::now();
+        std::hint::black_box(work(units));
+        start.elapsed().as_secs_f64()
+    };
+    let mut units = 1u64;
+    while units < 1 << 40 && time(units) < 1e-3 {
+        units *= 2;
+    }
+    let fastest = (0..20).map(|_| time(units)).fold(f64::INFINITY, f64::min);
+    (target.as_secs_f64() / fastest * units as f64).max(1.0) as u64
+}
+
+/// The median time of `runs` runs of `work` on this thread.
+pub fn median_time<R>(runs: usize, mut work: impl FnMut(u64) -> R) -> Duration {
+    let mut times: Vec<f64> = (0..runs as u64)
+        .map(|k| {
+            let start = Instant::now();
+            std::hint::black_box(work(k));
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(times[times.len() / 2])
 }
 
 /// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one
@@ -195,30 +223,41 @@ pub const CHILD_ENV: &str = "BRIDGE_BENCH_CHILD";
 /// The start of the line on a child's stdout that carries its result.
 const CHILD_RESULT: &str = "bridge-bench child result: ";
 
+/// `value` as one line of CSV without a header: how specs and results cross to a child.
+fn to_line(value: &impl Serialize) -> io::Result<String> {
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    writer.serialize(value).map_err(io::Error::other)?;
+    let bytes = writer.into_inner().map_err(io::Error::other)?;
+    Ok(String::from_utf8_lossy(&bytes).trim_end().to_owned())
+}
+
+fn from_line<T: DeserializeOwned>(line: &str) -> io::Result<T> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes());
+    let parsed = reader
+        .deserialize()
+        .next()
+        .unwrap_or_else(|| Err(csv::Error::from(io::Error::other("empty"))));
+    parsed.map_err(|e| io::Error::other(format!("a bad line `{line}`: {e}")))
+}
+
 /// Runs one cell of `study`, described by `spec`, in a fresh copy of this binary, and returns
-/// the result the child handed back with [`child_reply`].
-///
-/// A study that measures what is per process, e.g. peak memory (`VmHWM`), or that leaves
-/// threads and freed-but-kept heap behind, gets a clean process per cell this way. The child
-/// is started as `EXE STUDY` with [`CHILD_ENV`] set; the study's `run` finds the spec with
-/// [`child_spec`], runs the cell and calls [`child_reply`], which ends the child.
-///
-/// # Errors
-///
-/// If the child cannot be started, fails, or ends without a result; the error carries the
-/// end of its stderr.
-pub fn in_child(study: &str, spec: &str) -> io::Result<String> {
+/// the result the child handed back with [`child_reply`]: for what is per process (peak
+/// memory), or leaves threads and kept heap behind. The child is started as `EXE STUDY` with
+/// [`CHILD_ENV`] set; the study's `run` finds the spec with [`child_spec`].
+pub fn in_child<R: DeserializeOwned>(study: &str, spec: &impl Serialize) -> io::Result<R> {
+    let spec = to_line(spec)?;
     let out = std::process::Command::new(std::env::current_exe()?)
         .arg(study)
         .env(CHILD_ENV, format!("{study}:{spec}"))
         .stdin(std::process::Stdio::null())
         .output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout
-        .lines()
-        .find_map(|line| line.strip_prefix(CHILD_RESULT))
-    {
-        Some(result) if out.status.success() => Ok(result.to_owned()),
+    match stdout.lines().find_map(|l| l.strip_prefix(CHILD_RESULT)) {
+        Some(result) if out.status.success() => from_line(result),
         _ => {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
@@ -230,19 +269,19 @@ pub fn in_child(study: &str, spec: &str) -> io::Result<String> {
     }
 }
 
-/// The spec this process was started with by [`in_child`] for `study`; `None` in the
-/// parent.
-pub fn child_spec(study: &str) -> Option<String> {
+/// The spec this process was started with by [`in_child`] for `study`; `None` in the parent.
+pub fn child_spec<S: DeserializeOwned>(study: &str) -> Option<io::Result<S>> {
     let value = std::env::var(CHILD_ENV).ok()?;
     let (name, spec) = value.split_once(':')?;
-    (name == study).then(|| spec.to_owned())
+    (name == study).then(|| from_line(spec))
 }
 
-/// Hands `result` (one line) to the parent that ran [`in_child`], and ends this process.
-pub fn child_reply(result: &str) -> ! {
+/// Hands `result` to the parent that ran [`in_child`], and ends this process.
+pub fn child_reply(result: &impl Serialize) -> ! {
     use std::io::Write as _;
+    let line = to_line(result).unwrap_or_else(|e| e.to_string());
     let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{CHILD_RESULT}{}", result.replace('\n', " "));
+    let _ = writeln!(out, "{CHILD_RESULT}{line}");
     let _ = out.flush();
     std::process::exit(0)
 }
@@ -272,11 +311,6 @@ impl<'a> Variant<'a> {
 
     /// Runs a batch of `iters` iterations of `ops_per_iter` operations each, and returns its
     /// nanoseconds per operation.
-    ///
-    /// # Panics
-    ///
-    /// If the values received do not sum to those of `0..iters * ops_per_iter`: the variant
-    /// lost or corrupted a value, and its timing would mean nothing.
     fn ns_per_op(&mut self, iters: u64, ops_per_iter: u64) -> (f64, Duration) {
         let batch = (self.run)(iters);
         let ops = iters * ops_per_iter;
@@ -329,6 +363,24 @@ pub struct Measurement {
     pub load: Option<LoadMeasurement>,
 }
 
+impl Measurement {
+    /// Samples taken outside [`measure`]: one per round of each named variant.
+    pub fn of(rounds: usize, variants: impl IntoIterator<Item = (&'static str, Vec<f64>)>) -> Self {
+        let variants = variants.into_iter().map(|(name, samples)| Measured {
+            name,
+            samples,
+            background: Vec::new(),
+        });
+        Self {
+            iters_per_round: 1,
+            ops_per_iter: 1,
+            rounds,
+            variants: variants.collect(),
+            load: None,
+        }
+    }
+}
+
 /// The part of a [`Measurement`] that only a [`Load`] has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadMeasurement {
@@ -345,9 +397,6 @@ pub struct LoadMeasurement {
 /// Calibrates one batch size for all variants (so the slowest takes about
 /// `settings.batch`), then runs `settings.rounds` interleaved rounds; one operation per
 /// iteration.
-///
-/// Calibration doubles as warm-up: every variant runs until it has taken at least
-/// `settings.probe`. Variants are calibrated one after the other, in the order given.
 pub fn measure(variants: &mut [Variant<'_>], settings: &Settings) -> Measurement {
     measure_ops(variants, 1, settings)
 }
@@ -373,12 +422,6 @@ pub fn measure_loaded(
 
 /// Like [`measure_ops`], with the background work of `load` running (if any) through
 /// calibration and every round.
-///
-/// Under a load, the background's kernel counter is read around every batch, and every
-/// round has one more slot in its rotation: a baseline batch in which this thread sleeps for
-/// the mean wall time of the previous round's batches (the batch target in the first round)
-/// and the background runs alone. Every batch then runs for `settings.busy_batch` of wall
-/// time (see [`for_at_least`]), and calibration is one such batch of half that, as warm-up.
 pub fn measure_ops_loaded(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
@@ -531,14 +574,6 @@ impl Default for Chunk {
 
 /// Runs chunks of `variant` until `target` wall time has passed, and returns its nanoseconds
 /// per operation over all of them and the iterations run.
-///
-/// Under a load a hand-off's cost changes by orders of magnitude with where the scheduler
-/// puts the threads (a few microseconds when the waiting thread still has its CPU, a time
-/// slice of milliseconds when it lost it), so no count of iterations fixed in advance gives
-/// batches of a known length, and a chunk sized in the fast mode can take far longer than
-/// the target in the slow one. So chunks stay small: doubled after one that took under a
-/// sixty-fourth of the target, halved after one that took over a sixteenth, and never so
-/// large that the slowest iterations seen so far would make a chunk take over an eighth.
 fn for_at_least(
     variant: &mut Variant<'_>,
     chunk: &mut Chunk,
@@ -611,6 +646,17 @@ mod tests {
                 "{slots} slots: {first:?}"
             );
         }
+    }
+
+    #[test]
+    fn values_cross_to_a_child_as_one_line() {
+        let value = (String::from("a b,c"), 2.5f64, f64::NAN, 7u64);
+        let line = to_line(&value).unwrap();
+        assert!(!line.contains('\n'));
+        let back: (String, f64, f64, u64) = from_line(&line).unwrap();
+        assert_eq!((back.0.as_str(), back.1, back.3), ("a b,c", 2.5, 7));
+        assert!(back.2.is_nan());
+        assert!(from_line::<(u64, u64)>("1").is_err());
     }
 
     #[test]

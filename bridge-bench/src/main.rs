@@ -3,48 +3,23 @@
 //! fixed and the takeaway.
 //!
 //! ```text
-//! cargo run --release -p bridge-bench -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
+//! cargo run --release --manifest-path bridge-bench/Cargo.toml -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
 //! ```
 //!
-//! `--runs N` runs each study N times in a row in this process (default 1; the reference
-//! pages use 3) and reports each variant's median of every run and their range; a goal is
-//! stated as met only when it is met in every run.
-//!
-//! Each study ends with a table of its goals (`STUDY / goals`): per goal, in how many of the
-//! runs it was met and the figure, the measured value against the bound; `all` closes with
-//! one table of every goal of every study. A goal is a target, and missing it is a finding
-//! about the machine the study ran on (it is labelled `not met on this machine (CPU, N
-//! CPUs)`), so the exit status is 0 whatever the goals say. `--strict` makes a goal that was
-//! not met (in some run) a failure: everything is still printed and written, then the
-//! process exits with status 1. A goal that could not be measured is reported as such and
-//! fails nothing.
-//!
-//! Each study writes into `DIR/STUDY/` (`DIR` is `target/bridge-bench` unless `--out` says
-//! otherwise):
-//!
-//! - `results.csv`: one line per scenario and variant;
-//! - `results.md`: exactly the markdown the study prints, after a line that names the
-//!   machine (CPUs and their model) and the mode;
-//! - `chart.svg`: a panel per scenario, a bar per variant at its median with a min-max
-//!   whisker, bridge highlighted.
-//!
-//! `--docs DOCS` (e.g. `--docs docs/studies`) also writes the reference page of each study
-//! that ran, `DOCS/STUDY.md`: the command that made it, the machine and date, the study's
-//! markdown and its chart, copied next to it as `DOCS/STUDY.svg`.
-//!
-//! While a study runs, a progress bar on stderr advances once per round of each scenario; it
-//! is hidden when stderr is not a terminal, so CI logs only get the markdown.
+//! Each study writes `results.csv`, `results.md` and `chart.svg` into `DIR/STUDY/`, and with
+//! `--docs` its reference page. A goal is a target: missing it is a finding about the machine,
+//! and fails the run only with `--strict`. See `--help` for the options.
 #![forbid(unsafe_code)]
 
 mod busy;
 mod chart;
 mod docs;
 mod harness;
+mod proc;
 mod progress;
 mod report;
 mod stats;
 mod studies;
-mod threads;
 
 use clap::Parser;
 use clap::builder::PossibleValuesParser;
@@ -178,8 +153,9 @@ fn run(cli: &Cli) -> Result<usize, String> {
         let results = format!("{}\n\n{markdown}", machine.summary(&mode));
         std::fs::write(&md, &results).map_err(|e| cannot(&md, e))?;
         let svg_path = dir.join("chart.svg");
+        let panels: Vec<_> = reports.iter().map(report::ScenarioReport::panel).collect();
         let svg =
-            chart::write_svg(&svg_path, study.name, &reports).map_err(|e| cannot(&svg_path, e))?;
+            chart::write_svg(&svg_path, study.name, &panels).map_err(|e| cannot(&svg_path, e))?;
         writeln!(
             out,
             "Study `{}` took {:.1} s; wrote results.csv, results.md and chart.svg in {}\n",

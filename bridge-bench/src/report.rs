@@ -1,5 +1,6 @@
 //! Turning measurements into rows, a CSV file and markdown tables with a computed takeaway.
 
+use crate::chart::{self, Bar, Panel};
 use crate::harness::Measurement;
 use crate::progress;
 use crate::stats::{Summary, ratio};
@@ -9,8 +10,7 @@ use std::io;
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// The variant every ratio is taken against.
-pub const BASELINE: &str = "bridge";
+pub use crate::stats::BASELINE;
 
 /// One variant's result in one scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +94,6 @@ fn per_round_vs_idle(samples: &[f64], idle_samples: &[f64]) -> Vec<f64> {
 
 /// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
 /// any) that `scenario` is done.
-///
-/// Variants with no samples are skipped; the ratio is NaN if the baseline is missing.
 pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     progress::scenario_done(scenario);
     let summaries: Vec<_> = m
@@ -211,10 +209,6 @@ pub fn csv(reports: &[ScenarioReport]) -> String {
 }
 
 /// Writes [`csv()`] of `reports` to `path`, creating its parent directories.
-///
-/// # Errors
-///
-/// Any I/O error from creating the directories or writing the file.
 pub fn write_csv(path: &Path, reports: &[ScenarioReport]) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -285,7 +279,7 @@ impl Measure {
     /// to three significant digits, e.g. `11.0 ns/op` or `13.4 µs/op`.
     pub fn value(&self, ns: f64) -> String {
         if self.ns_per_unit == 1.0 {
-            format!("{}{}", crate::chart::format_ns(ns), self.per)
+            format!("{}{}", chart::format_ns(ns), self.per)
         } else {
             format!("{} {}{}", self.number(ns), self.unit, self.per)
         }
@@ -336,11 +330,6 @@ pub enum LoadTarget {
 /// the `park_at_once` variants measured, the one with the lowest median time per hand-off,
 /// the alternative a user would pick instead of bridge. A park-at-once peer waits for the
 /// hand-off by parking its thread at once, without spinning first.
-///
-/// The peer is chosen by speed, not by what it leaves of the background: a variant whose
-/// hand-offs crawl (a thread per call that waits a time slice to start) leaves the
-/// background nearly everything by doing little per second, and measuring bridge's
-/// background against it would count that slowness as a virtue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadGoal {
     /// The variants that count as park-at-once peers.
@@ -422,7 +411,8 @@ pub fn not_met() -> String {
     }
 }
 
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+/// The row of `variant`.
+pub fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
     rows.iter().find(|r| r.variant == variant)
 }
 
@@ -661,28 +651,18 @@ pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    let mut out = String::new();
-    if with_study {
-        out.push_str("| study | scenario | goal | met in N of M runs | figure |\n");
-        out.push_str("| --- | --- | --- | --- | --- |\n");
-    } else {
-        out.push_str("| scenario | goal | met in N of M runs | figure |\n");
-        out.push_str("| --- | --- | --- | --- |\n");
-    }
-    for (study, line) in lines {
-        if with_study {
-            let _ = write!(out, "| {study} ");
-        }
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            line.scenario,
-            cell(&line.goal),
-            line.met_in(),
-            cell(&line.figure)
-        );
-    }
-    out
+    let head = ["study", "scenario", "goal", "met in N of M runs", "figure"];
+    let rows: Vec<Vec<String>> = lines
+        .iter()
+        .map(|(study, l)| {
+            let row = [study, l.scenario, &l.goal, &l.met_in(), &l.figure];
+            row[usize::from(!with_study)..]
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        })
+        .collect();
+    table(&head[usize::from(!with_study)..], "---", &rows)
 }
 
 /// The head line of a summary table: how many goals were met, e.g. `5 of 7 goals met in
@@ -736,7 +716,65 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
+/// A markdown table: the header `head`, a rule (`---` for the first column, `rule` for the
+/// others, e.g. `---:` to right-align numbers), then `rows`, every cell made safe.
+pub fn table(head: &[&str], rule: &str, rows: &[Vec<String>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(head.iter().map(|h| cell(h)).collect());
+    out += &line(
+        (0..head.len())
+            .map(|k| if k == 0 { "---" } else { rule }.to_owned())
+            .collect(),
+    );
+    for row in rows {
+        out += &line(row.iter().map(|c| cell(c)).collect());
+    }
+    out
+}
+
 impl ScenarioReport {
+    /// The scenario `name` measured as `m`, framed by what was varied and what was held fixed;
+    /// goals and notes are added with struct update syntax.
+    pub fn measured(
+        name: &'static str,
+        varied: impl Into<String>,
+        fixed: impl Into<String>,
+        m: &Measurement,
+    ) -> Self {
+        Self {
+            name,
+            varied: varied.into(),
+            fixed: fixed.into(),
+            rows: rows(name, m),
+            ..Default::default()
+        }
+    }
+
+    /// The scenario's panel of the chart: the ranking, each goal's verdict, a bar per row.
+    pub fn panel(&self) -> Panel {
+        let mut lines = vec![(self.ranking(), None)];
+        lines.extend(self.verdicts().into_iter().map(|(text, met)| match met {
+            Some(true) => (format!("Goal met: {text}"), Some(true)),
+            Some(false) => (format!("Goal not met on this machine: {text}"), Some(false)),
+            None => (format!("Goal not measured: {text}"), Some(false)),
+        }));
+        let bars = self.rows.iter().map(|r| Bar {
+            variant: r.variant.clone(),
+            median: r.ns.median,
+            min: r.ns.min,
+            max: r.ns.max,
+            ratio: r.ratio_to_bridge,
+            background: r.background.as_ref().map(|b| b.vs_idle),
+            rounds: r.rounds,
+            runs: r.run_medians.len(),
+        });
+        Panel {
+            name: self.name.to_owned(),
+            lines,
+            bars: bars.collect(),
+        }
+    }
+
     /// The rows of each run.
     fn run_rows(&self) -> Vec<&[Row]> {
         if self.runs.is_empty() {
@@ -905,60 +943,58 @@ impl ScenarioReport {
             ),
             (true, false) => (label.clone(), "ratio to bridge's", String::new()),
         };
-        let mut out = String::new();
-        let _ = writeln!(out, "### {study} / {}\n", self.name);
-        let _ = writeln!(out, "What we varied: {}\n", self.varied);
-        let _ = writeln!(out, "Held fixed: {}\n", self.fixed);
-        let _ = write!(out, "| variant | {value} |");
-        let mut rule = "| --- | ---: |".to_owned();
+        let mut head = vec!["variant".to_owned(), value.clone()];
         if !one_round {
-            let _ = write!(out, " min-max {label} |");
-            rule.push_str(" ---: |");
+            head.push(format!("min-max {label}"));
         }
-        let _ = write!(out, " {ratio_head} |");
-        rule.push_str(" ---: |");
+        head.push(ratio_head.to_owned());
         if runs > 1 {
-            let _ = write!(out, " {each_run} | range across runs {label} |");
-            rule.push_str(" ---: | ---: |");
+            head.extend([each_run.clone(), format!("range across runs {label}")]);
         }
         if background {
-            out.push_str(" background kernels/s | background / idle-baseline |");
-            rule.push_str(" ---: | ---: |");
+            head.extend([
+                "background kernels/s".into(),
+                "background / idle-baseline".into(),
+            ]);
         }
-        let _ = writeln!(out, "\n{rule}");
-        for r in &self.rows {
-            let _ = write!(out, "| {} | {} |", r.variant, m.number(r.ns.median));
-            if !one_round {
-                let _ = write!(out, " {}-{} |", m.number(r.ns.min), m.number(r.ns.max));
-            }
-            let _ = write!(out, " {:.2}x |", r.ratio_to_bridge);
-            if runs > 1 {
-                let medians = r
-                    .run_medians
-                    .iter()
-                    .map(|&x| m.number(x))
-                    .collect::<Vec<_>>()
-                    .join(" / ");
-                let _ = write!(
-                    out,
-                    " {medians} | {} |",
-                    spread(&r.run_medians, r.ns.median, m)
-                );
-            }
-            if background {
-                match &r.background {
-                    Some(b) => {
-                        let _ = write!(out, " {:.0} | {:.3}x", b.kernels_per_s, b.vs_idle);
-                        if let Some(range) = range_of(&b.run_vs_idle).filter(|_| runs > 1) {
-                            let _ = write!(out, " ({:.3}-{:.3}x)", range.0, range.1);
-                        }
-                        out.push_str(" |");
-                    }
-                    None => out.push_str(" - | - |"),
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.variant.clone(), m.number(r.ns.median)];
+                if !one_round {
+                    row.push(format!("{}-{}", m.number(r.ns.min), m.number(r.ns.max)));
                 }
-            }
-            out.push('\n');
-        }
+                row.push(format!("{:.2}x", r.ratio_to_bridge));
+                if runs > 1 {
+                    let medians: Vec<String> = r.run_medians.iter().map(|&x| m.number(x)).collect();
+                    row.extend([medians.join(" / "), spread(&r.run_medians, r.ns.median, m)]);
+                }
+                if background {
+                    row.extend(match &r.background {
+                        Some(b) => {
+                            let range = range_of(&b.run_vs_idle)
+                                .filter(|_| runs > 1)
+                                .map(|(lo, hi)| format!(" ({lo:.3}-{hi:.3}x)"));
+                            [
+                                format!("{:.0}", b.kernels_per_s),
+                                format!("{:.3}x{}", b.vs_idle, range.unwrap_or_default()),
+                            ]
+                        }
+                        None => ["-".to_owned(), "-".to_owned()],
+                    });
+                }
+                row
+            })
+            .collect();
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        let mut out = format!(
+            "### {study} / {}\n\nWhat we varied: {}\n\nHeld fixed: {}\n\n{}",
+            self.name,
+            self.varied,
+            self.fixed,
+            table(&head, "---:", &rows)
+        );
         if let Some(r) = self.rows.first() {
             match m.sampling {
                 Some(sampling) => {
@@ -1236,30 +1272,37 @@ mod tests {
     use crate::harness::Measured;
 
     fn measurement() -> Measurement {
+        let variant = |name, samples: &[f64]| Measured {
+            name,
+            samples: samples.to_vec(),
+            background: Vec::new(),
+        };
         Measurement {
             iters_per_round: 1000,
             ops_per_iter: 1,
             rounds: 3,
             variants: vec![
-                Measured {
-                    name: "bridge",
-                    samples: vec![12.0, 10.0, 11.0],
-                    background: Vec::new(),
-                },
-                Measured {
-                    name: "tokio",
-                    samples: vec![60.0, 55.0, 70.0],
-                    background: Vec::new(),
-                },
+                variant("bridge", &[12.0, 10.0, 11.0]),
+                variant("tokio", &[60.0, 55.0, 70.0]),
             ],
             load: None,
         }
     }
 
+    fn goal(at_least: f64, text: &'static str) -> Goal {
+        Goal {
+            peer: "tokio",
+            at_least,
+            text,
+        }
+    }
+
     #[test]
     fn csv_has_header_and_formatted_rows() {
+        let mut rows = rows("a,b", &measurement());
+        rows[1].variant = "say \"hi\"".to_owned();
         let report = ScenarioReport {
-            rows: rows("same-thread", &measurement()),
+            rows,
             ..Default::default()
         };
         assert_eq!(
@@ -1267,71 +1310,23 @@ mod tests {
             "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,min_ns,max_ns,\
              ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
              bg_idle_kernels_per_s,sample\n\
-             same-thread,bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,,ns/op\n\
-             same-thread,tokio,3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,,ns/op\n"
+             \"a,b\",bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,,ns/op\n\
+             \"a,b\",\"say \"\"hi\"\"\",3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,,ns/op\n"
         );
     }
 
     #[test]
-    fn csv_quotes_fields_with_commas_and_quotes() {
-        let mut rows = rows("a,b", &measurement());
-        rows[1].variant = "say \"hi\"".to_owned();
+    fn takeaway_ranks_and_judges_goals_and_budgets_from_the_numbers() {
         let report = ScenarioReport {
-            rows,
-            measure: Measure::ms("read p50"),
-            ..Default::default()
-        };
-        let text = csv(&[report]);
-        assert!(text.contains("\n\"a,b\",bridge,"), "{text}");
-        assert!(text.contains("\n\"a,b\",\"say \"\"hi\"\"\",3,"), "{text}");
-        assert!(text.ends_with(",read p50 ns\n"), "{text}");
-    }
-
-    #[test]
-    fn markdown_names_operations_per_iteration_and_prints_notes() {
-        let mut m = measurement();
-        let report = |m: &Measurement| ScenarioReport {
-            name: "s",
-            varied: String::new(),
-            fixed: String::new(),
-            goals: Vec::new(),
-            budgets: Vec::new(),
-            notes: vec!["Threads: 5.".to_owned()],
-            rows: rows("s", m),
-            load_goals: Vec::new(),
-            ..Default::default()
-        };
-        let one = report(&m).markdown("study");
-        assert!(one.contains("\n3 rounds of 1000 iterations per variant, in orders balanced"));
-        assert!(one.contains("other one equally often).\n\nThreads: 5.\n\nTakeaway: "));
-        m.ops_per_iter = 1000;
-        let batched = report(&m).markdown("study");
-        assert!(batched.contains("3 rounds of 1000 iterations of 1000 operations each per"));
-    }
-
-    #[test]
-    fn takeaway_reports_goals_from_the_numbers() {
-        let report = ScenarioReport {
-            name: "s",
-            varied: String::new(),
-            fixed: String::new(),
             goals: vec![
-                Goal {
-                    peer: "tokio",
-                    at_least: 5.0,
-                    text: "5x faster than tokio",
-                },
-                Goal {
-                    peer: "tokio",
-                    at_least: 6.0,
-                    text: "6x faster than tokio",
-                },
+                goal(5.0, "5x faster than tokio"),
+                goal(6.0, "6x faster than tokio"),
             ],
-            budgets: Vec::new(),
-            notes: Vec::new(),
-            rows: rows("s", &measurement()),
-            load_goals: Vec::new(),
-            ..Default::default()
+            budgets: vec![Budget {
+                max_ns: 10.5,
+                text: "at most 10.5 ns",
+            }],
+            ..ScenarioReport::measured("s", "", "", &measurement())
         };
         assert_eq!(
             report.takeaway(),
@@ -1339,177 +1334,45 @@ mod tests {
              Goal \"5x faster than tokio\": met: tokio at 5.45x bridge's median, needed 5.00x; \
              reached in 3 of 3 rounds. \
              Goal \"6x faster than tokio\": not met on this machine: tokio at 5.45x bridge's \
-             median, needed 6.00x; reached in 1 of 3 rounds."
-        );
-    }
-
-    #[test]
-    fn ranking_and_verdicts_match_the_takeaway() {
-        let report = ScenarioReport {
-            name: "s",
-            varied: String::new(),
-            fixed: String::new(),
-            goals: vec![
-                Goal {
-                    peer: "tokio",
-                    at_least: 6.0,
-                    text: "6x faster than tokio",
-                },
-                Goal {
-                    peer: "crossbeam",
-                    at_least: 1.0,
-                    text: "no slower than crossbeam",
-                },
-            ],
-            budgets: vec![Budget {
-                max_ns: 11.5,
-                text: "at most 11.5 ns",
-            }],
-            notes: Vec::new(),
-            rows: rows("s", &measurement()),
-            load_goals: Vec::new(),
-            ..Default::default()
-        };
-        assert_eq!(
-            report.ranking(),
-            "bridge is fastest; the next, tokio, takes 5.45x as long."
-        );
-        assert!(report.takeaway().starts_with(&report.ranking()));
-        assert_eq!(
-            report.verdicts(),
-            vec![
-                ("6x faster than tokio".to_owned(), Some(false)),
-                ("no slower than crossbeam".to_owned(), None),
-                ("at most 11.5 ns".to_owned(), Some(true)),
-            ]
-        );
-        let empty = ScenarioReport {
-            rows: Vec::new(),
-            ..report
-        };
-        assert_eq!(empty.ranking(), "No results.");
-        assert_eq!(empty.takeaway(), "No results.");
-        assert_eq!(empty.verdicts()[2], ("at most 11.5 ns".to_owned(), None));
-    }
-
-    #[test]
-    fn takeaway_reports_budgets_and_at_most_goals() {
-        let report = ScenarioReport {
-            name: "s",
-            varied: String::new(),
-            fixed: String::new(),
-            goals: vec![Goal {
-                peer: "tokio",
-                at_least: 1.0 / 1.25,
-                text: "at most 1.25x tokio",
-            }],
-            budgets: vec![
-                Budget {
-                    max_ns: 11.5,
-                    text: "at most 11.5 ns",
-                },
-                Budget {
-                    max_ns: 10.5,
-                    text: "at most 10.5 ns",
-                },
-            ],
-            notes: Vec::new(),
-            rows: rows("s", &measurement()),
-            load_goals: Vec::new(),
-            ..Default::default()
-        };
-        assert_eq!(
-            report.takeaway(),
-            "bridge is fastest; the next, tokio, takes 5.45x as long. \
-             Goal \"at most 1.25x tokio\": met: tokio at 5.45x bridge's median, needed 0.80x, \
-             i.e. bridge at most 1.25x tokio; reached in 3 of 3 rounds. \
-             Goal \"at most 11.5 ns\": met: bridge's median 11.0 ns/op, needed at most 11.5 \
-             ns/op; reached in 2 of 3 rounds. \
+             median, needed 6.00x; reached in 1 of 3 rounds. \
              Goal \"at most 10.5 ns\": not met on this machine: bridge's median 11.0 ns/op, \
              needed at most 10.5 ns/op; reached in 1 of 3 rounds."
         );
-    }
-
-    fn row(variant: &str, samples: &[f64], background: Option<(&[f64], &[f64])>) -> Row {
-        let ns = Summary::of(samples).unwrap();
-        Row {
-            scenario: "s".to_owned(),
-            variant: variant.to_owned(),
-            rounds: samples.len(),
-            iters_per_round: 10,
-            ops_per_iter: 1,
-            ns,
-            ratio_to_bridge: f64::NAN,
-            samples: samples.to_vec(),
-            run_medians: vec![ns.median],
-            background: background.and_then(|(busy, idle)| Background::of(busy, idle)),
-        }
-    }
-
-    fn report(rows: Vec<Row>, goals: Vec<Goal>, load_goals: Vec<LoadGoal>) -> ScenarioReport {
-        let bridge = rows
-            .iter()
-            .find(|r| r.variant == BASELINE)
-            .unwrap()
-            .ns
-            .median;
-        let rows = rows
-            .into_iter()
-            .map(|r| Row {
-                ratio_to_bridge: ratio(r.ns.median, bridge),
-                ..r
-            })
-            .collect();
-        ScenarioReport {
-            name: "s",
-            varied: String::new(),
-            fixed: String::new(),
-            goals,
-            budgets: Vec::new(),
-            load_goals,
-            notes: vec!["n".to_owned()],
-            rows,
-            ..Default::default()
-        }
+        let md = report.markdown("study");
+        assert!(
+            md.contains("| bridge | 11.0 | 10.0-12.0 | 1.00x |\n"),
+            "{md}"
+        );
+        assert!(md.contains("\n3 rounds of 1000 iterations per variant, in orders balanced"));
     }
 
     #[test]
     fn load_goals_judge_bridge_against_the_fastest_park_at_once_peer() {
-        let idle: &[f64] = &[100.0, 100.0, 100.0];
-        let rows = vec![
-            row(
-                "bridge",
-                &[10.0, 10.0, 10.0],
-                Some((&[90.0, 90.0, 90.0], idle)),
-            ),
-            // Spins: not a park-at-once peer, so it is never the reference.
-            row(
-                "spinner",
-                &[5.0, 5.0, 5.0],
-                Some((&[99.0, 99.0, 99.0], idle)),
-            ),
-            // The fastest park-at-once peer.
-            row(
-                "parker",
-                &[12.0, 12.0, 12.0],
-                Some((&[94.0, 94.0, 94.0], idle)),
-            ),
-            // Leaves the background more, by being slow: not the reference either.
-            row(
-                "crawler",
-                &[900.0, 900.0, 900.0],
-                Some((&[99.0, 99.0, 99.0], idle)),
-            ),
-        ];
-        let goals = busy_goals(&["crawler", "parker", "absent"]);
-        let r = report(rows, Vec::new(), goals);
-        assert_eq!(
-            r.verdicts(),
-            vec![
-                (r.load_goals[0].text.to_owned(), Some(true)),
-                (r.load_goals[1].text.to_owned(), Some(true))
-            ]
-        );
+        let idle = [100.0; 3];
+        let row = |name: &'static str, ns: f64, bg: f64| Measured {
+            name,
+            samples: vec![ns; 3],
+            background: vec![bg; 3],
+        };
+        let m = Measurement {
+            variants: vec![
+                row("bridge", 10.0, 90.0),
+                // Spins: not a park-at-once peer, so never the reference.
+                row("spinner", 5.0, 99.0),
+                row("parker", 12.0, 94.0),
+                // Leaves the background more by being slow: not the reference either.
+                row("crawler", 900.0, 99.0),
+            ],
+            load: Some(crate::harness::LoadMeasurement {
+                idle_kernels_per_s: idle.to_vec(),
+                iters_per_round: vec![10; 4],
+            }),
+            ..measurement()
+        };
+        let r = ScenarioReport {
+            load_goals: busy_goals(&["crawler", "parker", "absent"]),
+            ..ScenarioReport::measured("s", "", "", &m)
+        };
         let takeaway = r.takeaway();
         assert!(
             takeaway.contains(
@@ -1518,214 +1381,52 @@ mod tests {
             ),
             "{takeaway}"
         );
+        assert_eq!(r.verdicts()[1].1, Some(true));
         assert!(
-            takeaway.contains(
-                "bridge's median 10.0 ns/op, that of parker, the fastest park-at-once peer, \
-                 12.0 ns/op; reached in 3 of 3 rounds"
-            ),
-            "{takeaway}"
+            r.markdown("s")
+                .contains("| bridge | 10.0 | 10.0-10.0 | 1.00x | 90 | 0.900x |")
         );
-        // Without a background nothing is measured.
-        let idle_rows = vec![row("bridge", &[1.0], None), row("parker", &[1.0], None)];
-        let r = report(idle_rows, Vec::new(), busy_goals(&["parker"]));
-        assert_eq!(r.verdicts()[0].1, None);
-    }
-
-    #[test]
-    fn judged_goals_merge_across_runs_and_join_the_summary() {
-        let judged = |met: Option<bool>, value: &str| ScenarioReport {
-            name: "cell",
-            rows: vec![row("bridge", &[5.0], None)],
-            judged: vec![Judged::once(
-                "queue under the bound",
-                met.map(|met| Check {
-                    met,
-                    value: value.to_owned(),
-                    bound: "<= 8".to_owned(),
-                    detail: format!("at most {value}"),
-                }),
-            )],
-            ..Default::default()
-        };
-        let merged = merge_runs(vec![
-            vec![judged(Some(true), "7")],
-            vec![judged(None, "-")],
-            vec![judged(Some(false), "9")],
-        ]);
-        let lines = merged[0].goal_lines();
-        assert_eq!(
-            lines,
-            vec![GoalLine {
-                scenario: "cell",
-                goal: "queue under the bound".to_owned(),
-                met: 1,
-                measured: 2,
-                runs: 3,
-                figure: "7 / 9 (<= 8)".to_owned(),
-            }]
-        );
-        assert_eq!(lines[0].verdict(), Some(false));
-        let takeaway = merged[0].takeaway();
-        assert!(
-            takeaway.contains(
-                "Goal \"queue under the bound\": not met on this machine: met in 1 of 3 runs \
-                 (run 1: met, at most 7; run 2: not measured; run 3: not met, at most 9)."
-            ),
-            "{takeaway}"
-        );
-        // The closing table names the study; a goal measured in no run is not counted as
-        // missed.
-        let unmeasured = judged(None, "-").goal_lines().remove(0);
-        assert_eq!(unmeasured.verdict(), None);
-        let all = [("overload", lines[0].clone()), ("overload", unmeasured)];
-        assert_eq!(
-            goals_count(&all),
-            "0 of 2 goals met in every run; 1 not met on this machine: a finding of this \
-             machine, not a failure of the run; 1 not measured."
-        );
-        assert_eq!(
-            goals_table(&all, true),
-            "| study | scenario | goal | met in N of M runs | figure |\n\
-             | --- | --- | --- | --- | --- |\n\
-             | overload | cell | queue under the bound | met in 1 of 3 runs: not met on this \
-             machine | 7 / 9 (<= 8) |\n\
-             | overload | cell | queue under the bound | not measured | - |\n"
-        );
-    }
-
-    #[test]
-    fn a_single_sample_per_run_is_headed_by_what_it_is() {
-        let mut r = report(
-            vec![row("bridge", &[2.0e6], None), row("tokio", &[3.0e6], None)],
-            Vec::new(),
-            Vec::new(),
-        );
-        r.measure = Measure {
-            sampling: Some("One cell per variant."),
-            ..Measure::ms("I/O-only p99")
-        };
-        let md = r.markdown("study");
-        assert!(
-            md.contains(
-                "| variant | I/O-only p99 ms | ratio to bridge's |\n| --- | ---: | ---: |\n\
-                 | bridge | 2.00 | 1.00x |\n| tokio | 3.00 | 1.50x |\n\nOne cell per variant.\n"
-            ),
-            "{md}"
-        );
-        let merged = merge_runs(vec![vec![r.clone()], vec![r]]);
-        let md = merged[0].markdown("study");
-        assert!(
-            md.contains(
-                "| variant | I/O-only p99 ms, median of runs | median / bridge's | each run's \
-                 I/O-only p99 ms | range across runs I/O-only p99 ms |\n"
-            ),
-            "{md}"
-        );
-    }
-
-    #[test]
-    fn the_markdown_of_a_busy_scenario_has_the_background_columns() {
-        let idle: &[f64] = &[200.0, 100.0, 100.0];
-        let rows = vec![
-            row(
-                "bridge",
-                &[10.0, 10.0, 10.0],
-                Some((&[180.0, 90.0, 80.0], idle)),
-            ),
-            row(
-                "parker",
-                &[12.0, 12.0, 12.0],
-                Some((&[150.0, 94.0, 94.0], idle)),
-            ),
-        ];
-        let md = report(rows, Vec::new(), Vec::new()).markdown("study");
-        assert!(md.contains(
-            "| variant | median ns/op | min-max ns/op | median / bridge's | background kernels/s \
-             | background / idle-baseline |\n| --- | ---: | ---: | ---: | ---: | ---: |\n\
-             | bridge | 10.0 | 10.0-10.0 | 1.00x | 90 | 0.900x |\n"
-        ));
-        assert!(md.contains(
-            "with one baseline batch (the background alone) per round.\n\nBackground alone \
-             (the baseline batches): median 100 kernels/s, min-max 100-200.\n"
-        ));
     }
 
     #[test]
     fn runs_merge_into_medians_of_run_medians_and_goals_need_every_run() {
-        let goal = Goal {
-            peer: "tokio",
-            at_least: 2.0,
-            text: "2x faster than tokio",
-        };
-        let run = |bridge: &[f64], tokio: &[f64], note: &str| {
-            let mut r = report(
-                vec![row("bridge", bridge, None), row("tokio", tokio, None)],
-                vec![goal],
-                Vec::new(),
-            );
-            r.notes = vec![note.to_owned()];
-            vec![r]
+        let run = |bridge: &[f64], tokio: &[f64]| {
+            let mut m = measurement();
+            m.variants[0].samples = bridge.to_vec();
+            m.variants[1].samples = tokio.to_vec();
+            vec![ScenarioReport {
+                goals: vec![goal(2.0, "2x faster than tokio")],
+                judged: vec![Judged::once("judged", None)],
+                ..ScenarioReport::measured("s", "", "", &m)
+            }]
         };
         let merged = merge_runs(vec![
-            run(&[10.0, 11.0, 12.0], &[30.0, 30.0, 30.0], "a"),
-            run(&[20.0, 21.0, 22.0], &[30.0, 30.0, 30.0], "b"),
-            run(&[9.0, 10.0, 50.0], &[40.0, 40.0, 40.0], "c"),
+            run(&[10.0, 11.0, 12.0], &[30.0; 3]),
+            run(&[20.0, 21.0, 22.0], &[30.0; 3]),
+            run(&[9.0, 10.0, 50.0], &[40.0; 3]),
         ]);
-        assert_eq!(merged.len(), 1);
         let r = &merged[0];
         let bridge = &r.rows[0];
         assert_eq!(bridge.run_medians, vec![11.0, 21.0, 10.0]);
-        assert_eq!(bridge.ns.median, 11.0);
-        assert_eq!((bridge.ns.min, bridge.ns.max), (9.0, 50.0));
-        assert_eq!(bridge.samples.len(), 9);
+        assert_eq!(
+            (bridge.ns.median, bridge.ns.min, bridge.ns.max),
+            (11.0, 9.0, 50.0)
+        );
         assert_eq!(r.rows[1].ratio_to_bridge, 30.0 / 11.0);
-        assert_eq!(r.runs.len(), 3);
-        assert_eq!(r.notes, vec!["Run 1: a", "Run 2: b", "Run 3: c"]);
         // Met in runs 1 and 3 (30/11, 40/10), not in run 2 (30/21).
         assert_eq!(
-            r.verdicts(),
-            vec![("2x faster than tokio".to_owned(), Some(false))]
+            r.verdicts()[0],
+            ("2x faster than tokio".to_owned(), Some(false))
         );
-        let takeaway = r.takeaway();
-        assert!(
-            takeaway.contains(
-                "Goal \"2x faster than tokio\": not met on this machine: met in 2 of 3 runs \
-                 (run 1: met, tokio at 2.73x bridge's median"
-            ),
-            "{takeaway}"
-        );
-        assert!(
-            takeaway.contains("; run 2: not met, tokio at 1.43x"),
-            "{takeaway}"
-        );
-        let md = r.markdown("study");
-        assert!(
-            md.contains(
-                "| bridge | 11.0 | 9.0-50.0 | 1.00x | 11.0 / 21.0 / 10.0 | 10.0-21.0 (100%) |"
-            ),
-            "{md}"
-        );
-        assert!(md.contains(
-            "\n3 runs, each of 3 rounds of 10/10/10 iterations (calibrated per run) per variant"
+        assert_eq!(r.verdicts()[1].1, None);
+        assert!(r.markdown("study").contains(
+            "| bridge | 11.0 | 9.0-50.0 | 1.00x | 11.0 / 21.0 / 10.0 | 10.0-21.0 (100%) |"
         ));
-        // The study's summary counts the runs that met the goal and gives each run's figure.
         let summary = study_summary("study", &merged);
-        assert!(
-            summary.starts_with(
-                "### study / goals\n\n0 of 1 goals met in every run; 1 not met on this \
-                 machine"
-            ),
-            "{summary}"
-        );
-        assert!(
-            summary.contains(
-                "| s | 2x faster than tokio | met in 2 of 3 runs: not met on this machine | \
-                 2.73x / 1.43x / 4.00x (tokio / bridge >= 2.00x) |\n"
-            ),
-            "{summary}"
-        );
-        // A single run comes back as it was.
-        let one = run(&[1.0], &[2.0], "x");
-        assert_eq!(merge_runs(vec![one.clone()]), one);
+        assert!(summary.contains(
+            "| s | 2x faster than tokio | met in 2 of 3 runs: not met on this machine | \
+             2.73x / 1.43x / 4.00x (tokio / bridge >= 2.00x) |\n"
+        ));
+        assert!(summary.contains("; 1 not measured."), "{summary}");
     }
 }

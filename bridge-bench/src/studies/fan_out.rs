@@ -4,12 +4,11 @@
 //! consumer blocked in `recv_blocking`.
 
 use crate::harness::{Batch, MISSING, Settings, Variant, measure_ops};
-use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
-use crate::threads::os_threads;
+use crate::proc::os_threads;
+use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows, table};
 use async_executor::Executor;
 use bridge::oneshot::{self, Receiver, Sender};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -520,10 +519,6 @@ fn quiet(idle: u64) -> bool {
 /// Runs one batch: starts the producers, the driver and `n` consumers, then runs `waves`
 /// waves in which every consumer receives one item, then ends the consumers. The batch's
 /// time is the sum over the waves of first send to last receipt.
-///
-/// # Errors
-///
-/// If a thread or the runtime cannot be started; everything started is stopped first.
 fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
     let before = settled_threads();
     // The machine's runnable threads now; `None` once a wait for them to settle timed out.
@@ -654,10 +649,6 @@ struct Cell {
 }
 
 /// Runs the scenario of each consumer count.
-///
-/// # Errors
-///
-/// If the pool's threads or tokio's runtime cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let counts = if settings.rounds <= Settings::quick().rounds {
         QUICK
@@ -758,10 +749,8 @@ fn scenario(
             ..Measure::NS_PER_OP
         },
         goals,
-        budgets: Vec::new(),
         notes: scenario_notes(&cells, &rows),
         rows,
-        load_goals: Vec::new(),
         ..Default::default()
     };
     Ok((report, cells))
@@ -770,12 +759,10 @@ fn scenario(
 fn varied() -> String {
     format!(
         "only the driver of the consumers; the primitive is bridge::oneshot in every row. \
-         `{POOL}`: each consumer is a task on a fixed async-executor pool of {p} threads \
-         (available_parallelism; each thread runs Executor::run under bridge::block_on), \
-         awaiting its receiver; this is the baseline of the ratios. `{TOKIO}`: each consumer \
-         is a task on a tokio multi-thread runtime with {p} workers, awaiting its receiver. \
-         `{THREADS}`: each consumer is its own OS thread ({} KiB stack) blocked in \
-         recv_blocking; run up to {} consumers only.",
+         `{POOL}` (the baseline): each consumer a task on a fixed async-executor pool of {p} \
+         threads, awaiting its receiver. `{TOKIO}`: a task on a tokio multi-thread runtime \
+         with {p} workers. `{THREADS}`: an OS thread per consumer ({} KiB stack) blocked in \
+         recv_blocking, up to {} consumers.",
         THREAD_STACK / 1024,
         grouped(THREAD_LIMIT),
         p = parallelism(),
@@ -784,36 +771,17 @@ fn varied() -> String {
 
 fn fixed(n: u64) -> String {
     format!(
-        "N = {} consumers fed by {PRODUCERS} producer threads, each owning the senders of a \
-         contiguous half of the consumers; {} CPUs. Each batch starts its driver, the \
-         producers and the N consumers afresh (so the thread count read is that driver's \
-         own), and stops them at its end. One iteration is one wave: every consumer waits on \
-         its own fresh oneshot (all of a batch's channels are made before it starts), the \
-         producers send one u64 to each, and each consumer adds it to its sum and counts its \
-         receipt. Consumers loop over the waves of their batch, so that small N still gives \
-         enough items per batch. A wave starts only when all N consumers say they wait: an \
-         async consumer says so after the first poll of its receiver returned, i.e. with \
-         its waker registered; a blocking one just before recv_blocking, and the controller \
-         then waits until the machine has at most one runnable thread more than before the \
-         batch (/proc/loadavg; at most {} ms, after which the batch stops waiting) and {} ms more, so that each has parked rather than \
-         still spinning or yielding. Timed: from \
-         the wave's first send (the earliest producer's clock read) to its last receipt \
-         (read by the consumer that counted it), summed over the waves; the time between \
-         waves (re-arming, the barrier, the settle sleep) is not timed. After the last wave \
-         every consumer waits once more, on a receiver whose sender is then dropped, so that no \
-         consumer ends its task or thread inside a timed wave. One operation is one \
-         item; items/s = 10^9 / (ns/item). The process's OS threads are read from \
-         `Threads:` in /proc/self/status when all consumers first wait: `started` counts \
-         the threads the batch added (the driver's and the {PRODUCERS} producers), \
-         `in the process` also those it had before. Goals: the pool holds its rate if its \
-         items/s at every N is at least {HOLD}x its items/s at N = 100 with the same number \
-         of threads started at every N (checked across N under the last scenario); it must \
-         reach {GAP}x the items/s of thread-per-consumer at N = {}.",
+        "N = {} consumers fed by {PRODUCERS} producer threads; {} CPUs. Each batch starts its \
+         driver, the producers and the consumers afresh. One iteration is one wave: every \
+         consumer waits on a fresh oneshot and the producers send one u64 to each. A wave \
+         starts when all consumers wait (an async one after its first poll; a blocking one \
+         once the machine's runnable threads settle, at most {} ms, then {} ms more). Timed: \
+         from a wave's first send to its last receipt, summed over the waves. One operation \
+         is one item. Threads are read from /proc/self/status when all consumers first wait.",
         grouped(n),
         parallelism(),
         QUIET_LIMIT.as_millis(),
         SETTLE.as_millis(),
-        grouped(GAP_AT),
     )
 }
 
@@ -845,85 +813,36 @@ fn grouped(n: u64) -> String {
 }
 
 fn scenario_notes(cells: &[Cell], rows: &[Row]) -> Vec<String> {
-    let mut rates = String::from("Items/s (median; slowest-fastest round):");
-    let mut threads = String::from("OS threads started by a batch (and in the process) at peak:");
-    let mut sep = " ";
-    for cell in cells {
-        let name = cell.driver.name();
-        match (&cell.skipped, cell.rate) {
-            (Some(why), _) => {
-                let _ = write!(rates, "{sep}{name} not run ({why})");
-                let _ = write!(threads, "{sep}{name} not run");
-            }
-            (None, Some((median, slow, fast))) => {
-                let _ = write!(
-                    rates,
-                    "{sep}{name} {} ({}-{})",
-                    rate_text(median),
-                    rate_text(slow),
-                    rate_text(fast)
-                );
-                let _ = write!(threads, "{sep}{name} {}", cell.threads.text());
-            }
-            (None, None) => {
-                let _ = write!(rates, "{sep}{name} not measured");
-                let _ = write!(threads, "{sep}{name} not measured");
-            }
-        }
-        sep = "; ";
-    }
-    rates.push('.');
-    threads.push('.');
-    let mut notes = vec![rates, threads];
-    if let Some(r) = rows.first() {
-        notes.push(format!(
-            "Items per batch: {} waves of {} consumers = {} items.",
+    let threads: Vec<String> = cells
+        .iter()
+        .map(|c| match (&c.skipped, c.rate) {
+            (Some(why), _) => format!("{} not run ({why})", c.driver.name()),
+            (None, Some(_)) => format!("{} {}", c.driver.name(), c.threads.text()),
+            (None, None) => format!("{} not measured", c.driver.name()),
+        })
+        .collect();
+    let mut notes = vec![format!(
+        "OS threads started by a batch (and in the process) at peak: {}.",
+        threads.join("; ")
+    )];
+    notes.extend(rows.first().map(|r| {
+        format!(
+            "Items per batch: {} waves of {} consumers.",
             grouped(r.iters_per_round),
-            grouped(r.ops_per_iter),
-            grouped(r.iters_per_round * r.ops_per_iter)
-        ));
-    }
+            grouped(r.ops_per_iter)
+        )
+    }));
     notes
 }
 
-/// Why thread-per-consumer does not run with `n` consumers: the machine's limits, as read
-/// from /proc.
+/// Why thread-per-consumer does not run with `n` consumers.
 fn too_many_threads(n: u64) -> String {
-    let read =
-        |path: &str| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
-    let mut limits = Vec::new();
-    if let Some(pid_max) = read("/proc/sys/kernel/pid_max") {
-        limits.push(format!(
-            "kernel.pid_max is {} (every thread takes an id)",
-            grouped(pid_max)
-        ));
-    }
-    if let Some(threads_max) = read("/proc/sys/kernel/threads-max") {
-        limits.push(format!("kernel.threads-max is {}", grouped(threads_max)));
-    }
-    if let Some(maps) = read("/proc/sys/vm/max_map_count") {
-        limits.push(format!(
-            "vm.max_map_count is {} (each thread stack takes two mappings, stack and guard \
-             page: at most ~{} threads)",
-            grouped(maps),
-            grouped(maps / 2)
-        ));
-    }
-    let mut out = format!(
-        "impractical: {} threads would reserve {} MiB of stacks at {} KiB each",
+    format!(
+        "impractical: {} threads would reserve {} MiB of stacks; the study stops at {} threads",
         grouped(n),
         grouped(n * THREAD_STACK as u64 / (1024 * 1024)),
-        THREAD_STACK / 1024
-    );
-    if !limits.is_empty() {
-        let _ = write!(out, ", and on this machine {}", limits.join(", "));
-    }
-    let _ = write!(
-        out,
-        "; the study stops at {} threads",
         grouped(THREAD_LIMIT)
-    );
-    out
+    )
 }
 
 fn cell(cells: &[Cell], n: u64, driver: Driver) -> Option<&Cell> {
@@ -932,44 +851,39 @@ fn cell(cells: &[Cell], n: u64, driver: Driver) -> Option<&Cell> {
 
 /// The items/s and threads of every driver at every N, as a markdown table.
 fn summary(cells: &[Cell]) -> String {
-    let mut out = String::from(
-        "Across N (items/s: 10^9 / the median ns/item of the scenario's table; threads: \
-         started by a batch, with the process's total at peak in parentheses):\n\n| N |",
-    );
-    for driver in Driver::ALL {
-        let _ = write!(
-            out,
-            " {} items/s | {} threads |",
-            driver.name(),
-            driver.name()
-        );
-    }
-    out.push_str("\n| ---: |");
-    for _ in Driver::ALL {
-        out.push_str(" ---: | ---: |");
+    let mut head = vec!["N".to_owned()];
+    for d in Driver::ALL {
+        head.extend([
+            format!("{} items/s", d.name()),
+            format!("{} threads", d.name()),
+        ]);
     }
     let mut counts: Vec<u64> = cells.iter().map(|c| c.n).collect();
     counts.dedup();
-    for n in counts {
-        let _ = write!(out, "\n| {} |", grouped(n));
-        for driver in Driver::ALL {
-            match cell(cells, n, driver) {
-                Some(Cell {
-                    rate: Some((median, ..)),
-                    threads,
-                    skipped: None,
-                    ..
-                }) => {
-                    let _ = write!(out, " {} | {} |", rate_text(*median), threads.text());
-                }
-                Some(Cell {
-                    skipped: Some(_), ..
-                }) => out.push_str(" not run | - |"),
-                _ => out.push_str(" - | - |"),
+    let rows: Vec<Vec<String>> = counts
+        .into_iter()
+        .map(|n| {
+            let mut row = vec![grouped(n)];
+            for d in Driver::ALL {
+                row.extend(match cell(cells, n, d) {
+                    Some(c) if c.skipped.is_some() => ["not run".to_owned(), "-".to_owned()],
+                    Some(Cell {
+                        rate: Some((median, ..)),
+                        threads,
+                        ..
+                    }) => [rate_text(*median), threads.text()],
+                    _ => ["-".to_owned(), "-".to_owned()],
+                });
             }
-        }
-    }
-    out
+            row
+        })
+        .collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    format!(
+        "Across N (items/s: 10^9 / the median ns/item; threads started by a batch, the \
+         process's total at peak in parentheses):\n\n{}",
+        table(&head, "---:", &rows).trim_end()
+    )
 }
 
 /// What was published for an IPC crate, next to the study's goals.
@@ -1046,7 +960,7 @@ fn hold_goal(cells: &[Cell], counts: &[(u64, &str)]) -> Judged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threads::os_threads;
+    use crate::proc::os_threads;
 
     /// The sum of `0..n`, the checksum of a batch of `n` items.
     fn sum_below(n: u64) -> u64 {
@@ -1083,25 +997,6 @@ mod tests {
             // Against a count no machine reaches, the wait ends at once.
             assert!(quiet(u64::MAX - 1));
         }
-    }
-
-    #[test]
-    fn shares_cover_the_consumers() {
-        assert_eq!(share_start(0, 7), 0);
-        assert_eq!(share_start(PRODUCERS, 7), 7);
-        assert_eq!(share_start(PRODUCERS, 100_000), 100_000);
-    }
-
-    #[test]
-    fn numbers_are_grouped_and_rates_scaled() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(100), "100");
-        assert_eq!(grouped(1_000), "1,000");
-        assert_eq!(grouped(100_000), "100,000");
-        assert_eq!(grouped(1_234_567), "1,234,567");
-        assert_eq!(rate_text(4_123_000.0), "4.12 M/s");
-        assert_eq!(rate_text(312_400.0), "312 k/s");
-        assert_eq!(per_second(250.0), 4e6);
     }
 
     fn cell_of(n: u64, driver: Driver, rate: f64, started: u32) -> Cell {
@@ -1163,22 +1058,5 @@ mod tests {
         );
 
         assert_eq!(check(&cells[..1]), None);
-    }
-
-    #[test]
-    fn summary_marks_skipped_cells() {
-        let mut threads = cell_of(100_000, Driver::Threads, 0.0, 0);
-        threads.rate = None;
-        threads.skipped = Some(too_many_threads(100_000));
-        let cells = vec![cell_of(100_000, Driver::Pool, 4e6, 4), threads];
-        let table = summary(&cells);
-        assert!(
-            table.contains("| 100,000 | 4.00 M/s | 4 (6 in the process) | - | - | not run | - |"),
-            "{table}"
-        );
-        assert!(
-            too_many_threads(100_000)
-                .starts_with("impractical: 100,000 threads would reserve 6,250 MiB")
-        );
     }
 }

@@ -8,10 +8,9 @@ use crate::harness::warm_up_tokio;
 use crate::harness::{
     Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
 };
+use crate::proc::{ThreadTally, os_threads, threads_note};
 use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
-use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::io;
 use std::time::Instant;
@@ -30,10 +29,6 @@ const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blo
 /// Runs the two scenarios and their blocking forms (`.wait()` from a plain thread), then the
 /// two again under a background load, each on a fresh tokio
 /// runtime so that the threads one leaves behind do not count in the other.
-///
-/// # Errors
-///
-/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
     let mut reports = vec![
@@ -136,31 +131,11 @@ impl Census {
 
     /// The counts, as one paragraph.
     fn note(&self) -> String {
-        let mut out = String::from(
-            "Threads: the process's OS threads (`Threads:` in /proc/self/status, read \
-             outside the timed part): ",
-        );
-        match self.base {
-            Some(n) => {
-                let _ = write!(out, "{n} before measuring, pools warmed up");
-            }
-            None => out.push_str("not readable before measuring"),
-        }
-        out.push_str(
-            "; right after each variant's batches, min-max (and in parentheses the growth \
-             during its own batches, summed): ",
-        );
-        for (k, (name, tally)) in self.tallies.borrow().iter().enumerate() {
-            let sep = if k == 0 { "" } else { "; " };
-            let _ = write!(out, "{sep}{name} {tally}");
-        }
-        out.push_str(
-            ". The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
-             the threads spawn_blocking starts stay during the other variants' later batches \
-             (variants are calibrated in table order, spawn_blocking last): compare the \
-             growth in parentheses, not the totals.",
-        );
-        out
+        threads_note(
+            self.base,
+            ", pools warmed up",
+            self.tallies.borrow().iter().copied(),
+        )
     }
 }
 
@@ -174,11 +149,9 @@ fn varied() -> String {
 
 fn frame(rt: &Runtime, per_op: &str) -> String {
     format!(
-        "a tokio multi-thread runtime with its default {} workers; the awaiting code is a task \
-         spawned on it (not the block_on body), so it runs on a worker and each wake goes \
-         through tokio's scheduler; rayon's global pool of {} threads; both warmed up first \
-         (1,000 tasks ran on tokio's workers, its blocking pool ran a closure and keeps that \
-         thread, every rayon worker ran a job). {per_op}",
+        "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned on \
+         it, so each wake goes through tokio's scheduler; rayon's global pool of {} threads; \
+         both warmed up first. {per_op}",
         rt.metrics().num_workers(),
         rayon::current_num_threads(),
     )
@@ -216,7 +189,6 @@ fn scenario(
         varied: varied(),
         fixed,
         goals,
-        budgets: Vec::new(),
         load_goals,
         notes,
         rows: rows(name, &m),
@@ -378,9 +350,8 @@ fn blocking_variants<'a>(census: &'a Census, hops: u64) -> [Variant<'a>; 3] {
 fn blocking_frame(per_op: &str) -> String {
     format!(
         "the caller is a plain thread (no runtime) that waits with each variant's blocking \
-         wait: bridge's Task::wait, tokio's oneshot blocking_recv, and tokio-rayon's handle \
-         (a future) under futures' block_on; rayon's global pool of {} threads, warmed up \
-         first. {per_op}",
+         wait: Task::wait, tokio's oneshot blocking_recv, tokio-rayon's handle under futures' \
+         block_on; rayon's global pool of {} threads, warmed up first. {per_op}",
         rayon::current_num_threads(),
     )
 }

@@ -1,11 +1,13 @@
 //! The registry of studies. To add one, write `studies/<name>.rs` with a
 //! `run(&Settings) -> io::Result<Vec<ScenarioReport>>` and list it in [`ALL`].
 
-use crate::harness::Settings;
+use crate::busy::Load;
+use crate::harness::{Settings, Variant, measure_loaded};
 use crate::report::ScenarioReport;
 use std::io;
 
 pub mod cpu_async;
+mod echo;
 pub mod fan_out;
 pub mod hop;
 pub mod io_vs_ingress;
@@ -63,6 +65,28 @@ pub const ALL: &[Study] = &[
         run: cpu_async::run,
     },
 ];
+
+/// Measures `variants` (under `load`, if any) and frames the result as scenario `name`.
+pub fn measured(
+    name: &'static str,
+    varied: impl Into<String>,
+    fixed: impl Into<String>,
+    variants: &mut [Variant<'_>],
+    settings: &Settings,
+    load: Option<&Load>,
+) -> ScenarioReport {
+    let m = measure_loaded(variants, settings, load);
+    ScenarioReport::measured(name, varied, fixed, &m)
+}
+
+/// The route a `run_blocking` call made here takes, as a note: the one place the studies
+/// ask bridge-tokio for it.
+pub fn route_note() -> String {
+    format!(
+        "Route: bridge_tokio::route() from the calling code returns {:?}.",
+        bridge_tokio::route()
+    )
+}
 
 /// Looks a study up by name.
 pub fn find(name: &str) -> Option<&'static Study> {

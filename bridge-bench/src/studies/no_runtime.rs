@@ -6,9 +6,11 @@
 //! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
+use super::echo::{EchoServer, MESSAGE};
+use super::route_note;
 use crate::harness::warm_up_tokio;
 use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
-use crate::report::{BASELINE, Goal, Measure, Row, ScenarioReport, rows};
+use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find, rows};
 use crate::stats::{Summary, ratio};
 use futures::future::join_all;
 use std::cell::RefCell;
@@ -16,18 +18,15 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle, Runtime};
-
-/// Bytes of every request and every response.
-const MESSAGE: usize = 64;
 
 /// `yield_now` calls per call in the yielding workload.
 const YIELDS: u32 = 4;
@@ -197,10 +196,6 @@ struct Env {
 }
 
 /// Runs the scenarios.
-///
-/// # Errors
-///
-/// If a tokio runtime, the echo server or the rayon pool cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let shared = Builder::new_multi_thread()
         .worker_threads(1)
@@ -424,58 +419,6 @@ impl<F: Future> Future for Counted<F> {
     }
 }
 
-/// An echo server on its own multi-thread runtime with one worker, in this process, on
-/// 127.0.0.1. Its tasks end when its runtime is dropped.
-struct EchoServer {
-    addr: SocketAddr,
-    runtime: Runtime,
-}
-
-impl EchoServer {
-    fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("echo-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, _)) => drop(tokio::spawn(echo(stream))),
-                    Err(e) => {
-                        // The listener closes: connects fail and the checksum fails,
-                        // instead of calls that hang.
-                        eprintln!("no-runtime: the echo server stops: {e}");
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Self { addr, runtime })
-    }
-}
-
-/// Echoes [`MESSAGE`]-byte messages until the client closes, then resets the connection
-/// (`SO_LINGER` 0): the client's close stays an ordinary one and leaves no socket in
-/// TIME_WAIT, which the connections opened per call would otherwise pile up.
-async fn echo(mut stream: TcpStream) {
-    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
-        return;
-    }
-    let mut buf = [0u8; MESSAGE];
-    while stream.read_exact(&mut buf).await.is_ok() {
-        if stream.write_all(&buf).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
-}
-
 /// The ratio of `a`'s median to `b`'s, and the median of their per-round ratios (round k of
 /// both ran side by side).
 fn ratios(a: &Row, b: &Row) -> (f64, f64) {
@@ -508,30 +451,17 @@ fn caller_text(caller: CallerKind) -> String {
 
 fn workload_text(workload: Workload) -> String {
     match workload {
-        Workload::Ready => "a future that is ready at its first poll (async move { i }, i \
-                            through black_box), its output through black_box"
-            .to_owned(),
-        Workload::Yield => {
-            format!("a future that awaits tokio::task::yield_now() {YIELDS} times, then returns i")
-        }
-        Workload::Tcp {
-            fan_out,
-            connect: false,
-        } => format!(
-            "{fan_out} concurrent request/response round trips of {MESSAGE} bytes (write, read \
-             the echo, check it), one on each of {fan_out} connections to the echo server that \
-             the caller keeps open from call to call (opened by its first call, registered with \
-             the runtime of the strategy; rt per call keeps them as std sockets and registers \
-             them with each call's runtime, a best case for it: a real client's pooled \
-             connections die with that runtime), joined with futures::future::join_all"
-        ),
-        Workload::Tcp {
-            fan_out,
-            connect: true,
-        } => format!(
-            "{fan_out} concurrent connects to the echo server, one {MESSAGE}-byte round trip on \
-             each, then close (the client closes first; the server then resets its end, \
-             SO_LINGER 0, so no TIME_WAIT piles up), joined with futures::future::join_all"
+        Workload::Ready => "a future that is ready at its first poll".to_owned(),
+        Workload::Yield => format!("a future that awaits tokio::task::yield_now() {YIELDS} times"),
+        Workload::Tcp { fan_out, connect } => format!(
+            "{fan_out} concurrent {MESSAGE}-byte round trips to the echo server, joined with \
+             join_all, {}",
+            if connect {
+                "each on a connection opened for it and closed after it"
+            } else {
+                "on connections the caller keeps from call to call (rt per call keeps them as \
+                 std sockets and registers them with each call's runtime)"
+            }
         ),
     }
 }
@@ -570,13 +500,10 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     drop(variants);
     let rows = rows(spec.name, &m);
     let route = match caller {
-        Caller::Thread => bridge_tokio::route(),
-        Caller::Rayon(pool) => pool.install(bridge_tokio::route),
+        Caller::Thread => route_note(),
+        Caller::Rayon(pool) => pool.install(route_note),
     };
-    let mut notes = vec![
-        format!("Route: bridge_tokio::route() from the caller returns {route:?}."),
-        against_shared(&rows),
-    ];
+    let mut notes = vec![route, against_shared(&rows)];
     notes.extend(polls.as_ref().map(polls_note));
     let report = ScenarioReport {
         name: spec.name,
@@ -600,10 +527,8 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
             std::thread::available_parallelism().map_or(0, usize::from),
         ),
         goals: vec![goal(workload)],
-        budgets: Vec::new(),
         notes,
         rows,
-        load_goals: Vec::new(),
         ..Default::default()
     };
     Done {
@@ -754,46 +679,59 @@ fn polls_of(done: &Done, strategy: Strategy) -> f64 {
 /// The summary table of the penalty by caller, workload and fan-out, the verdict and why.
 fn summary(all: &[Done]) -> Vec<String> {
     let (low, high) = PUBLISHED_PENALTY;
-    let mut table = format!(
-        "Summary: the shared one-worker runtime's penalty, {SHARED} over {PER_THREAD} \
-         (published: +{low:.0}% to +{high:.0}%, growing with fan-out), from the medians of \
-         this run; paired is the median of the per-round ratios (rounds ran side by side, so \
-         it is the steadier figure, and the placement and the verdict use it); extra is the \
-         difference of the medians; polls are per call, shared1 / rt per thread.\n\n\
-         | scenario | shared1 vs rt per thread | paired | extra µs per call | polls | shared1 vs \
-         rt per call | bridge vs rt per thread | placement |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
-    );
-    for done in all {
-        if let Some(p) = penalty(&done.report.rows) {
-            let _ = writeln!(
-                table,
-                "| {} | {:+.1}% | {:+.1}% | {:+.2} | {} | {:+.1}% | {:+.1}% | {} |",
-                done.spec.name,
-                p.per_thread,
-                p.paired,
-                p.extra_us,
-                match (
-                    polls_of(done, Strategy::Shared),
-                    polls_of(done, Strategy::PerThread),
-                ) {
-                    (a, b) if a.is_nan() || b.is_nan() => "-".to_owned(),
-                    (a, b) => format!("{a:.1} / {b:.1}"),
-                },
-                p.per_call,
-                p.bridge,
-                placement(p.paired)
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .filter_map(|done| {
+            let p = penalty(&done.report.rows)?;
+            let polls = (
+                polls_of(done, Strategy::Shared),
+                polls_of(done, Strategy::PerThread),
             );
-        }
-    }
-    vec![table.trim_end().to_owned(), verdict(all), WHY.to_owned()]
+            Some(vec![
+                done.spec.name.to_owned(),
+                format!("{:+.1}%", p.per_thread),
+                format!("{:+.1}%", p.paired),
+                format!("{:+.2}", p.extra_us),
+                if polls.0.is_nan() || polls.1.is_nan() {
+                    "-".to_owned()
+                } else {
+                    format!("{:.1} / {:.1}", polls.0, polls.1)
+                },
+                format!("{:+.1}%", p.per_call),
+                format!("{:+.1}%", p.bridge),
+                placement(p.paired).to_owned(),
+            ])
+        })
+        .collect();
+    let head = [
+        "scenario",
+        "shared1 vs rt per thread",
+        "paired",
+        "extra µs per call",
+        "polls",
+        "shared1 vs rt per call",
+        "bridge vs rt per thread",
+        "placement",
+    ];
+    let table = format!(
+        "Summary: the shared one-worker runtime's penalty, {SHARED} over {PER_THREAD} \
+         (published: +{low:.0}% to +{high:.0}%, growing with fan-out); paired is the median \
+         of the per-round ratios (the steadier figure, used for the placement and the \
+         verdict); extra is the difference of the medians; polls are per call, shared1 / rt \
+         per thread.\n\n{}",
+        report::table(&head, "---:", &rows).trim_end()
+    );
+    vec![table, verdict(all), WHY.to_owned()]
 }
 
 /// Whether the published penalty reproduces on the TCP fan-out with kept connections, from
 /// the paired ratios.
 fn verdict(all: &[Done]) -> String {
     let mut out = String::from("Verdict:");
-    for caller in [CallerKind::Thread, CallerKind::Rayon] {
+    for (caller, who) in [
+        (CallerKind::Thread, "plain thread"),
+        (CallerKind::Rayon, "rayon workers"),
+    ] {
         let by_fan_out: Vec<(usize, Penalty)> = all
             .iter()
             .filter(|d| d.spec.caller == caller)
@@ -808,40 +746,20 @@ fn verdict(all: &[Done]) -> String {
         let (Some(first), Some(last)) = (by_fan_out.first(), by_fan_out.last()) else {
             continue;
         };
-        let penalties: Vec<String> = by_fan_out
+        let each: Vec<String> = by_fan_out
             .iter()
-            .map(|(f, p)| {
-                format!(
-                    "{:+.1}% ({:+.1} µs per call) at fan-out {f}",
-                    p.paired, p.extra_us
-                )
-            })
+            .map(|(f, p)| format!("{:+.1}% ({:+.1} µs) at fan-out {f}", p.paired, p.extra_us))
             .collect();
         let shows = by_fan_out.iter().all(|(_, p)| p.paired > 0.0);
-        let in_range = by_fan_out
-            .iter()
-            .filter(|(_, p)| placement(p.paired) == "within the published range")
-            .count();
-        let grows = last.1.paired > first.1.paired;
-        let grows_us = last.1.extra_us > first.1.extra_us;
         let _ = write!(
             out,
-            " {}: {} ({in_range} of {} within the published range); {} from fan-out {} to {} \
-             in percent, and {} in µs per call.",
-            match caller {
-                CallerKind::Thread => "plain thread",
-                CallerKind::Rayon => "rayon workers",
-            },
-            penalties.join(", "),
-            by_fan_out.len(),
-            match (shows, grows) {
-                (true, true) => "the penalty reproduces and grows",
+            " {who}: {}; {}.",
+            each.join(", "),
+            match (shows, last.1.paired > first.1.paired) {
+                (true, true) => "the penalty reproduces and grows with fan-out",
                 (true, false) => "the penalty reproduces but does not grow",
                 (false, _) => "the penalty does not reproduce throughout",
             },
-            first.0,
-            last.0,
-            if grows_us { "grows" } else { "does not grow" },
         );
     }
     out
@@ -850,32 +768,19 @@ fn verdict(all: &[Done]) -> String {
 /// Why a shared runtime costs more than a current-thread runtime on the calling thread, and
 /// where it does not.
 const WHY: &str = "Why: Handle::block_on of a multi-thread runtime polls the future on the \
-     caller, but the I/O driver (epoll) belongs to the runtime's worker. An echo that arrives \
-     wakes the worker out of epoll_wait, and the worker then wakes the caller out of its park \
-     (a futex): two thread wake-ups per wake of the call, and a third thread that needs a CPU \
-     (on 2 CPUs that also run the echo server). A current-thread runtime's caller sleeps in \
-     epoll_wait itself, and the kernel wakes it directly. The penalty is therefore a cost per \
-     wake of the call, paid in microseconds: the echoes of a wider fan-out arrive spread out \
-     and wake the call more often (the polls column grows with fan-out for both), and under \
-     the shared runtime each of those wakes pays the extra hop; as a percentage it is large \
-     here because these calls do nothing but loopback I/O, where the published 6-17% came from \
-     queries that also did much CPU work per call, which dilutes the same microseconds. Where the call never waits for I/O the shared runtime is \
-     the cheaper one: for a ready future Handle::block_on costs less than a current-thread \
-     block_on (which enters its scheduler and checks its driver), and a yield wakes the caller \
-     in place under Handle::block_on, while a current-thread runtime polls its driver (an \
-     epoll_wait syscall) for each yield. spawn+wait moves the whole future to the worker, so \
-     the I/O wakes land where it is polled, but every call pays two hand-offs (the spawn \
-     wakes the parked worker, the oneshot wakes the caller), and the futures of several \
-     callers queue on the one worker. Caution: on this kind of machine (a small VM) waking an \
-     idle CPU costs from a few to tens of microseconds depending on where the scheduler left \
-     the threads (the most when the machine is otherwise idle and its CPUs sleep), so the \
-     medians move from run to run, most with two callers; the paired ratios and the polls are \
-     the steadier evidence.";
+     caller, but the I/O driver belongs to the runtime's worker: an echo wakes the worker, \
+     which wakes the caller, two thread wake-ups per wake of the call where a current-thread \
+     runtime's caller sleeps in epoll_wait itself. The penalty is a cost per wake, so it \
+     grows with fan-out in µs, and is large in percent here because these calls do only \
+     loopback I/O (the published 6-17% came from queries with much CPU work). Where the call \
+     never waits for I/O (ready, yield) the shared runtime is the cheaper one. On a small VM \
+     waking an idle CPU costs a few to tens of µs, so medians move from run to run; the \
+     paired ratios and the polls are the steadier evidence.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Measured, Measurement};
+    use crate::harness::Measurement;
 
     #[test]
     fn every_strategy_runs_every_workload() {
@@ -921,47 +826,17 @@ mod tests {
 
     #[test]
     fn penalty_placement_and_verdict() {
-        assert_eq!(placement(-1.0), "none (shared1 no slower)");
         assert_eq!(placement(3.0), "below the published range");
-        assert_eq!(placement(6.0), "within the published range");
         assert_eq!(placement(17.0), "within the published range");
-        assert_eq!(placement(30.0), "above the published range");
-        assert_eq!(placement(f64::NAN), "not measured");
-
-        let done_with = |spec: &'static Spec, shared: f64| {
-            let m = Measurement {
-                iters_per_round: 1,
-                ops_per_iter: 1,
-                rounds: 1,
-                variants: vec![
-                    Measured {
-                        name: PER_THREAD,
-                        samples: vec![10_000.0],
-                        background: Vec::new(),
-                    },
-                    Measured {
-                        name: SHARED,
-                        samples: vec![shared],
-                        background: Vec::new(),
-                    },
-                ],
-                load: None,
-            };
-            Done {
-                spec,
-                report: ScenarioReport {
-                    name: spec.name,
-                    varied: String::new(),
-                    fixed: String::new(),
-                    goals: Vec::new(),
-                    budgets: Vec::new(),
-                    notes: Vec::new(),
-                    rows: rows(spec.name, &m),
-                    load_goals: Vec::new(),
-                    ..Default::default()
-                },
-                polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),
-            }
+        let done_with = |spec: &'static Spec, shared: f64| Done {
+            spec,
+            report: ScenarioReport::measured(
+                spec.name,
+                "",
+                "",
+                &Measurement::of(1, [(PER_THREAD, vec![10_000.0]), (SHARED, vec![shared])]),
+            ),
+            polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),
         };
         let all = [
             done_with(&SPECS[2], 11_000.0),
@@ -969,28 +844,11 @@ mod tests {
         ];
         assert_eq!(
             verdict(&all),
-            "Verdict: plain thread: +10.0% (+1.0 µs per call) at fan-out 1, +20.0% (+2.0 µs \
-             per call) at fan-out 16 (1 of 2 within the published range); the penalty \
-             reproduces and grows from fan-out 1 to 16 in percent, and grows in µs per call."
+            "Verdict: plain thread: +10.0% (+1.0 µs) at fan-out 1, +20.0% (+2.0 µs) at fan-out \
+             16; the penalty reproduces and grows with fan-out."
         );
-        let p = penalty(&all[0].report.rows).unwrap();
-        assert!((p.per_thread - 10.0).abs() < 1e-9 && (p.paired - 10.0).abs() < 1e-9);
-        assert!((p.extra_us - 1.0).abs() < 1e-9);
-        assert!(p.per_call.is_nan() && p.bridge.is_nan());
-        assert_eq!(polls_of(&all[0], Strategy::Shared), 5.0);
         assert!(
             summary(&all)[0].contains("| thread-tcp-1 | +10.0% | +10.0% | +1.00 | 5.0 / 4.0 |")
         );
-    }
-
-    #[test]
-    fn specs_have_unique_names() {
-        for (k, s) in SPECS.iter().enumerate() {
-            assert!(
-                SPECS[k + 1..].iter().all(|t| t.name != s.name),
-                "{}",
-                s.name
-            );
-        }
     }
 }

@@ -2,18 +2,15 @@
 //! crossbeam's `bounded(1)` and std's mpsc, in four hand-offs from cheapest to most
 //! cross-thread; the two hand-offs from rayon again on a busy machine.
 
+use super::measured;
 use crate::busy::{Load, busy_frame, park_at_once_note};
-use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_on, warm_up_rayon};
-use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
+use crate::harness::{MISSING, Settings, Variant, timed, timed_on, warm_up_rayon};
+use crate::report::{Goal, ScenarioReport, busy_goals};
 use std::hint::black_box;
 use std::io;
 use tokio::runtime::{Builder, Runtime};
 
 /// Runs the four scenarios, then the two from rayon under a background load.
-///
-/// # Errors
-///
-/// If a tokio runtime or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let rt = Builder::new_current_thread().build()?;
     warm_up_rayon();
@@ -29,65 +26,48 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     Ok(reports)
 }
 
-fn scenario(
-    name: &'static str,
-    varied: &str,
-    fixed: String,
-    goals: Vec<Goal>,
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-) -> ScenarioReport {
-    loaded_scenario(
-        name,
-        varied,
-        fixed,
-        goals,
-        Vec::new(),
-        variants,
-        settings,
-        None,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn loaded_scenario(
-    name: &'static str,
-    varied: &str,
-    fixed: String,
-    goals: Vec<Goal>,
-    load_goals: Vec<LoadGoal>,
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-    load: Option<&Load>,
-) -> ScenarioReport {
-    let m = measure_loaded(variants, settings, load);
-    ScenarioReport {
-        name,
-        varied: varied.to_owned(),
-        fixed,
-        goals,
-        budgets: Vec::new(),
-        load_goals,
-        notes: Vec::new(),
-        rows: rows(name, &m),
-        ..Default::default()
-    }
-}
-
 /// The variants of rayon-to-async-busy that wait by parking at once: each receiver returns
-/// Pending at its first poll, and the current-thread runtime parks the thread on its driver
-/// without spinning.
+/// Pending at its first poll, and the current-thread runtime parks the thread on its driver.
 const ASYNC_PARK_AT_ONCE: &[&str] = &["tokio", "futures", "oneshot"];
 
-/// The variants of rayon-to-blocking-busy that park at once: tokio's blocking_recv and
-/// futures' block_on park the thread after one poll, the oneshot crate's recv parks once its
-/// waker is stored, std's mpsc recv once it is registered. crossbeam's recv is not one: it
-/// spins and yields (its Backoff) before it parks.
+/// The variants of rayon-to-blocking-busy that park at once (crossbeam's recv spins and
+/// yields before it parks).
 const BLOCKING_PARK_AT_ONCE: &[&str] = &["tokio", "futures", "oneshot", "std-mpsc", FLOOR];
 
 /// The variant of rayon-to-blocking that is the machine's wake-up floor: no channel, a bare
 /// park until the job's unpark.
 const FLOOR: &str = "park/unpark floor";
+
+const ASYNC_CHANNELS: &str = "the channel implementation (bridge, tokio, futures, the oneshot \
+                              crate 0.2).";
+
+/// A variant whose operation makes a channel with `$channel`, hands the sender to a job or
+/// task that sends `i`, and takes the value with `$take` (on `$rx`): awaited on `$rt` where it
+/// is given, blocking on the main thread otherwise.
+macro_rules! hop {
+    ($name:expr, $channel:expr, $rx:ident => $take:expr) => {
+        Variant::new($name, |n| {
+            timed(n, |i| {
+                let (tx, $rx) = $channel();
+                rayon::spawn(move || {
+                    let _ = tx.send(i);
+                });
+                $take.unwrap_or(MISSING)
+            })
+        })
+    };
+    ($rt:expr, $spawn:expr, $name:expr, $channel:expr) => {
+        Variant::new($name, |n| {
+            timed_on($rt, n, async |i| {
+                let (tx, rx) = $channel();
+                $spawn(move || {
+                    let _ = tx.send(i);
+                });
+                rx.await.unwrap_or(MISSING)
+            })
+        })
+    };
+}
 
 /// One rayon-to-blocking operation with no channel: the job stores `i + 1` in a shared
 /// atomic and unparks this thread, which parks until it sees the value. Every receive that
@@ -111,241 +91,116 @@ fn park_unpark_hop(i: u64) -> u64 {
 }
 
 fn same_thread(settings: &Settings) -> ScenarioReport {
+    macro_rules! local {
+        ($name:expr, $channel:expr, $rx:ident => $take:expr) => {
+            Variant::new($name, |n| {
+                timed(n, |i| {
+                    #[allow(unused_mut)] // oneshot and crossbeam take &self
+                    let (tx, mut $rx) = $channel();
+                    let _ = tx.send(black_box(i));
+                    black_box($take).unwrap_or(MISSING)
+                })
+            })
+        };
+    }
     let mut variants = [
-        Variant::new("bridge", |n| {
-            timed(n, |i| {
-                let (tx, mut rx) = bridge::oneshot::channel();
-                let _ = tx.send(black_box(i));
-                black_box(rx.try_recv()).unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("tokio", |n| {
-            timed(n, |i| {
-                let (tx, mut rx) = tokio::sync::oneshot::channel();
-                let _ = tx.send(black_box(i));
-                black_box(rx.try_recv()).unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("futures", |n| {
-            timed(n, |i| {
-                let (tx, mut rx) = futures::channel::oneshot::channel();
-                let _ = tx.send(black_box(i));
-                black_box(rx.try_recv()).ok().flatten().unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("oneshot", |n| {
-            timed(n, |i| {
-                let (tx, rx) = oneshot::channel();
-                let _ = tx.send(black_box(i));
-                black_box(rx.try_recv()).unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("crossbeam", |n| {
-            timed(n, |i| {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                let _ = tx.send(black_box(i));
-                black_box(rx.try_recv()).unwrap_or(MISSING)
-            })
-        }),
+        local!("bridge", bridge::oneshot::channel, rx => rx.try_recv().ok()),
+        local!("tokio", tokio::sync::oneshot::channel, rx => rx.try_recv().ok()),
+        local!("futures", futures::channel::oneshot::channel, rx => rx.try_recv().ok().flatten()),
+        local!("oneshot", oneshot::channel, rx => rx.try_recv().ok()),
+        local!("crossbeam", || crossbeam_channel::bounded(1), rx => rx.try_recv().ok()),
     ];
-    scenario(
-        "same-thread",
-        "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2, \
-         crossbeam-channel bounded(1)).",
-        "one thread; per operation: create a channel of u64, send, take the value with \
-         try_recv, drop both halves; inputs and results pass through black_box."
-            .to_owned(),
-        vec![Goal {
+    ScenarioReport {
+        goals: vec![Goal {
             peer: "oneshot",
             at_least: 1.0,
             text: "bridge no slower than the oneshot crate",
         }],
-        &mut variants,
-        settings,
-    )
+        ..measured(
+            "same-thread",
+            "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2, \
+             crossbeam-channel bounded(1)).",
+            "one thread; per operation: create a channel of u64, send, take the value with \
+             try_recv, drop both halves; inputs and results pass through black_box.",
+            &mut variants,
+            settings,
+            None,
+        )
+    }
+}
+
+/// Spawns `f` as a task of the current runtime.
+fn on_task(f: impl FnOnce() + Send + 'static) {
+    drop(tokio::spawn(async move { f() }));
 }
 
 fn await_current_thread(settings: &Settings, rt: &Runtime) -> ScenarioReport {
     let mut variants = [
-        Variant::new("bridge", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = bridge::oneshot::channel();
-                tokio::spawn(async move {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("tokio", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                tokio::spawn(async move {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("futures", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = futures::channel::oneshot::channel();
-                tokio::spawn(async move {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("oneshot", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = oneshot::channel();
-                tokio::spawn(async move {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
+        hop!(rt, on_task, "bridge", bridge::oneshot::channel),
+        hop!(rt, on_task, "tokio", tokio::sync::oneshot::channel),
+        hop!(rt, on_task, "futures", futures::channel::oneshot::channel),
+        hop!(rt, on_task, "oneshot", oneshot::channel),
     ];
-    scenario(
+    measured(
         "await-current-thread",
-        "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2).",
+        ASYNC_CHANNELS,
         "one tokio current-thread runtime, all work on one thread; per operation: create a \
-         channel of u64, tokio::spawn a task that sends, await the receiver (it is pending \
-         first, so it registers a waker and the sending task wakes it). The oneshot crate's \
-         receiver is awaited through its IntoFuture."
-            .to_owned(),
-        Vec::new(),
+         channel of u64, tokio::spawn a task that sends, await the receiver (pending first, so \
+         it registers a waker that the sending task wakes).",
         &mut variants,
         settings,
+        None,
     )
 }
 
 fn rayon_to_async(settings: &Settings, rt: &Runtime, load: Option<&Load>) -> ScenarioReport {
     let mut variants = [
-        Variant::new("bridge", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = bridge::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("tokio", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("futures", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = futures::channel::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("oneshot", |n| {
-            timed_on(rt, n, async |i| {
-                let (tx, rx) = oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.await.unwrap_or(MISSING)
-            })
-        }),
+        hop!(rt, rayon::spawn, "bridge", bridge::oneshot::channel),
+        hop!(rt, rayon::spawn, "tokio", tokio::sync::oneshot::channel),
+        hop!(
+            rt,
+            rayon::spawn,
+            "futures",
+            futures::channel::oneshot::channel
+        ),
+        hop!(rt, rayon::spawn, "oneshot", oneshot::channel),
     ];
     let (name, fixed) = busy_frame(
         "rayon-to-async",
         "rayon-to-async-busy",
         format!(
-            "a tokio current-thread runtime (chosen so the awaiting task is the block_on future \
-             on the main thread: the wake from rayon unparks that thread directly, with no \
-             second tokio worker in the path) and rayon's global pool of {} threads, warmed \
-             up first; per operation: create a channel of u64, rayon::spawn a job that sends, \
-             await the receiver.",
+            "a tokio current-thread runtime (the awaiting task is the block_on future on the \
+             main thread: the wake from rayon unparks that thread directly) and rayon's global \
+             pool of {} threads, warmed up first; per operation: create a channel of u64, \
+             rayon::spawn a job that sends, await the receiver.",
             rayon::current_num_threads()
         ),
         load,
     );
-    let mut report = loaded_scenario(
-        name,
-        "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2).",
-        fixed,
-        Vec::new(),
-        load.map_or_else(Vec::new, |_| busy_goals(ASYNC_PARK_AT_ONCE)),
-        &mut variants,
-        settings,
-        load,
-    );
-    if load.is_some() {
-        report.notes.push(park_at_once_note(
-            ASYNC_PARK_AT_ONCE,
-            "each receiver returns Pending at its first poll and the current-thread runtime \
-             then parks the main thread on its driver, with no spin.",
-        ));
+    ScenarioReport {
+        load_goals: load.map_or_else(Vec::new, |_| busy_goals(ASYNC_PARK_AT_ONCE)),
+        notes: load
+            .map(|_| {
+                park_at_once_note(
+                    ASYNC_PARK_AT_ONCE,
+                    "each receiver returns Pending at its first poll and the current-thread \
+                     runtime then parks the main thread on its driver, with no spin.",
+                )
+            })
+            .into_iter()
+            .collect(),
+        ..measured(name, ASYNC_CHANNELS, fixed, &mut variants, settings, load)
     }
-    report
 }
 
 fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport {
     let mut variants = [
-        Variant::new("bridge", |n| {
-            timed(n, |i| {
-                let (tx, rx) = bridge::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.recv_blocking().unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("tokio", |n| {
-            timed(n, |i| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.blocking_recv().unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("futures", |n| {
-            timed(n, |i| {
-                let (tx, rx) = futures::channel::oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                futures::executor::block_on(rx).unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("oneshot", |n| {
-            timed(n, |i| {
-                let (tx, rx) = oneshot::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.recv().unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("crossbeam", |n| {
-            timed(n, |i| {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.recv().unwrap_or(MISSING)
-            })
-        }),
-        Variant::new("std-mpsc", |n| {
-            timed(n, |i| {
-                let (tx, rx) = std::sync::mpsc::channel();
-                rayon::spawn(move || {
-                    let _ = tx.send(i);
-                });
-                rx.recv().unwrap_or(MISSING)
-            })
-        }),
+        hop!("bridge", bridge::oneshot::channel, rx => rx.recv_blocking()),
+        hop!("tokio", tokio::sync::oneshot::channel, rx => rx.blocking_recv()),
+        hop!("futures", futures::channel::oneshot::channel, rx => futures::executor::block_on(rx)),
+        hop!("oneshot", oneshot::channel, rx => rx.recv()),
+        hop!("crossbeam", || crossbeam_channel::bounded(1), rx => rx.recv()),
+        hop!("std-mpsc", std::sync::mpsc::channel, rx => rx.recv()),
         Variant::new(FLOOR, |n| timed(n, park_unpark_hop)),
     ];
     let (name, fixed) = busy_frame(
@@ -359,48 +214,50 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
         ),
         load,
     );
-    let goals = if load.is_some() {
-        Vec::new()
-    } else {
-        vec![
-            Goal {
-                peer: "crossbeam",
+    let floor = "bridge no slower than a bare park/unpark hop (this machine's wake-up floor, \
+                 measured in the same run; it replaces \"5x faster than tokio's \
+                 blocking_recv\", whose ratio is the machine's wake-up cost)";
+    let goals = [
+        (
+            "crossbeam",
+            "bridge at least as fast as crossbeam bounded(1)",
+        ),
+        (FLOOR, floor),
+    ];
+    ScenarioReport {
+        goals: goals
+            .into_iter()
+            .filter(|_| load.is_none())
+            .map(|(peer, text)| Goal {
+                peer,
                 at_least: 1.0,
-                text: "bridge at least as fast as crossbeam bounded(1)",
-            },
-            Goal {
-                peer: FLOOR,
-                at_least: 1.0,
-                text: "bridge no slower than a bare park/unpark hop (this machine's wake-up \
-                       floor, measured in the same run; it replaces \"5x faster than \
-                       tokio's blocking_recv\", whose ratio is the machine's wake-up cost)",
-            },
-        ]
-    };
-    let mut report = loaded_scenario(
-        name,
-        "the channel and its blocking receive: bridge recv_blocking, tokio blocking_recv, \
-         futures via futures::executor::block_on, the oneshot crate's recv, crossbeam \
-         bounded(1) recv, std::sync::mpsc::channel recv (std-mpsc); and no channel at all, \
-         the floor of any receive that parks (park/unpark floor: the job stores the value in \
-         a shared atomic and unparks the main thread, which parks until it sees it).",
-        fixed,
-        goals,
-        load.map_or_else(Vec::new, |_| busy_goals(BLOCKING_PARK_AT_ONCE)),
-        &mut variants,
-        settings,
-        load,
-    );
-    if load.is_some() {
-        report.notes.push(park_at_once_note(
-            BLOCKING_PARK_AT_ONCE,
-            "tokio's blocking_recv and futures' block_on park the thread after one poll, the \
-             oneshot crate's recv parks as soon as its waker is stored, and std's mpsc recv \
-             (the unbounded channel) parks as soon as it is registered, the park/unpark floor \
-             at once. crossbeam's recv does \
-             not count: it spins and yields before it parks, as bridge's recv_blocking spins \
-             before it parks.",
-        ));
+                text,
+            })
+            .collect(),
+        load_goals: load.map_or_else(Vec::new, |_| busy_goals(BLOCKING_PARK_AT_ONCE)),
+        notes: load
+            .map(|_| {
+                park_at_once_note(
+                    BLOCKING_PARK_AT_ONCE,
+                    "tokio's blocking_recv and futures' block_on park the thread after one \
+                     poll, the oneshot crate's and std's mpsc recv as soon as their waker or \
+                     thread is registered, the park/unpark floor at once. crossbeam's recv \
+                     spins and yields before it parks, as bridge's recv_blocking spins first.",
+                )
+            })
+            .into_iter()
+            .collect(),
+        ..measured(
+            name,
+            "the channel and its blocking receive: bridge recv_blocking, tokio blocking_recv, \
+             futures via futures::executor::block_on, the oneshot crate's recv, crossbeam \
+             bounded(1) recv, std::sync::mpsc recv (std-mpsc); and the floor of any receive \
+             that parks (park/unpark floor: the job stores the value in a shared atomic and \
+             unparks the main thread, which parks until it sees it).",
+            fixed,
+            &mut variants,
+            settings,
+            load,
+        )
     }
-    report
 }

@@ -3,29 +3,30 @@
 //! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
+use super::echo::{EchoServer, MESSAGE};
+use super::route_note;
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{self, warm_up_tokio};
 use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
-use crate::report::{BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, rows};
+use crate::report::{
+    BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, find, rows,
+};
 use crate::stats::{Summary, ratio};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 /// Request/response round trips per call in `no-runtime-tcp`, on the one connection the call
 /// opens. One value keeps the run short.
 const ROUND_TRIPS: u64 = 4;
-
-/// Bytes of every request and every response in `no-runtime-tcp`.
-const MESSAGE: usize = 64;
 
 /// Workers of the multi-thread runtime in `multi-thread-task`.
 const TASK_WORKERS: usize = 2;
@@ -68,10 +69,6 @@ const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
 /// Runs the scenarios on an idle machine (current-thread-task in three calling patterns),
 /// current-thread-task with all CPUs but one busy, then no-runtime-tcp and
 /// current-thread-task with every CPU busy.
-///
-/// # Errors
-///
-/// If a tokio runtime, the echo server, a thread or the background load cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let workers = thread::available_parallelism().map_or(1, usize::from);
     let shared = Builder::new_multi_thread()
@@ -121,10 +118,6 @@ fn current_thread() -> io::Result<Runtime> {
 fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
     let i = black_box(i);
     async move { i }
-}
-
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
 }
 
 /// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
@@ -201,17 +194,12 @@ fn loaded_scenario(
     }
 }
 
-fn route_note(route: bridge_tokio::Route) -> String {
-    format!("Route: bridge_tokio::route() from the calling code returns {route:?}.")
-}
-
 fn shared_frame(shared: &Runtime) -> String {
     format!(
         "the shared multi-thread runtime of handle.block_on is this study's own, with {} \
-         workers and enable_all, like bridge's IoRuntime::global ({} workers); both warmed up \
-         first (1,000 tasks ran on their workers, their blocking pools ran a closure). Every \
-         current-thread runtime has enable_all; thread-local rt.block_on keeps one per thread \
-         in a thread_local!, rt per call builds one per call and drops it at the end of it.",
+         workers, like bridge's IoRuntime::global ({} workers); both warmed up first. \
+         thread-local rt.block_on keeps a current-thread runtime per thread, rt per call \
+         builds one per call.",
         shared.metrics().num_workers(),
         bridge::rt::IoRuntime::global()
             .handle()
@@ -238,7 +226,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             })
         }),
     ];
-    let route = bridge_tokio::route();
+    let route = route_note();
     scenario(
         "no-runtime-ready",
         "how a plain thread runs the future: bridge::run_blocking (polled here with \
@@ -257,7 +245,7 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             text: "bridge::run_blocking at most 150 ns per call",
         }],
         |rows| {
-            let mut notes = vec![route_note(route)];
+            let mut notes = vec![route.clone()];
             if let (Some(bridge), Some(raw)) = (find(rows, BASELINE), find(rows, HANDLE)) {
                 notes.push(format!(
                     "Absolute: bridge::run_blocking {:.1} ns per call (median; min-max \
@@ -274,60 +262,6 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
         &mut variants,
         settings,
     )
-}
-
-/// An echo server on its own multi-thread runtime, in this process, on 127.0.0.1. Its accept
-/// loop and connection tasks end when it is dropped (its runtime shuts down).
-struct EchoServer {
-    addr: SocketAddr,
-    runtime: Runtime,
-}
-
-impl EchoServer {
-    fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("echo-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(accept_loop(listener));
-        Ok(Self { addr, runtime })
-    }
-}
-
-/// Accepts until the runtime shuts down, or until the first accept error: then the listener
-/// closes, connects fail and the scenario's checksum fails, instead of calls that hang.
-async fn accept_loop(listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(echo(stream));
-            }
-            Err(e) => {
-                eprintln!("run/no-runtime-tcp: the echo server stops: {e}");
-                return;
-            }
-        }
-    }
-}
-
-/// Echoes [`ROUND_TRIPS`] messages, waits for the client to close, then resets the
-/// connection (`SO_LINGER` 0): the client's close stays an ordinary one, and no socket is left
-/// in TIME_WAIT. Otherwise the tens of thousands of connections of a run would fill the
-/// loopback port range with TIME_WAIT sockets, and connect would slow down as the run goes on.
-async fn echo(mut stream: TcpStream) {
-    if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
-        return;
-    }
-    let mut buf = [0u8; MESSAGE];
-    for _ in 0..ROUND_TRIPS {
-        if stream.read_exact(&mut buf).await.is_err() || stream.write_all(&buf).await.is_err() {
-            return;
-        }
-    }
-    let _ = stream.read(&mut buf).await;
 }
 
 /// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] request/response round trips of
@@ -429,7 +363,7 @@ fn no_runtime_tcp(
             })
         }),
     ];
-    let route = bridge_tokio::route();
+    let route = route_note();
     let (name, fixed) = busy_frame(
         "no-runtime-tcp",
         "no-runtime-tcp-busy",
@@ -451,7 +385,7 @@ fn no_runtime_tcp(
             load.map_or_else(Vec::new, |_| busy_goals(TCP_PARK_AT_ONCE)),
         ),
         |rows| {
-            let mut notes = vec![route_note(route), penalty_note(rows)];
+            let mut notes = vec![route.clone(), penalty_note(rows)];
             if load.is_some() {
                 notes.push(park_at_once_note(
                     TCP_PARK_AT_ONCE,
@@ -474,13 +408,8 @@ fn no_runtime_tcp(
 fn tcp_frame(shared: &Runtime) -> String {
     format!(
         "the main thread, no runtime entered; per call: connect to an echo server on \
-         127.0.0.1, {ROUND_TRIPS} sequential round trips of {MESSAGE}-byte messages (write, \
-         read the echo, check it) on that one connection, then close it (the client closes \
-         first; the server then resets its end, SO_LINGER 0, so that no TIME_WAIT piles up \
-         over a run); TCP_NODELAY on both ends. N = {ROUND_TRIPS} round trips only, to keep \
-         the run short. The server runs in this process on its own multi-thread runtime with \
-         1 worker, one task per connection that echoes {ROUND_TRIPS} messages and waits for \
-         the client's close; {}",
+         127.0.0.1 (in this process, on a runtime of its own), {ROUND_TRIPS} sequential \
+         round trips of {MESSAGE}-byte messages, then close; {}",
         shared_frame(shared)
     )
 }
@@ -492,7 +421,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
         .build()?;
     warm_up_tokio(rt.handle());
     let route = rt
-        .block_on(rt.spawn(async { bridge_tokio::route() }))
+        .block_on(rt.spawn(async { route_note() }))
         .map_err(io::Error::other)?;
     let mut variants = [
         Variant::new(BASELINE, |n| {
@@ -517,14 +446,10 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             "a tokio multi-thread runtime with {TASK_WORKERS} workers and enable_all, warmed \
              up first (1,000 tasks ran on its workers, its blocking pool ran a closure); the \
              calling code is a task spawned on it; per call: a future that is ready at its \
-             first poll (async move {{ i }}, i through black_box), its output through \
-             black_box. A batch runs in one poll of that task (the futures are ready, so it \
-             never yields): the first block_in_place of a batch hands the worker's core to \
-             another thread and this thread goes on running the task without a core, so the \
-             later calls find no core to hand off. The numbers are therefore the cost of the \
-             calls around a block_in_place that has nothing to hand off, the same for both \
-             variants; a call that does hand the core off (after the task yielded) costs \
-             microseconds more, in both."
+             first poll. A batch runs in one poll of that task, so after the first call's \
+             block_in_place has handed the worker's core off, the later calls find none to \
+             hand off: the numbers are the cost around a block_in_place with nothing to hand \
+             off, the same for both variants."
         ),
         vec![Goal {
             peer: BLOCK_IN_PLACE,
@@ -532,20 +457,17 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             text: "bridge at most 1.2x raw block_in_place + Handle::block_on",
         }],
         Vec::new(),
-        |_| vec![route_note(route)],
+        |_| vec![route.clone()],
         &mut variants,
         settings,
     ))
 }
 
 /// What decides the cost of a handoff on a small machine.
-const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups (to the thread \
-     that runs the future, and back), and their cost depends on where the scheduler left the \
-     threads: a few microseconds when both threads share a CPU or the other CPU is busy, tens \
-     of microseconds when a wake-up must bring an idle CPU out of its halt (slow in a virtual \
-     machine). Which variant gets which can change from run to run with the machine's load, \
-     so a gap far larger than the code paths explain should be checked in a second run, or \
-     with the process pinned to one CPU.";
+const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups, which cost a \
+     few µs when the threads share a CPU and tens of µs when an idle CPU must wake (slow in a \
+     virtual machine); a gap far larger than the code paths explain should be checked in a \
+     second run.";
 
 /// A boxed future for the pre-spawned worker.
 type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -663,7 +585,7 @@ fn current_thread_task(
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
     let _ = worker.run(async {});
-    let route = rt.block_on(async { bridge_tokio::route() });
+    let route = rt.block_on(async { route_note() });
     let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
         Pattern::Batches => timed_on(&rt, n, async |i| op(i)),
         Pattern::Steady => {
@@ -747,14 +669,11 @@ fn current_thread_task(
     Ok(loaded_scenario(
         name,
         "how the block_on body of a current-thread runtime (which must not be blocked in \
-         place) gets a future run elsewhere: bridge::run_blocking (hands it to a pooled \
-         handoff worker that polls it with bridge's IoRuntime handle, and watches, then \
-         blocks on, a bridge oneshot); a pre-spawned worker (a \
-         dedicated std thread with its own current-thread runtime that takes boxed futures \
-         from a std mpsc channel, block_on each, and sends the output back on a bridge \
-         oneshot, received with recv_blocking); the same worker answering on a std mpsc \
-         channel instead (pre-spawned worker (mpsc)); where the batches allow it, a fresh \
-         thread per call (std::thread::spawn, a current-thread runtime built there, join).",
+         place) gets a future run elsewhere: bridge::run_blocking (a pooled handoff worker \
+         polls it; the caller waits on a bridge oneshot); a pre-spawned worker (a std thread \
+         with its own current-thread runtime, fed boxed futures over a std mpsc channel, \
+         answering on a bridge oneshot); the same answering on a std mpsc channel; where the \
+         batches allow it, a thread per call.",
         fixed,
         (
             goals,
@@ -766,7 +685,7 @@ fn current_thread_task(
             },
         ),
         |_| {
-            let mut notes = vec![route_note(route), WAKE_NOTE.to_owned()];
+            let mut notes = vec![route.clone(), WAKE_NOTE.to_owned()];
             if all_busy {
                 notes.push(park_at_once_note(
                     TASK_PARK_AT_ONCE,
@@ -787,53 +706,19 @@ fn current_thread_task(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Measured, Measurement};
+    use crate::harness::Measurement;
 
     #[test]
-    fn penalty_is_placed_against_the_published_range() {
-        assert_eq!(
-            against_published(-2.0),
-            "does not show up (no slower than the thread-local runtime)"
-        );
+    fn penalty_placement_and_paired_rounds() {
         assert_eq!(
             against_published(3.0),
             "shows up, below the published range"
         );
         assert_eq!(
-            against_published(6.0),
-            "shows up, within the published range"
-        );
-        assert_eq!(
             against_published(17.0),
             "shows up, within the published range"
         );
-        assert_eq!(
-            against_published(25.0),
-            "shows up, above the published range"
-        );
-        assert_eq!(against_published(f64::NAN), "not measured");
-    }
-
-    #[test]
-    fn compare_pairs_rounds() {
-        let m = Measurement {
-            iters_per_round: 10,
-            ops_per_iter: 1,
-            rounds: 3,
-            variants: vec![
-                Measured {
-                    name: "a",
-                    samples: vec![2.0, 4.0, 3.0],
-                    background: Vec::new(),
-                },
-                Measured {
-                    name: "b",
-                    samples: vec![1.0, 2.0, 4.0],
-                    background: Vec::new(),
-                },
-            ],
-            load: None,
-        };
+        let m = Measurement::of(3, [("a", vec![2.0, 4.0, 3.0]), ("b", vec![1.0, 2.0, 4.0])]);
         let rows = rows("s", &m);
         assert_eq!(
             compare(&rows[0], &rows[1]),

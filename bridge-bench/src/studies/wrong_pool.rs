@@ -4,16 +4,17 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
-use crate::harness::warm_up_tokio;
+use crate::harness::{self, warm_up_tokio};
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
 };
-use crate::report::{BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, rows};
+use crate::proc::{ThreadTally, os_threads, threads_note};
+use crate::report::{
+    BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows, table,
+};
 use crate::stats::{Summary, percentile};
-use crate::threads::{ThreadTally, os_threads};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -109,43 +110,6 @@ fn decode(seed: u64, rounds: u64) -> u64 {
         x = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
     }
     black_box(x)
-}
-
-/// The rounds of [`decode`] that take about [`DECODE_TARGET`] on this thread: doubles the
-/// rounds until a run takes at least 1 ms, then scales by the fastest of 20 such runs (the
-/// fastest, because a run that was preempted by other processes is slower, never faster).
-fn calibrate_decode() -> u64 {
-    let mut rounds = 1_024u64;
-    for _ in 0..30 {
-        let start = Instant::now();
-        decode(rounds, rounds);
-        if start.elapsed() >= Duration::from_millis(1) {
-            break;
-        }
-        rounds *= 2;
-    }
-    let fastest = (0..20)
-        .map(|k| {
-            let start = Instant::now();
-            decode(k, rounds);
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min);
-    let per_round = fastest / rounds as f64;
-    (DECODE_TARGET.as_secs_f64() / per_round).max(1.0) as u64
-}
-
-/// The median time of `runs` decodes of `rounds` rounds on this thread.
-fn decode_cost(rounds: u64, runs: usize) -> Duration {
-    let mut times: Vec<f64> = (0..runs as u64)
-        .map(|k| {
-            let start = Instant::now();
-            decode(k, rounds);
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 0.5))
 }
 
 /// The CPU time of every thread of this process so far, in ns: the sum of the first field of
@@ -530,37 +494,12 @@ impl Recorder {
     }
 
     fn threads_note(&self) -> String {
-        let mut out = String::from(
-            "Threads: the process's OS threads (`Threads:` in /proc/self/status, read outside \
-             the timed part): ",
-        );
-        match self.base {
-            Some(n) => {
-                let _ = write!(
-                    out,
-                    "{n} before measuring, everything warmed up (the main thread, {WORKERS} \
-                     query workers and 1 blocking thread, the delay server's worker and timer \
-                     thread, {} rayon threads, and what earlier studies left)",
-                    rayon::current_num_threads()
-                );
-            }
-            None => out.push_str("not readable before measuring"),
-        }
-        out.push_str(
-            "; right after each variant's batches, min-max (and in parentheses the growth \
-             during its own batches, summed): ",
-        );
-        for (k, log) in self.logs.borrow().iter().enumerate() {
-            let sep = if k == 0 { "" } else { "; " };
-            let _ = write!(out, "{sep}{} {}", log.name, log.threads);
-        }
-        out.push_str(
-            ". The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
-             the threads spawn_blocking starts stay during the other variants' later batches \
-             (variants are calibrated in table order): compare the growth in parentheses, \
-             not the totals.",
-        );
-        out
+        let logs = self.logs.borrow();
+        threads_note(
+            self.base,
+            ", everything warmed up",
+            logs.iter().map(|log| (log.name, log.threads)),
+        )
     }
 }
 
@@ -592,45 +531,45 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
-}
-
 /// The summary table: per variant, wall time, read p50 and p99 against the nominal delay,
 /// CPU time and thread count.
 fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> String {
     let nominal = DELAY.as_secs_f64() * 1e9;
-    let mut out = format!(
-        "Summary (medians over rounds; read p50 and p99 are those of each round's {} reads, \
-         nominal read {:.1} ms; CPU is the process's CPU time per iteration, all threads, \
-         from /proc/self/task/*/schedstat):\n\n\
-         | variant | wall ms/iteration, median (min-max) | read p50 ms | p50 / nominal | read \
-         p99 ms | p99 / nominal | CPU ms/iteration | threads after its batches |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-        QUERIES * READS,
-        ms(nominal)
-    );
-    for w in wall {
-        let (Some(a), Some(b)) = (find(p50, &w.variant), find(p99, &w.variant)) else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {:.1} ({:.1}-{:.1}) | {:.2} | {:.2}x | {:.2} | {:.2}x | {:.1} | {} |",
-            w.variant,
-            ms(w.ns.median),
-            ms(w.ns.min),
-            ms(w.ns.max),
-            ms(a.ns.median),
-            a.ns.median / nominal,
-            ms(b.ns.median),
-            b.ns.median / nominal,
-            ms(recorder.cpu_of(&w.variant, w.rounds)),
-            recorder.threads_of(&w.variant),
-        );
-    }
-    out.pop();
-    out
+    let rows: Vec<Vec<String>> = wall
+        .iter()
+        .filter_map(|w| {
+            let (a, b) = (
+                find(p50, &w.variant)?.ns.median,
+                find(p99, &w.variant)?.ns.median,
+            );
+            Some(vec![
+                w.variant.clone(),
+                format!(
+                    "{:.1} ({:.1}-{:.1})",
+                    ms(w.ns.median),
+                    ms(w.ns.min),
+                    ms(w.ns.max)
+                ),
+                format!("{:.2} ({:.2}x)", ms(a), a / nominal),
+                format!("{:.2} ({:.2}x)", ms(b), b / nominal),
+                format!("{:.1}", ms(recorder.cpu_of(&w.variant, w.rounds))),
+                recorder.threads_of(&w.variant),
+            ])
+        })
+        .collect();
+    let head = [
+        "variant",
+        "wall ms/iteration (min-max)",
+        "read p50 ms (/ nominal)",
+        "read p99 ms (/ nominal)",
+        "CPU ms/iteration",
+        "threads after its batches",
+    ];
+    format!(
+        "Summary (medians over rounds; CPU is the process's CPU time per iteration, from \
+         /proc/self/task/*/schedstat):\n\n{}",
+        table(&head, "---:", &rows).trim_end()
+    )
 }
 
 /// What bounds the wall time of an iteration, from the calibrated decode cost.
@@ -638,39 +577,19 @@ fn bounds_note(cost: Duration, cpus: usize) -> String {
     let decodes = (QUERIES * READS) as f64;
     let cpu_bound = decodes * cost.as_secs_f64() * 1e3 / cpus.max(1) as f64;
     let path = READS as f64 * (DELAY + cost).as_secs_f64() * 1e3;
-    let mut out = format!(
-        "Bounds: the {decodes:.0} decodes of an iteration take {:.1} ms of CPU, so at least \
-         {cpu_bound:.1} ms of wall on {cpus} CPUs; one query's critical path is {READS} x \
-         (read + decode) = {path:.1} ms. ",
-        decodes * cost.as_secs_f64() * 1e3,
-    );
-    if cpu_bound > path {
-        out.push_str(
-            "The CPU bound is the larger, so an iteration is CPU-bound whatever the variant, \
-             and wall times should be close; what differs is where the queue forms: inline, \
-             ready responses wait for a worker that is decoding (the read's duration grows); \
-             offloaded, decodes wait in the pool's queue while the workers stay free to \
-             take responses and issue reads.",
-        );
-    } else {
-        out.push_str(
-            "The critical path is the larger, so an iteration is latency-bound: a variant \
-             that delays reads delays the whole iteration.",
-        );
-    }
-    match std::fs::read_to_string("/proc/loadavg") {
-        Ok(load) => {
-            let load: Vec<&str> = load.split_whitespace().take(3).collect();
-            let _ = write!(
-                out,
-                " Load average before measuring (/proc/loadavg, 1/5/15 min): {}; anything \
-                 else running on the machine competes for the same CPUs.",
-                load.join(" ")
-            );
-        }
-        Err(_) => out.push_str(" Load average: not read."),
-    }
-    out
+    format!(
+        "Bounds: the {decodes:.0} decodes of an iteration need at least {cpu_bound:.1} ms of \
+         wall on {cpus} CPUs; one query's critical path is {READS} x (read + decode) = \
+         {path:.1} ms. {} Load average before measuring: {}.",
+        if cpu_bound > path {
+            "The CPU bound is the larger, so wall times should be close; what differs is where \
+             the queue forms: inline, responses wait for a decoding worker (reads grow); \
+             offloaded, decodes wait in the pool's queue."
+        } else {
+            "The critical path is the larger: a variant that delays reads delays the iteration."
+        },
+        crate::proc::load_average().unwrap_or_else(|| "not read".to_owned()),
+    )
 }
 
 fn varied() -> String {
@@ -683,10 +602,6 @@ fn varied() -> String {
 
 /// Runs the study: one measurement of all four variants, reported as wall time, read p50 and
 /// read p99.
-///
-/// # Errors
-///
-/// What the `watch` scenario saw for one variant.
 struct Watched {
     /// The slow polls the bridge named, and the held-runtime reports of its probe.
     slow_polls: u64,
@@ -848,24 +763,13 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
         measure: Measure::ms("read"),
         rows: rows(
             "watch",
-            &Measurement {
-                iters_per_round: 1,
-                ops_per_iter: 1,
-                rounds: 1,
-                variants: vec![
-                    Measured {
-                        name: BASELINE,
-                        samples: bridged.reads.clone(),
-                        background: Vec::new(),
-                    },
-                    Measured {
-                        name: INLINE,
-                        samples: inline.reads.clone(),
-                        background: Vec::new(),
-                    },
+            &Measurement::of(
+                1,
+                [
+                    (BASELINE, bridged.reads.clone()),
+                    (INLINE, inline.reads.clone()),
                 ],
-                load: None,
-            },
+            ),
         ),
         judged: vec![named, users_named, silent],
         notes: vec![
@@ -880,8 +784,8 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
 /// If a tokio runtime, the delay server or its timer thread cannot be started.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
-    let rounds = calibrate_decode();
-    let cost = decode_cost(rounds, 101);
+    let rounds = harness::calibrate(DECODE_TARGET, |n| decode(n, n));
+    let cost = harness::median_time(101, |k| decode(k, rounds));
     let server = DelayServer::start()?;
     let addr = server.addr;
     let rt = query_runtime()?;
@@ -901,29 +805,20 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
     let fixed = format!(
-        "a tokio multi-thread runtime with {WORKERS} workers and enable_all drives the \
-         queries (warmed up: 1,000 tasks ran on its workers, its blocking pool ran a closure); \
-         rayon's global pool has {} threads (every worker ran a job first); {} CPUs. Per \
-         iteration: {QUERIES} queries spawned at once on that runtime and awaited from its \
-         block_on; each connects to the object store on 127.0.0.1, then makes {READS} \
-         sequential reads (write a {REQUEST}-byte request, read the {RESPONSE}-byte \
-         response, TCP_NODELAY), each followed by a decode of the response: {rounds} dependent \
-         xorshift-multiply rounds, calibrated at start to {} µs and measured at {:.0} µs \
-         (median of 101 runs on the idle main thread). The object store runs in this process: \
-         a tokio runtime with 1 worker answers each request {:.1} ms after it arrived, timed \
-         by a thread of its own that sleeps on a condvar until the next reply is due (no CPU \
-         burnt, no rounding to tokio's 1 ms timer tick). A read's duration is measured in the \
-         query's task, from writing the request to having the whole response, so a response \
-         that waits for a busy worker counts. Unloaded read ({} reads of {FLOOR_QUERIES} \
-         queries run one at a time, no decode): p50 {:.2} ms ({:.2}x nominal), p99 {:.2} ms.",
+        "a tokio multi-thread runtime with {WORKERS} workers drives the queries; rayon's \
+         global pool has {} threads; {cpus} CPUs; all warmed up. Per iteration: {QUERIES} \
+         queries spawned at once, each connecting to the object store on 127.0.0.1 and making \
+         {READS} sequential reads ({REQUEST}-byte request, {RESPONSE}-byte response), each \
+         followed by a decode ({rounds} xorshift-multiply rounds, {:.0} µs on an idle \
+         thread). The store, in this process, answers each request {:.1} ms after it arrived \
+         (a timer thread of its own, no rounding to tokio's tick). A read's duration runs from \
+         writing the request to having the response, so a response that waits for a busy \
+         worker counts. Unloaded read ({FLOOR_QUERIES} queries one at a time, no decode): p50 \
+         {:.2} ms, p99 {:.2} ms.",
         rayon::current_num_threads(),
-        cpus,
-        DECODE_TARGET.as_micros(),
         cost.as_secs_f64() * 1e6,
         ms(nominal_ns),
-        floor.len(),
         ms(percentile(&floor, 0.5)),
-        percentile(&floor, 0.5) / nominal_ns,
         ms(percentile(&floor, 0.99)),
     );
 
@@ -953,10 +848,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 at_least: 1.0 / WALL_SLACK,
                 text: "bridge wall time at most 1.05x tokio-rayon's",
             }],
-            budgets: Vec::new(),
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         ScenarioReport {
@@ -969,14 +862,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 ms(nominal_ns)
             ),
             measure: Measure::ms("read p50"),
-            goals: Vec::new(),
             budgets: vec![Budget {
                 max_ns: READ_SLACK * nominal_ns,
                 text: "bridge read p50 at most 1.5x the nominal 2 ms",
             }],
-            notes: Vec::new(),
             rows: p50,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         ScenarioReport {
@@ -989,11 +879,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 ms(nominal_ns)
             ),
             measure: Measure::ms("read p99"),
-            goals: Vec::new(),
-            budgets: Vec::new(),
             notes: vec![table],
             rows: p99,
-            load_goals: Vec::new(),
             ..Default::default()
         },
         watch,
@@ -1003,13 +890,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decode_is_deterministic_and_depends_on_its_input() {
-        assert_eq!(decode(5, 100), decode(5, 100));
-        assert_ne!(decode(5, 100), decode(6, 100));
-        assert_ne!(decode(5, 100), decode(5, 101));
-    }
 
     #[test]
     fn timer_fires_in_deadline_order_and_not_early() {

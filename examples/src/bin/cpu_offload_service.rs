@@ -15,8 +15,8 @@
 //! on any wrong answer.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin cpu_offload_service
-//! RUST_LOG=debug cargo run -p bridge-examples --bin cpu_offload_service  # more lines
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin cpu_offload_service
+//! RUST_LOG=debug cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin cpu_offload_service  # more lines
 //! ```
 
 use anyhow::{Context as _, bail, ensure};

@@ -13,7 +13,7 @@
 //! non-zero unless a warning named the `/hash` handler's line.
 //!
 //! ```sh
-//! cargo run --release -p bridge-examples --bin held_service
+//! cargo run --release --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin held_service
 //! ```
 
 use anyhow::{bail, ensure};

@@ -11,7 +11,7 @@
 //! a wrong count.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin metrics_export
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin metrics_export
 //! ```
 
 use anyhow::ensure;

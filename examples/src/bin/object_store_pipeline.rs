@@ -20,7 +20,7 @@
 //! mismatch.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin object_store_pipeline
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin object_store_pipeline
 //! ```
 
 use anyhow::{Context as _, bail, ensure};

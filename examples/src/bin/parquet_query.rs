@@ -49,12 +49,12 @@
 //! medians of 5 program runs): without the read-ahead a query took 347 to 394 ms, with it 238
 //! to 270 ms. The overlap saves 109 to 151 ms, about a third: nearly all of the 8 reads of
 //! 15 ms that it can hide behind the decode. Run
-//! `cargo run --release -p bridge-examples --bin parquet_query` to see yours. The debug build
+//! `cargo run --release --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin parquet_query` to see yours. The debug build
 //! (`.ci/examples` runs it) takes about 3 s; the release build about 4 s.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin parquet_query
-//! cargo run --release -p bridge-examples --bin parquet_query  # the timings above
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin parquet_query
+//! cargo run --release --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin parquet_query  # the timings above
 //! ```
 
 use anyhow::{Context as _, bail, ensure};

@@ -15,7 +15,7 @@
 //! body.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin sync_cli_fetch
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin sync_cli_fetch
 //! ```
 
 use anyhow::{Context as _, bail, ensure};

@@ -14,7 +14,7 @@
 //! Every value is checked. It prints the totals and exits; non-zero on any wrong value.
 //!
 //! ```sh
-//! cargo run -p bridge-examples --bin sync_trait_over_object_store
+//! cargo run --manifest-path bridge-bench/Cargo.toml -p bridge-examples --bin sync_trait_over_object_store
 //! ```
 
 use anyhow::{Context as _, ensure};
