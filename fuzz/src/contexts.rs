@@ -29,7 +29,7 @@ use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
 /// A boxed future that can move between threads: an async call site, or a call made there.
@@ -98,28 +98,6 @@ impl Ctx {
         Ctx::Nested,
     ];
 
-    /// A short name, for tables and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ctx::Thread => "plain thread",
-            Ctx::Rayon => "rayon worker",
-            Ctx::FuturesExecutor => "futures::executor::block_on",
-            Ctx::MultiTask => "mt: worker task",
-            Ctx::MultiBody => "mt: block_on body",
-            Ctx::MultiBlocking => "mt: spawn_blocking",
-            Ctx::CurrentBody => "ct: block_on body",
-            Ctx::CurrentTask => "ct: task",
-            Ctx::CurrentBlocking => "ct: spawn_blocking",
-            Ctx::CurrentLocalBody => "ct: LocalSet body",
-            Ctx::CurrentLocalTask => "ct: spawn_local",
-            Ctx::MultiLocalBody => "mt: LocalSet body",
-            Ctx::MultiLocalTask => "mt: spawn_local",
-            Ctx::MultiRunUntil => "mt: run_until in block_on",
-            Ctx::BlockOn => "bridge_core::block_on",
-            Ctx::Nested => "nested run_blocking",
-        }
-    }
-
     /// The call site is inside an async body, where a sibling future can sit beside it.
     pub fn is_async(self) -> bool {
         !matches!(
@@ -148,28 +126,17 @@ impl Ctx {
         match self {
             Ctx::Thread | Ctx::Rayon => Route::Inline,
             Ctx::MultiTask => Route::OnWorker,
+            // The future of a call with no runtime, or of a handoff, is polled on a thread no
+            // runtime has entered (polled right there again); that of a call on a worker, on
+            // that worker in its first poll (see `Shape::route` for the later ones).
+            Ctx::Nested if outer == Route::OnWorker => Route::OnWorker,
+            Ctx::Nested => Route::Inline,
+            // A runtime-free executor changes nothing about the tokio context.
+            Ctx::FuturesExecutor | Ctx::BlockOn => outer,
             // A multi-thread runtime's other threads (a `LocalSet` refuses block_in_place)
             // and every thread of a current-thread runtime (its spawn_blocking threads are
             // inside its context) hand the future to a thread of its own.
-            Ctx::MultiBody
-            | Ctx::MultiBlocking
-            | Ctx::MultiLocalBody
-            | Ctx::MultiLocalTask
-            | Ctx::MultiRunUntil
-            | Ctx::CurrentBody
-            | Ctx::CurrentTask
-            | Ctx::CurrentBlocking
-            | Ctx::CurrentLocalBody
-            | Ctx::CurrentLocalTask => Route::Handoff,
-            // The future of a call with no runtime, or of a handoff, is polled on a thread no
-            // runtime has entered (polled right there again); that of a call on a worker, on
-            // that worker (after block_in_place).
-            Ctx::Nested => match outer {
-                Route::OnWorker => Route::OnWorker,
-                _ => Route::Inline,
-            },
-            // A runtime-free executor changes nothing about the tokio context.
-            Ctx::FuturesExecutor | Ctx::BlockOn => outer,
+            _ => Route::Handoff,
         }
     }
 
@@ -182,53 +149,47 @@ impl Ctx {
     /// of `site`.
     pub fn enter<T: Send + 'static>(self, site: Site<T>, resources: Resources, level: usize) -> T {
         use tokio::task::{LocalSet, spawn_blocking, spawn_local};
+        let on_multi_thread = matches!(
+            self,
+            Ctx::MultiTask
+                | Ctx::MultiBody
+                | Ctx::MultiBlocking
+                | Ctx::MultiLocalBody
+                | Ctx::MultiLocalTask
+                | Ctx::MultiRunUntil
+        );
         match self {
             Ctx::Thread => site.run(),
-            Ctx::Rayon => match resources {
-                Resources::PoolPerLevel => rayon_pool(level).install(move || site.run()),
-                _ => rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .expect("a rayon pool")
-                    .install(move || site.run()),
-            },
+            Ctx::Rayon if resources == Resources::PoolPerLevel => {
+                rayon_pool(level).install(move || site.run())
+            }
+            Ctx::Rayon => rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .expect("a rayon pool")
+                .install(move || site.run()),
             Ctx::FuturesExecutor => futures::executor::block_on(site.into_future()),
-            Ctx::MultiTask => with_multi_thread(resources, |rt| {
-                task(rt.block_on(async move { tokio::spawn(site.into_future()).await }))
-            }),
-            Ctx::MultiBody => with_multi_thread(resources, |rt| rt.block_on(site.into_future())),
-            Ctx::MultiBlocking => with_multi_thread(resources, |rt| {
-                task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
-            }),
-            Ctx::CurrentBody => current_thread().block_on(site.into_future()),
-            Ctx::CurrentTask => task(
-                current_thread().block_on(async move { tokio::spawn(site.into_future()).await }),
-            ),
-            Ctx::CurrentBlocking => task(
-                current_thread().block_on(async move { spawn_blocking(move || site.run()).await }),
-            ),
-            Ctx::CurrentLocalBody => {
-                LocalSet::new().block_on(&current_thread(), site.into_future())
-            }
-            Ctx::CurrentLocalTask => {
-                task(LocalSet::new().block_on(&current_thread(), async move {
-                    spawn_local(site.into_future()).await
-                }))
-            }
-            Ctx::MultiLocalBody => with_multi_thread(resources, |rt| {
-                LocalSet::new().block_on(rt, site.into_future())
-            }),
-            Ctx::MultiLocalTask => with_multi_thread(resources, |rt| {
-                task(
-                    LocalSet::new()
-                        .block_on(rt, async move { spawn_local(site.into_future()).await }),
-                )
-            }),
-            Ctx::MultiRunUntil => with_multi_thread(resources, |rt| {
-                rt.block_on(async move { LocalSet::new().run_until(site.into_future()).await })
-            }),
             Ctx::BlockOn => bridge_core::block_on(site.into_future()),
             Ctx::Nested => run_blocking(site.into_future()),
+            _ => with_runtime(on_multi_thread, resources, move |rt| match self {
+                Ctx::MultiTask | Ctx::CurrentTask => {
+                    task(rt.block_on(async move { tokio::spawn(site.into_future()).await }))
+                }
+                Ctx::MultiBlocking | Ctx::CurrentBlocking => {
+                    task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
+                }
+                Ctx::MultiLocalBody | Ctx::CurrentLocalBody => {
+                    LocalSet::new().block_on(rt, site.into_future())
+                }
+                Ctx::MultiLocalTask | Ctx::CurrentLocalTask => task(
+                    LocalSet::new()
+                        .block_on(rt, async move { spawn_local(site.into_future()).await }),
+                ),
+                Ctx::MultiRunUntil => {
+                    rt.block_on(async move { LocalSet::new().run_until(site.into_future()).await })
+                }
+                _ => rt.block_on(site.into_future()),
+            }),
         }
     }
 }
@@ -251,20 +212,12 @@ pub fn route_at_top(stack: &[Ctx]) -> Route {
 }
 
 /// What runs in a context: sync code, or an async body (only where [`Ctx::is_async`]).
+#[allow(missing_debug_implementations)]
 pub enum Site<T> {
     /// Synchronous code.
     Sync(Box<dyn FnOnce() -> T + Send>),
     /// An async body, polled by the context's executor.
     Async(BoxFuture<T>),
-}
-
-impl<T> std::fmt::Debug for Site<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Site::Sync(_) => "Site::Sync",
-            Site::Async(_) => "Site::Async",
-        })
-    }
 }
 
 impl<T: Send + 'static> Site<T> {
@@ -299,28 +252,25 @@ pub enum Resources {
     SharedMultiThread,
 }
 
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a multi-thread runtime")
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime")
-}
-
-/// Runs `f` with a multi-thread runtime: the shared one, or a fresh one dropped afterwards.
-fn with_multi_thread<R>(resources: Resources, f: impl FnOnce(&tokio::runtime::Runtime) -> R) -> R {
-    static SHARED: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    if resources == Resources::SharedMultiThread {
-        return f(SHARED.get_or_init(multi_thread));
+/// Runs `f` with a runtime, I/O and timers enabled: a multi-thread one (two workers), the
+/// shared one or a fresh one, or a fresh current-thread one; a fresh one is dropped after.
+fn with_runtime<R>(
+    multi_thread: bool,
+    resources: Resources,
+    f: impl FnOnce(&tokio::runtime::Runtime) -> R,
+) -> R {
+    use tokio::runtime::{Builder, Runtime};
+    static SHARED: OnceLock<Runtime> = OnceLock::new();
+    let build = |builder: &mut Builder| builder.enable_all().build().expect("a runtime");
+    let multi = || build(Builder::new_multi_thread().worker_threads(2));
+    if multi_thread && resources == Resources::SharedMultiThread {
+        return f(SHARED.get_or_init(multi));
     }
-    let runtime = multi_thread();
+    let runtime = if multi_thread {
+        multi()
+    } else {
+        build(&mut Builder::new_current_thread())
+    };
     let result = f(&runtime);
     drop(runtime);
     result
@@ -439,63 +389,33 @@ impl Shape {
     /// The route of a call in this shape at the top of `stack`; `None` from a thread-local
     /// destructor, where it depends on which of the thread's thread-locals are gone already.
     pub fn route(self, stack: &[Ctx]) -> Option<Route> {
+        let (top, below) = match stack.split_last() {
+            Some((&top, below)) => (Some(top), route_at_top(below)),
+            None => (None, Route::Inline),
+        };
         match self {
             Shape::NestedInJoin => Some(Ctx::Nested.route(route_at_top(stack))),
             Shape::ThreadLocalDestructor => None,
-            _ => Some(route_at_top(stack)),
-        }
-    }
-}
-
-/// A call, made from sync code or from an async call site (the sibling shapes).
-pub struct Call<T> {
-    sync: Box<dyn FnOnce() -> T + Send>,
-    at_async_site: Option<Box<dyn FnOnce() -> BoxFuture<T> + Send>>,
-}
-
-impl<T> std::fmt::Debug for Call<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Call")
-    }
-}
-
-impl<T: Send + 'static> Call<T> {
-    /// The call `f`, the same from sync code and from an async call site.
-    pub fn new(f: impl FnOnce() -> T + Send + 'static) -> Self {
-        Self {
-            sync: Box::new(f),
-            at_async_site: None,
-        }
-    }
-
-    /// From sync code `sync`, and at an async call site the future that `at_async_site`
-    /// makes (a call that a user writes with `.await` there).
-    pub fn with_async(
-        sync: impl FnOnce() -> T + Send + 'static,
-        at_async_site: impl FnOnce() -> BoxFuture<T> + Send + 'static,
-    ) -> Self {
-        Self {
-            sync: Box::new(sync),
-            at_async_site: Some(Box::new(at_async_site)),
-        }
-    }
-
-    fn at_async_site(self) -> BoxFuture<T> {
-        match self.at_async_site {
-            Some(make) => make(),
-            None => {
-                let sync = self.sync;
-                Box::pin(async move { sync() })
+            // After a tick, in a later poll of the top's future: a nested run_blocking's
+            // future on a worker was not ready in its first poll, so the worker has left the
+            // scheduler (block_in_place), and a call there hands off.
+            Shape::JoinedSibling | Shape::SelectedSibling
+                if top == Some(Ctx::Nested) && below == Route::OnWorker =>
+            {
+                Some(Route::Handoff)
             }
+            _ => Some(route_at_top(stack)),
         }
     }
 }
 
 /// The site that makes `call` in `shape` at the top of a stack whose top context is `top`
 /// (`None`: no context), the sibling timers ticking every `tick`; `helper_first`: the call's
-/// branch of a `join!` comes first. The outcome goes to `report`, at once or (a thread-local
-/// destructor) when the thread exits; `Err` if the shape itself failed (the timer branch
-/// won, the drop ran with no panic unwinding, the outer `run_blocking` panicked).
+/// branch of a `join!` comes first. At an async call site (the sibling shapes) the call is
+/// the future `at_async_site` makes (as a user writes it there, with `.await`). The outcome
+/// goes to `report`, at once or (a thread-local destructor) when the thread exits; `Err` if
+/// the shape itself failed (the timer branch won, the drop ran with no panic unwinding, the
+/// outer `run_blocking` panicked).
 ///
 /// # Panics
 ///
@@ -505,7 +425,8 @@ pub fn site<T: Send + 'static>(
     top: Option<Ctx>,
     tick: Duration,
     helper_first: bool,
-    call: Call<T>,
+    call: impl FnOnce() -> T + Send + 'static,
+    at_async_site: impl FnOnce() -> BoxFuture<T> + Send + 'static,
     report: impl FnOnce(Result<T, String>) + Send + 'static,
 ) -> Site<()> {
     assert!(
@@ -518,10 +439,10 @@ pub fn site<T: Send + 'static>(
     };
     match shape {
         Shape::Plain | Shape::SiblingsAtEveryLevel => {
-            Site::Sync(Box::new(move || report(Ok((call.sync)()))))
+            Site::Sync(Box::new(move || report(Ok(call()))))
         }
         Shape::JoinedSibling => Site::Async(Box::pin(async move {
-            let call = call.at_async_site();
+            let call = at_async_site();
             let after_a_tick = async move {
                 pause(tick.period, tick.tokio_timers).await;
                 call.await
@@ -529,7 +450,7 @@ pub fn site<T: Send + 'static>(
             report(Ok(joined(after_a_tick, tick, helper_first).await));
         })),
         Shape::SelectedSibling => Site::Async(Box::pin(async move {
-            report(selected(call.at_async_site(), tick).await);
+            report(selected(at_async_site(), tick).await);
         })),
         Shape::NestedInJoin => Site::Sync(Box::new(move || {
             // run_blocking's polls have a runtime entered: the sibling uses tokio's timer.
@@ -537,17 +458,14 @@ pub fn site<T: Send + 'static>(
                 tokio_timers: true,
                 ..tick
             };
-            let sync = call.sync;
             let outer = panic::catch_unwind(AssertUnwindSafe(|| {
-                run_blocking(joined(async move { sync() }, tick, helper_first))
+                run_blocking(joined(async move { call() }, tick, helper_first))
             }));
             report(outer.map_err(|p| format!("the outer call: {}", panic_message(&*p))));
         })),
-        Shape::DropWhileUnwinding => {
-            Site::Sync(Box::new(move || report(while_unwinding(call.sync))))
-        }
+        Shape::DropWhileUnwinding => Site::Sync(Box::new(move || report(while_unwinding(call)))),
         Shape::ThreadLocalDestructor => Site::Sync(Box::new(move || {
-            at_thread_exit(Box::new(move || report(Ok((call.sync)()))));
+            at_thread_exit(Box::new(move || report(Ok(call()))));
         })),
     }
 }
@@ -610,9 +528,9 @@ async fn selected<T>(call: BoxFuture<T>, tick: Tick) -> Result<T, String> {
 }
 
 /// Runs its closure when dropped.
-struct OnDrop<F: FnOnce()>(Option<F>);
+struct OnDrop<'a>(Option<Box<dyn FnOnce() + 'a>>);
 
-impl<F: FnOnce()> Drop for OnDrop<F> {
+impl Drop for OnDrop<'_> {
     fn drop(&mut self) {
         if let Some(f) = self.0.take() {
             f();
@@ -624,42 +542,29 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 struct Unwinding;
 
 /// `call` from a `Drop` that runs while a panic unwinds through it.
-fn while_unwinding<T: Send>(call: impl FnOnce() -> T) -> Result<T, String> {
-    let slot = Mutex::new(None);
+fn while_unwinding<T>(call: impl FnOnce() -> T) -> Result<T, String> {
+    let mut outcome = Err("the drop left no outcome".to_owned());
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-        let _guard = OnDrop(Some(|| {
-            let outcome = if std::thread::panicking() {
-                Ok(call())
-            } else {
-                Err("the drop ran without a panic unwinding".to_owned())
+        let _guard = OnDrop(Some(Box::new(|| {
+            outcome = match std::thread::panicking() {
+                true => Ok(call()),
+                false => Err("the drop ran without a panic unwinding".to_owned()),
             };
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-        }));
+        })));
         panic::resume_unwind(Box::new(Unwinding));
     }));
     assert!(caught.is_err_and(|payload| payload.is::<Unwinding>()));
-    let outcome = slot.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcome.unwrap_or_else(|| Err("the drop left no outcome".to_owned()))
-}
-
-/// Calls registered to run in a thread-local destructor, in order.
-struct AtExit(Vec<Box<dyn FnOnce()>>);
-
-impl Drop for AtExit {
-    fn drop(&mut self) {
-        for call in self.0.drain(..) {
-            call();
-        }
-    }
+    outcome
 }
 
 thread_local! {
-    static AT_EXIT: RefCell<AtExit> = const { RefCell::new(AtExit(Vec::new())) };
+    /// Calls to make in a thread-local destructor, in order, when the thread exits.
+    static AT_EXIT: RefCell<Vec<OnDrop<'static>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Runs `call` in a thread-local destructor when this thread exits.
 fn at_thread_exit(call: Box<dyn FnOnce()>) {
-    AT_EXIT.with(|calls| calls.borrow_mut().0.push(call));
+    AT_EXIT.with(|calls| calls.borrow_mut().push(OnDrop(Some(call))));
 }
 
 /// Registers this thread's destructor of [`Shape::ThreadLocalDestructor`] calls now: called

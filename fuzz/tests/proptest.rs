@@ -14,7 +14,7 @@
 mod common;
 
 use bridge_fuzz::Expected;
-use bridge_fuzz::contexts::{Call, Ctx, Resources, Shape, enter_stack, site, watchdog};
+use bridge_fuzz::contexts::{BoxFuture, Ctx, Resources, Shape, enter_stack, site, watchdog};
 use bridge_tokio::{Route, route, run_blocking};
 use common::in_child;
 use proptest::prelude::*;
@@ -106,18 +106,13 @@ fn check(stack: Vec<Ctx>, shape: Shape, panics: bool, tag: u32) -> Result<(), St
     bridge_fuzz::quiet_expected_panics();
     let want = shape.route(&stack);
     let (tx, rx) = mpsc::channel();
-    let call = Call::new(move || calls(want, panics, tag));
+    let call = move || calls(want, panics, tag);
+    let at_async_site = move || -> BoxFuture<_> { Box::pin(async move { call() }) };
     let report = move |outcome: Result<Result<(), String>, String>| {
         let _ = tx.send(outcome.and_then(|calls| calls));
     };
-    let top = site(
-        shape,
-        stack.last().copied(),
-        TICK,
-        tag % 2 == 0,
-        call,
-        report,
-    );
+    let (top, helper_first) = (stack.last().copied(), tag % 2 == 0);
+    let top = site(shape, top, TICK, helper_first, call, at_async_site, report);
     let siblings = (shape == Shape::SiblingsAtEveryLevel).then_some(TICK);
     let what = format!("{stack:?} in shape {shape:?}");
     watchdog(&what, Duration::from_secs(60), move || {

@@ -4,8 +4,8 @@
 
 use crate::corpus::{CORPUS, Work, seed_of};
 use bridge_fuzz::contexts::{
-    BoxFuture, Call, Ctx, Resources, Shape, Site, panic_message as message,
-    register_thread_exit_early, site,
+    BoxFuture, Ctx, Resources, Shape, Site, panic_message as message, register_thread_exit_early,
+    site,
 };
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -152,9 +152,9 @@ pub struct Cell {
 impl Cell {
     fn row(&self) -> String {
         if self.row_per_entry {
-            format!("{} / {}", self.ctx.name(), self.entry.name())
+            format!("{:?} / {}", self.ctx, self.entry.name())
         } else {
-            self.ctx.name().to_owned()
+            format!("{:?}", self.ctx)
         }
     }
 }
@@ -331,20 +331,20 @@ fn task_outcome(result: Result<u64, bridge::Error>) -> Outcome {
 fn cell_site(cell: Cell, report: Report) -> Site<()> {
     let Cell { entry, future, .. } = cell;
     let work = move || (CORPUS[future].make)(seed_of(future));
-    let call = Call::with_async(
-        move || call(entry, work()),
-        move || call_async(entry, work()),
-    );
+    let at_async_site = move || call_async(entry, work());
+    let call = move || call(entry, work());
     let report = move |outcome: Result<Outcome, String>| {
         report.send(outcome.unwrap_or_else(Outcome::Panic));
     };
-    let tick = Duration::from_millis(1);
+    let (tick, helper_first) = (Duration::from_millis(1), future % 2 == 0);
+    let top = Some(cell.ctx);
     site(
         cell.shape,
-        Some(cell.ctx),
+        top,
         tick,
-        future % 2 == 0,
+        helper_first,
         call,
+        at_async_site,
         report,
     )
 }
