@@ -59,6 +59,8 @@
 
 #[path = "differential/check.rs"]
 mod check;
+// bridge-tokio's test fixtures, for the child process (`common::child`).
+#[path = "../../bridge-tokio/tests/common/mod.rs"]
 mod common;
 #[path = "differential/corpus.rs"]
 mod corpus;

@@ -11,66 +11,21 @@
 //! such a sibling; in a `Drop` that runs while a panic unwinds; in a thread-local destructor
 //! when the innermost thread exits.
 
+// bridge-tokio's test fixtures: the loopback echo (`work`) and the child process (`in_child`).
+#[path = "../../bridge-tokio/tests/common/mod.rs"]
 mod common;
 
 use bridge_fuzz::Expected;
 use bridge_fuzz::contexts::{BoxFuture, Ctx, Resources, Shape, enter_stack, site, watchdog};
 use bridge_tokio::{Route, route, run_blocking};
-use common::in_child;
+use common::{in_child, work};
 use proptest::prelude::*;
-use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{OnceLock, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 /// How often the siblings tick.
 const TICK: Duration = Duration::from_millis(2);
-
-/// A loopback echo server on its own runtime, started once per test binary.
-fn echo_addr() -> SocketAddr {
-    static ADDR: OnceLock<SocketAddr> = OnceLock::new();
-    *ADDR.get_or_init(|| {
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("echo-server".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async move {
-                    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-                    tx.send(listener.local_addr().unwrap()).unwrap();
-                    loop {
-                        let (mut socket, _) = listener.accept().await.unwrap();
-                        tokio::spawn(async move {
-                            let mut buf = [0u8; 256];
-                            while let Ok(n @ 1..) = socket.read(&mut buf).await {
-                                if socket.write_all(&buf[..n]).await.is_err() {
-                                    return;
-                                }
-                            }
-                        });
-                    }
-                });
-            })
-            .unwrap();
-        rx.recv().unwrap()
-    })
-}
-
-/// Real work: a timer, then a TCP echo round trip of `tag`'s bytes. Returns `tag` as echoed.
-async fn work(tag: u32) -> u32 {
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    let mut stream = TcpStream::connect(echo_addr()).await.unwrap();
-    stream.write_all(&tag.to_le_bytes()).await.unwrap();
-    let mut back = [0u8; 4];
-    stream.read_exact(&mut back).await.unwrap();
-    u32::from_le_bytes(back)
-}
 
 /// The calls at the top: the route (unless `want` is `None`), a panicking future if
 /// `panics` (its payload must come back), then real work (its value must).
@@ -82,7 +37,7 @@ fn calls(want: Option<Route>, panics: bool, tag: u32) -> Result<(), String> {
     if panics {
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             run_blocking(async move {
-                work(tag).await;
+                work(tag.into()).await;
                 panic::panic_any(Expected(tag))
             })
         }));
@@ -92,8 +47,8 @@ fn calls(want: Option<Route>, panics: bool, tag: u32) -> Result<(), String> {
             Ok(()) => return Err("the panic was lost".into()),
         }
     }
-    let echoed = run_blocking(work(tag));
-    if echoed != tag {
+    let echoed = run_blocking(work(tag.into()));
+    if echoed != u64::from(tag) {
         return Err(format!("echoed {echoed}, expected {tag}"));
     }
     Ok(())

@@ -568,11 +568,11 @@ pub fn check(test: &str, title: &str, cells: Vec<Cell>) {
 }
 
 fn run_child(test: &str, cells: usize) -> Vec<Outcome> {
-    let crate::common::Running {
+    let crate::common::child::Running {
         mut child,
         lines: rx,
         stderr,
-    } = crate::common::spawn(test, CHILD_VAR);
+    } = crate::common::child::spawn(test, CHILD_VAR);
     let mut outcomes: Vec<Option<Outcome>> = vec![None; cells];
     let deadline = Instant::now() + CHILD_LIMIT;
     let mut killed = false;
