@@ -1,6 +1,12 @@
 //! The context matrix: `run_blocking` from every place synchronous code can find itself,
 //! each doing a loopback TCP round trip and a timer, each under a watchdog. Every row checks
 //! the value and the route `route()` reports.
+//!
+//! Written out by hand, as a user meets them: several contexts of one runtime in turn, the
+//! global rayon pool and a broadcast, `async_executor`, runtimes that shut down or die under
+//! a call. The generated matrix (every context of the context-stack harness, alone and
+//! stacked, in every shape) is bridge-fuzz's (`fuzz/tests/proptest.rs`), which this crate's
+//! tests cannot use: bridge-fuzz depends on the facade.
 
 mod common;
 

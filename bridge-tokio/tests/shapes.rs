@@ -8,6 +8,11 @@
 //! during unwinding) runs in a child process: the test re-runs this binary for one test with
 //! `BRIDGE_TEST_CHILD` set, and checks that the child exits cleanly and printed its
 //! marker. Everything runs under a watchdog, so a lost wake-up fails instead of hanging.
+//!
+//! Written out by hand, as users write them (macro bodies, the process's first call in a
+//! `Drop`, panics escaping a task or a thread, thread-locals registered before and after
+//! tokio's, a user's panic hook); every shape in every context of the context-stack harness,
+//! generated, is bridge-fuzz's (`fuzz/tests/proptest.rs`, `fuzz/tests/differential.rs`).
 
 mod common;
 

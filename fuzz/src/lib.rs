@@ -15,6 +15,9 @@
 //! - [`stream::run`]: the buffer of a `bridge::stream` crossing (producer yields, pending,
 //!   panics and ends; consumer polls and drops) against a sequential model.
 //!
+//! [`contexts`] is the context-stack harness that the `run_blocking` body, the property
+//! tests and the differential suite (this crate's tests) share.
+//!
 //! # Examples
 //!
 //! ```
@@ -24,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod contexts;
 pub mod oneshot;
 pub mod run_blocking;
 pub mod stream;

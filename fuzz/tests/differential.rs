@@ -7,7 +7,8 @@
 //! task poll, and a shape test that does five operations per call cannot see a nested poll
 //! loop that spends it.
 //!
-//! What runs:
+//! The contexts and shapes are those of the context-stack harness (`bridge_fuzz::contexts`),
+//! each cell one context deep on a thread of its own. What runs:
 //!
 //! - **the plain shape**, the full product: every future x every entry point x every
 //!   context. The entry points are the `run_blocking` family (`run_blocking`,
@@ -53,31 +54,33 @@
 //! passing or not:
 //!
 //! ```text
-//! BRIDGE_DIFF_TABLE=1 cargo test -p threadbridge-tokio --test differential -- --nocapture
+//! BRIDGE_DIFF_TABLE=1 cargo test -p bridge-fuzz --test differential -- --nocapture
 //! ```
-// Not under loom: these use the std build of the bridge (metrics, settings, real runtimes).
-#![cfg(not(bridge_loom))]
 
+#[path = "differential/check.rs"]
+mod check;
+// bridge-tokio's test fixtures, for the child process (`common::child`).
+#[path = "../../bridge-tokio/tests/common/mod.rs"]
 mod common;
 #[path = "differential/corpus.rs"]
 mod corpus;
-#[path = "differential/harness.rs"]
-mod harness;
 
-use harness::{Ctx, EntryPoint, Shape, check, plain, shaped};
+use bridge_fuzz::contexts::{Ctx, Shape, watchdog};
+use check::{EntryPoint, check, plain, shaped};
+use std::time::Duration;
 
 // The contexts of the plain-shape tests, in four groups (a table each).
-const NO_RUNTIME: &[Ctx] = &[Ctx::PlainThread, Ctx::RayonWorker, Ctx::FuturesExecutor];
-const MULTI_THREAD: &[Ctx] = &[Ctx::MtWorkerTask, Ctx::MtBlockOnBody, Ctx::MtSpawnBlocking];
+const NO_RUNTIME: &[Ctx] = &[Ctx::Thread, Ctx::Rayon, Ctx::FuturesExecutor];
+const MULTI_THREAD: &[Ctx] = &[Ctx::MultiTask, Ctx::MultiBody, Ctx::MultiBlocking];
 const CURRENT_THREAD: &[Ctx] = &[
-    Ctx::CtBody,
-    Ctx::CtTask,
-    Ctx::CtSpawnBlocking,
-    Ctx::CtLocalSetBody,
-    Ctx::CtSpawnLocal,
+    Ctx::CurrentBody,
+    Ctx::CurrentTask,
+    Ctx::CurrentBlocking,
+    Ctx::CurrentLocalBody,
+    Ctx::CurrentLocalTask,
 ];
 const LOCAL_SET_ON_MULTI_THREAD: &[Ctx] =
-    &[Ctx::MtLocalSetBody, Ctx::MtSpawnLocal, Ctx::MtRunUntil];
+    &[Ctx::MultiLocalBody, Ctx::MultiLocalTask, Ctx::MultiRunUntil];
 
 const RUN_BLOCKING: &[EntryPoint] = &EntryPoint::RUN_BLOCKING;
 const CROSSING: &[EntryPoint] = &EntryPoint::CROSSING;
@@ -211,7 +214,8 @@ fn crossing_plain_in_a_local_set_on_a_multi_thread_runtime() {
 /// `block_in_place`, the same future runs: the worker has left its runtime before the call.
 #[test]
 fn a_private_runtime_in_the_first_poll_on_a_worker_under_block_in_place() {
-    let got = harness_watchdog(|| {
+    let what = "a private runtime under block_in_place";
+    let got = watchdog(what, Duration::from_secs(30), || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -239,17 +243,4 @@ fn a_private_runtime_in_the_first_poll_on_a_worker_under_block_in_place() {
         })
     });
     assert_eq!(got, 42);
-}
-
-/// Runs `f` on its own thread; fails if it takes longer than 30 s.
-fn harness_watchdog<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-    });
-    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(payload)) => std::panic::resume_unwind(payload),
-        Err(_) => panic!("hung: no result within 30 s"),
-    }
 }

@@ -1,120 +1,48 @@
-//! The harness: contexts, shapes and entry points; cells run under a watchdog in a child
-//! process; the references; the table.
+//! The differential's cells: the corpus through the entry points, in the contexts and shapes
+//! of the context-stack harness (`bridge_fuzz::contexts`); cells run under a watchdog in a
+//! child process; the references; the table.
 
 use crate::corpus::{CORPUS, Work, seed_of};
+use bridge_fuzz::contexts::{
+    BoxFuture, Ctx, Resources, Shape, Site, panic_message as message, register_thread_exit_early,
+    site,
+};
 use std::any::Any;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::future::Future;
 use std::io::Write as _;
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------
 // What a cell is.
 
-/// Where the call is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ctx {
-    PlainThread,
-    RayonWorker,
-    FuturesExecutor,
-    MtWorkerTask,
-    MtBlockOnBody,
-    MtSpawnBlocking,
-    CtBody,
-    CtTask,
-    CtSpawnBlocking,
-    CtLocalSetBody,
-    CtSpawnLocal,
-    MtLocalSetBody,
-    MtSpawnLocal,
-    MtRunUntil,
+/// The contexts of the differential: all of the harness's but the two that only make sense
+/// stacked (`bridge_core::block_on` and a nested `run_blocking`: the shape `NestedInJoin`
+/// covers the latter), in the order of the tables' rows.
+pub fn contexts() -> impl Iterator<Item = Ctx> {
+    Ctx::ALL
+        .into_iter()
+        .filter(|ctx| !matches!(ctx, Ctx::BlockOn | Ctx::Nested))
 }
 
-impl Ctx {
-    pub const ALL: [Ctx; 14] = [
-        Ctx::PlainThread,
-        Ctx::RayonWorker,
-        Ctx::FuturesExecutor,
-        Ctx::MtWorkerTask,
-        Ctx::MtBlockOnBody,
-        Ctx::MtSpawnBlocking,
-        Ctx::CtBody,
-        Ctx::CtTask,
-        Ctx::CtSpawnBlocking,
-        Ctx::CtLocalSetBody,
-        Ctx::CtSpawnLocal,
-        Ctx::MtLocalSetBody,
-        Ctx::MtSpawnLocal,
-        Ctx::MtRunUntil,
-    ];
+/// The shapes of the differential, in the order of their rotation of the entry points.
+const SHAPES: [Shape; 6] = [
+    Shape::Plain,
+    Shape::JoinedSibling,
+    Shape::SelectedSibling,
+    Shape::NestedInJoin,
+    Shape::DropWhileUnwinding,
+    Shape::ThreadLocalDestructor,
+];
 
-    fn name(self) -> &'static str {
-        match self {
-            Ctx::PlainThread => "plain thread",
-            Ctx::RayonWorker => "rayon worker",
-            Ctx::FuturesExecutor => "futures::executor::block_on",
-            Ctx::MtWorkerTask => "mt: worker task",
-            Ctx::MtBlockOnBody => "mt: block_on body",
-            Ctx::MtSpawnBlocking => "mt: spawn_blocking",
-            Ctx::CtBody => "ct: block_on body",
-            Ctx::CtTask => "ct: task",
-            Ctx::CtSpawnBlocking => "ct: spawn_blocking",
-            Ctx::CtLocalSetBody => "ct: LocalSet body",
-            Ctx::CtSpawnLocal => "ct: spawn_local",
-            Ctx::MtLocalSetBody => "mt: LocalSet body",
-            Ctx::MtSpawnLocal => "mt: spawn_local",
-            Ctx::MtRunUntil => "mt: run_until in block_on",
-        }
-    }
-
-    /// The call site is inside an async body, where a sibling future can sit beside it.
-    pub fn is_async(self) -> bool {
-        !matches!(
-            self,
-            Ctx::PlainThread | Ctx::RayonWorker | Ctx::MtSpawnBlocking | Ctx::CtSpawnBlocking
-        )
-    }
-
-    /// tokio timers work at the call site (a runtime is entered there).
-    fn has_tokio_timers(self) -> bool {
-        self.is_async() && self != Ctx::FuturesExecutor
-    }
-}
-
-/// The program shape around the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Plain,
-    /// In one branch of a `tokio::join!` whose other branch ticks on a timer.
-    JoinedSibling,
-    /// In one branch of a `tokio::select!` whose other branch waits on a timer.
-    SelectedSibling,
-    /// Nested in a future, run by `run_blocking`, that joins a ticking sibling.
-    NestedInJoin,
-    /// From a `Drop` while a panic unwinds.
-    DropWhileUnwinding,
-    /// From a thread-local destructor when the context's thread exits.
-    ThreadLocalDestructor,
-}
-
-impl Shape {
-    /// How far the entry point of a future's column rotates in this shape's tests.
-    pub fn rotation(self) -> usize {
-        match self {
-            Shape::Plain => 0,
-            Shape::JoinedSibling => 1,
-            Shape::SelectedSibling => 2,
-            Shape::NestedInJoin => 3,
-            Shape::DropWhileUnwinding => 4,
-            Shape::ThreadLocalDestructor => 5,
-        }
-    }
+/// How far the entry point of a future's column rotates in `shape`'s tests.
+fn rotation(shape: Shape) -> usize {
+    SHAPES
+        .iter()
+        .position(|&s| s == shape)
+        .expect("a shape of the differential")
 }
 
 /// How the future is handed to the bridge: the `run_blocking` family, or a crossing entry
@@ -198,7 +126,7 @@ impl EntryPoint {
 
     /// The entry point of column `future` in a test of `shape` over `list` (one per column).
     pub fn rotated(future: usize, shape: Shape, list: &[EntryPoint]) -> Self {
-        list[(future + shape.rotation()) % list.len()]
+        list[(future + rotation(shape)) % list.len()]
     }
 }
 
@@ -224,9 +152,9 @@ pub struct Cell {
 impl Cell {
     fn row(&self) -> String {
         if self.row_per_entry {
-            format!("{} / {}", self.ctx.name(), self.entry.name())
+            format!("{:?} / {}", self.ctx, self.entry.name())
         } else {
-            self.ctx.name().to_owned()
+            format!("{:?}", self.ctx)
         }
     }
 }
@@ -255,9 +183,8 @@ pub fn plain(contexts: &[Ctx], entries: &[EntryPoint]) -> Vec<Cell> {
 /// `entries` per future (rotated by column).
 pub fn shaped(shape: Shape, entries: &[EntryPoint]) -> Vec<Cell> {
     let mut cells = Vec::new();
-    for ctx in Ctx::ALL {
-        let sibling = matches!(shape, Shape::JoinedSibling | Shape::SelectedSibling);
-        if sibling && !ctx.is_async() {
+    for ctx in contexts() {
+        if shape.needs_async_top() && !ctx.is_async() {
             continue;
         }
         for future in 0..CORPUS.len() {
@@ -312,14 +239,6 @@ impl Outcome {
     }
 }
 
-pub fn message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(a payload that is not a string)".to_owned())
-}
-
 /// The call itself, from sync code: `work` through `entry`, every panic caught.
 pub fn call(entry: EntryPoint, work: Work) -> Outcome {
     let result = panic::catch_unwind(AssertUnwindSafe(move || match entry {
@@ -358,7 +277,7 @@ fn bridge_outcome(result: Result<u64, bridge_core::Error>) -> Outcome {
 /// The call from an async call site (the sibling shapes): the stream entry point is read with
 /// `.await`, as a user writes it there; every other entry point is a blocking call, as from
 /// sync code.
-pub fn call_async(entry: EntryPoint, work: Work) -> AsyncCall {
+pub fn call_async(entry: EntryPoint, work: Work) -> BoxFuture<Outcome> {
     use futures::{FutureExt, StreamExt};
     match entry {
         EntryPoint::SpawnCpuStream => Box::pin(async move {
@@ -405,271 +324,29 @@ fn task_outcome(result: Result<u64, bridge::Error>) -> Outcome {
 }
 
 // ---------------------------------------------------------------------------------------
-// Shapes.
+// The cell's site.
 
-type Call = Box<dyn FnOnce() -> Outcome + Send>;
-/// The call at an async call site: started at its first poll.
-pub type AsyncCall = Pin<Box<dyn Future<Output = Outcome> + Send>>;
-type Body = Pin<Box<dyn Future<Output = Option<Outcome>> + Send>>;
-
-/// What runs at the call site: a sync closure, or an async body (the sibling shapes). `None`
-/// means the outcome will come later (from a thread-local destructor).
-enum Site {
-    Sync(Box<dyn FnOnce() -> Option<Outcome> + Send>),
-    Async(Body),
-}
-
-impl Site {
-    fn run(self) -> Option<Outcome> {
-        match self {
-            Site::Sync(f) => f(),
-            Site::Async(_) => unreachable!("an async shape in a sync context"),
-        }
-    }
-
-    fn into_body(self) -> Body {
-        match self {
-            Site::Sync(f) => Box::pin(async move { f() }),
-            Site::Async(body) => body,
-        }
-    }
-}
-
-/// Waits `d` on tokio's timer, or on a thread where no runtime is entered.
-async fn pause(d: Duration, tokio_timers: bool) {
-    if tokio_timers {
-        tokio::time::sleep(d).await;
-    } else {
-        let (tx, rx) = bridge_core::oneshot::channel::<()>();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            let _ = tx.send(());
-        });
-        let _ = rx.await;
-    }
-}
-
-/// A sibling that ticks every millisecond until `done`.
-async fn ticker(done: Arc<AtomicBool>, tokio_timers: bool) -> u32 {
-    let mut ticks = 0;
-    while !done.load(Ordering::Acquire) {
-        pause(Duration::from_millis(1), tokio_timers).await;
-        ticks += 1;
-    }
-    ticks
-}
-
-/// The call in one branch of a `join!`, after a timer (so that the ticker's timer is
-/// registered when the call blocks); the branches in either order.
-async fn joined(call: AsyncCall, tokio_timers: bool, helper_first: bool) -> Outcome {
-    let done = Arc::new(AtomicBool::new(false));
-    let finished = done.clone();
-    let helper = async move {
-        pause(Duration::from_millis(1), tokio_timers).await;
-        let outcome = call.await;
-        finished.store(true, Ordering::Release);
-        outcome
-    };
-    if helper_first {
-        tokio::join!(helper, ticker(done, tokio_timers)).0
-    } else {
-        tokio::join!(ticker(done, tokio_timers), helper).1
-    }
-}
-
-/// The call in the winning branch of a `select!` whose other branch waits on a long timer;
-/// the timer branch stays pending, and the body waits on a timer afterwards.
-async fn selected(call: AsyncCall, tokio_timers: bool) -> Outcome {
-    let slow = pause(Duration::from_secs(30), tokio_timers);
-    tokio::pin!(slow);
-    tokio::select! {
-        outcome = async { pause(Duration::from_millis(1), tokio_timers).await; call.await } => {
-            pause(Duration::from_millis(1), tokio_timers).await;
-            outcome
-        }
-        () = &mut slow => Outcome::Panic("the 30 s timer branch won".to_owned()),
-    }
-}
-
-/// The call nested in a future that joins a ticking sibling, that future run by
-/// `run_blocking` (whose polls have a runtime entered, so the sibling uses tokio's timer).
-fn nested(call: Call, helper_first: bool) -> Outcome {
-    let outer = panic::catch_unwind(AssertUnwindSafe(|| {
-        bridge_tokio::run_blocking(joined(Box::pin(async move { call() }), true, helper_first))
-    }));
-    outer
-        .unwrap_or_else(|payload| Outcome::Panic(format!("the outer call: {}", message(&*payload))))
-}
-
-/// Runs its closure when dropped.
-struct OnDrop<F: FnOnce()>(Option<F>);
-
-impl<F: FnOnce()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
-}
-
-/// Unwinds on purpose (raised with `resume_unwind`, which runs no panic hook).
-struct Unwinding;
-
-/// The call from a `Drop` that runs while a panic unwinds through it.
-fn while_unwinding(call: Call) -> Outcome {
-    let slot = Arc::new(Mutex::new(None));
-    let filled = slot.clone();
-    let caught = panic::catch_unwind(AssertUnwindSafe(move || {
-        let _guard = OnDrop(Some(move || {
-            let outcome = if std::thread::panicking() {
-                call()
-            } else {
-                Outcome::Panic("the drop ran without a panic unwinding".to_owned())
-            };
-            *filled.lock().unwrap() = Some(outcome);
-        }));
-        panic::resume_unwind(Box::new(Unwinding));
-    }));
-    assert!(caught.is_err_and(|payload| payload.is::<Unwinding>()));
-    let outcome = slot.lock().unwrap().take();
-    outcome.unwrap_or_else(|| Outcome::Panic("the drop left no outcome".to_owned()))
-}
-
-/// A call registered to run in a thread-local destructor; reports there.
-struct AtExit {
-    call: Option<Call>,
-    report: Report,
-}
-
-impl Drop for AtExit {
-    fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            self.report.send(call());
-        }
-    }
-}
-
-thread_local! {
-    static AT_EXIT: RefCell<Vec<AtExit>> = const { RefCell::new(Vec::new()) };
-}
-
-fn site(cell: Cell, report: Report) -> Site {
+/// Where the cell's call is made: the harness's site of its shape, in its context; the
+/// outcome goes to `report` (a shape's own failure as a panic).
+fn cell_site(cell: Cell, report: Report) -> Site<()> {
     let Cell { entry, future, .. } = cell;
     let work = move || (CORPUS[future].make)(seed_of(future));
-    let call: Call = Box::new(move || call(entry, work()));
-    let async_call = move || call_async(entry, work());
-    let timers = cell.ctx.has_tokio_timers();
-    let helper_first = future % 2 == 0;
-    match cell.shape {
-        Shape::Plain => Site::Sync(Box::new(move || Some(call()))),
-        Shape::JoinedSibling => Site::Async(Box::pin(async move {
-            Some(joined(async_call(), timers, helper_first).await)
-        })),
-        Shape::SelectedSibling => Site::Async(Box::pin(async move {
-            Some(selected(async_call(), timers).await)
-        })),
-        Shape::NestedInJoin => Site::Sync(Box::new(move || Some(nested(call, helper_first)))),
-        Shape::DropWhileUnwinding => Site::Sync(Box::new(move || Some(while_unwinding(call)))),
-        Shape::ThreadLocalDestructor => Site::Sync(Box::new(move || {
-            let at_exit = AtExit {
-                call: Some(call),
-                report,
-            };
-            AT_EXIT.with(|slot| slot.borrow_mut().push(at_exit));
-            None
-        })),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Contexts.
-
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Runs `f` with a multi-thread runtime: a fresh one (dropped afterwards, so that its
-/// threads exit) or the process's shared one, which lives as long as the process, and with
-/// it the connection drivers that the pooled client spawns on it.
-fn with_multi_thread<R>(fresh: bool, f: impl FnOnce(&tokio::runtime::Runtime) -> R) -> R {
-    static SHARED: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    if fresh {
-        let runtime = multi_thread();
-        let result = f(&runtime);
-        drop(runtime);
-        result
-    } else {
-        f(SHARED.get_or_init(multi_thread))
-    }
-}
-
-fn joined_task(result: Result<Option<Outcome>, tokio::task::JoinError>) -> Option<Outcome> {
-    result.unwrap_or_else(|error| match error.try_into_panic() {
-        Ok(payload) => Some(Outcome::Panic(format!("the task: {}", message(&*payload)))),
-        Err(error) => Some(Outcome::Panic(format!("the task: {error}"))),
-    })
-}
-
-/// Runs `site` in `ctx`. `fresh`: every runtime and pool is made for the call and dropped
-/// after it (the thread-local destructor shape needs their threads to exit).
-fn in_context(ctx: Ctx, site: Site, fresh: bool) -> Option<Outcome> {
-    use tokio::task::{LocalSet, spawn_blocking, spawn_local};
-    match ctx {
-        Ctx::PlainThread => site.run(),
-        Ctx::RayonWorker => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap();
-            pool.install(move || site.run())
-        }
-        Ctx::FuturesExecutor => futures::executor::block_on(site.into_body()),
-        Ctx::MtWorkerTask => with_multi_thread(fresh, |rt| {
-            joined_task(rt.block_on(async move { tokio::spawn(site.into_body()).await }))
-        }),
-        Ctx::MtBlockOnBody => with_multi_thread(fresh, |rt| rt.block_on(site.into_body())),
-        Ctx::MtSpawnBlocking => with_multi_thread(fresh, |rt| {
-            joined_task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
-        }),
-        Ctx::CtBody => current_thread().block_on(site.into_body()),
-        Ctx::CtTask => {
-            let rt = current_thread();
-            joined_task(rt.block_on(async move { tokio::spawn(site.into_body()).await }))
-        }
-        Ctx::CtSpawnBlocking => {
-            let rt = current_thread();
-            joined_task(rt.block_on(async move { spawn_blocking(move || site.run()).await }))
-        }
-        Ctx::CtLocalSetBody => LocalSet::new().block_on(&current_thread(), site.into_body()),
-        Ctx::CtSpawnLocal => {
-            let rt = current_thread();
-            joined_task(
-                LocalSet::new().block_on(&rt, async move { spawn_local(site.into_body()).await }),
-            )
-        }
-        Ctx::MtLocalSetBody => {
-            with_multi_thread(fresh, |rt| LocalSet::new().block_on(rt, site.into_body()))
-        }
-        Ctx::MtSpawnLocal => with_multi_thread(fresh, |rt| {
-            joined_task(
-                LocalSet::new().block_on(rt, async move { spawn_local(site.into_body()).await }),
-            )
-        }),
-        Ctx::MtRunUntil => with_multi_thread(fresh, |rt| {
-            rt.block_on(async move { LocalSet::new().run_until(site.into_body()).await })
-        }),
-    }
+    let at_async_site = move || call_async(entry, work());
+    let call = move || call(entry, work());
+    let report = move |outcome: Result<Outcome, String>| {
+        report.send(outcome.unwrap_or_else(Outcome::Panic));
+    };
+    let (tick, helper_first) = (Duration::from_millis(1), future % 2 == 0);
+    let top = Some(cell.ctx);
+    site(
+        cell.shape,
+        top,
+        tick,
+        helper_first,
+        call,
+        at_async_site,
+        report,
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -761,18 +438,22 @@ fn cell_job(cell: Cell) -> Job {
             // Registered before anything of tokio on this thread, so the destructor runs
             // after tokio's own (on the threads the job owns; the others register at the
             // call site, and run before).
-            AT_EXIT.with(|_| ());
+            register_thread_exit_early();
         }
-        let site = site(cell, report.clone());
-        match panic::catch_unwind(AssertUnwindSafe(|| {
-            in_context(cell.ctx, site, thread_local)
-        })) {
-            Ok(Some(outcome)) => report.send(outcome),
-            Ok(None) => {}
-            Err(payload) => report.send(Outcome::Panic(format!(
+        // Every runtime and pool fresh for the thread-local destructor shape (their threads
+        // must exit); otherwise the process's one multi-thread runtime.
+        let resources = if thread_local {
+            Resources::Fresh
+        } else {
+            Resources::SharedMultiThread
+        };
+        let site = cell_site(cell, report.clone());
+        let entered = panic::catch_unwind(AssertUnwindSafe(|| cell.ctx.enter(site, resources, 0)));
+        if let Err(payload) = entered {
+            report.send(Outcome::Panic(format!(
                 "the harness: {}",
                 message(&*payload)
-            ))),
+            )));
         }
     })
 }
@@ -833,14 +514,14 @@ fn expected() -> &'static Expected {
         for (future, entry) in CORPUS.iter().enumerate() {
             let make = entry.make;
             jobs.push(Box::new(move |report: Report| {
-                let runtime = multi_thread();
-                let work = make(seed_of(future));
-                let outcome = match panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(work)))
-                {
+                // `Runtime::block_on` of a fresh multi-thread runtime, dropped after it.
+                let work = Site::Async(make(seed_of(future)));
+                let outcome = match panic::catch_unwind(AssertUnwindSafe(|| {
+                    Ctx::MultiBody.enter(work, Resources::Fresh, 0)
+                })) {
                     Ok(value) => Outcome::Value(value),
                     Err(payload) => Outcome::Panic(message(&*payload)),
                 };
-                drop(runtime);
                 report.send(outcome);
             }));
         }
