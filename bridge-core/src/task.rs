@@ -77,7 +77,7 @@ pub trait Runner: Send + Sync {
         true
     }
 
-    /// Whether a blocking wait is split at the stall threshold (`Config::stall_warning`) to
+    /// Whether a blocking wait is split at the stall threshold ([`settings::stall_warning`](crate::settings::stall_warning)) to
     /// call [`waited`](Self::waited). A split wait parks with a timeout, which costs a timer.
     fn checks_stalls(&self) -> bool {
         false

@@ -6,7 +6,7 @@
 //! that way, never finishes. A pool crate implements [`Workers`] for its threads and
 //! [registers](register_workers) it; bridge-rayon does so for rayon's workers at its first
 //! spawn. A wait on such a thread is then split at the stall threshold
-//! (`Config::stall_warning`, 5 s by default): each time it passes with the wait not over,
+//! (`settings::stall_warning`, 5 s by default): each time it passes with the wait not over,
 //! the wait is [named](Workers::stalled) (once per wait) and the worker
 //! [runs its pool's queued work](Workers::help) before it waits again.
 //!

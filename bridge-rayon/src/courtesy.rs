@@ -4,7 +4,7 @@
 //! thread asks, at its first such poll, for the longest time slice the OS grants.
 //!
 //! bridge-rayon calls it around its polls (future tasks, stream crossings); the switch is
-//! `Config::yield_after_long_polls`.
+//! `settings::yield_after_long_polls`.
 //!
 //! A thread woken while a CPU-bound thread runs on its CPU (an I/O worker whose socket became
 //! ready, a runtime's timer) waits for that thread's time slice to end unless the scheduler
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 /// by a yield.
 pub(crate) const THRESHOLD: Duration = Duration::from_micros(100);
 
-/// Whether the courtesy is on (`Config::yield_after_long_polls`).
+/// Whether the courtesy is on (`settings::yield_after_long_polls`).
 pub(crate) fn enabled() -> bool {
     crate::settings::yield_after_long_polls()
 }

@@ -4,7 +4,7 @@
 //! `Runtime::block_on`. A call made there hands its future to a handoff worker and blocks that
 //! thread: a future that needs a task of the same runtime (a mock server spawned in a
 //! `#[tokio::test]`, then a sync client call) can never finish. The caller's wait is split at a
-//! threshold (`Config::stall_warning`): a call still waiting then, whose caller is a current-thread
+//! threshold (`bridge_core::settings::stall_warning`): a call still waiting then, whose caller is a current-thread
 //! runtime, logs one warning (feature `tracing`) and counts in
 //! [`IoMetrics::stalled_handoffs`](crate::IoMetrics::stalled_handoffs). It only warns: the call
 //! waits on as before.
