@@ -2,7 +2,8 @@
 //! slow-poll threshold of the I/O side's watch. `bridge::configure()` gathers them with the
 //! family's other settings.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use bridge_core::settings::DurationSetting;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 /// The default cap on handoff threads: tokio's default for its blocking pool.
@@ -14,8 +15,8 @@ const SLOW_POLL: Duration = Duration::from_millis(10);
 
 // Each is a setting read on its own; nothing else is published with it.
 static THREADS: AtomicUsize = AtomicUsize::new(HANDOFF_THREADS);
-static KEEP_ALIVE: AtomicU64 = AtomicU64::new(HANDOFF_KEEP_ALIVE.as_secs() * 1_000_000_000);
-static SLOW: AtomicU64 = AtomicU64::new(SLOW_POLL.as_millis() as u64 * 1_000_000);
+static KEEP_ALIVE: DurationSetting = DurationSetting::new(HANDOFF_KEEP_ALIVE);
+static SLOW: DurationSetting = DurationSetting::new(SLOW_POLL);
 
 /// The most threads the handoff pool keeps at once (at least 1; default 512). A
 /// `run_blocking` call that finds none free at the cap waits for the first to finish; calls
@@ -56,8 +57,7 @@ pub fn set_handoff_threads(threads: usize) {
 /// assert!(bridge_tokio::settings::handoff_keep_alive() > std::time::Duration::ZERO);
 /// ```
 pub fn handoff_keep_alive() -> Duration {
-    // ORDERING: Relaxed: a setting, read on its own.
-    duration(KEEP_ALIVE.load(Relaxed))
+    KEEP_ALIVE.get()
 }
 
 /// Sets [`handoff_keep_alive`], from the next handoff thread that goes idle.
@@ -74,8 +74,7 @@ pub fn handoff_keep_alive() -> Duration {
 /// set_handoff_keep_alive(before);
 /// ```
 pub fn set_handoff_keep_alive(keep_alive: Duration) {
-    // ORDERING: Relaxed: a setting, read on its own.
-    KEEP_ALIVE.store(nanos(keep_alive), Relaxed);
+    KEEP_ALIVE.set(keep_alive);
 }
 
 /// How long one poll may hold an I/O worker before the bridge names it (default 10 ms;
@@ -90,8 +89,7 @@ pub fn set_handoff_keep_alive(keep_alive: Duration) {
 /// assert!(bridge_tokio::settings::slow_poll() > std::time::Duration::ZERO);
 /// ```
 pub fn slow_poll() -> Duration {
-    // ORDERING: Relaxed: a setting, read on its own.
-    duration(SLOW.load(Relaxed))
+    SLOW.get()
 }
 
 /// Sets [`slow_poll`]; `Duration::MAX` turns the watch off.
@@ -108,19 +106,5 @@ pub fn slow_poll() -> Duration {
 /// set_slow_poll(before);
 /// ```
 pub fn set_slow_poll(threshold: Duration) {
-    // ORDERING: Relaxed: a setting, read on its own.
-    SLOW.store(nanos(threshold), Relaxed);
-}
-
-/// A duration as stored: `u64::MAX` stands for `Duration::MAX` (and any duration too long
-/// for it), as in bridge-core's settings.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn duration(nanos: u64) -> Duration {
-    match nanos {
-        u64::MAX => Duration::MAX,
-        nanos => Duration::from_nanos(nanos),
-    }
+    SLOW.set(threshold);
 }
