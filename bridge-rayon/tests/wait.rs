@@ -194,8 +194,6 @@ fn a_timed_wait_on_a_worker_runs_its_task_not_a_slow_job_queued_before_it() {
 /// with a deadline): nobody else can run the job, so the wait runs it, as `wait` does, and
 /// gets the value instead of `None` at the limit. The limit bounds the waiting, not the work
 /// the waiter runs itself: a job slower than the limit still gives its value.
-// Written as users write it (`bridge::`): the facade, which loom builds lack.
-#[cfg(not(bridge_loom))]
 #[test]
 fn timed_waits_on_a_pools_only_worker_run_the_task() {
     watchdog(|| {
@@ -240,8 +238,6 @@ fn timed_waits_on_a_pools_only_worker_run_the_task() {
 
 /// A future task of the pool, waited for with a limit on the pool's only worker: the waiter
 /// runs its queued polls.
-// Written as users write it (`bridge::`): the facade, which loom builds lack.
-#[cfg(not(bridge_loom))]
 #[test]
 fn a_timed_wait_on_a_pools_only_worker_polls_its_future_task() {
     watchdog(|| {
@@ -266,8 +262,6 @@ fn a_timed_wait_on_a_pools_only_worker_polls_its_future_task() {
 
 /// Every worker of a pool of two waits at once, with a limit, for a task it spawned: each
 /// runs its own, and every wait gets its value.
-// Written as users write it (`bridge::`): the facade, which loom builds lack.
-#[cfg(not(bridge_loom))]
 #[test]
 fn every_worker_of_a_pool_waiting_with_a_limit_gets_its_value() {
     watchdog(|| {
