@@ -5,7 +5,7 @@
 //! kernel in one shared relaxed counter, until the load is dropped. The harness reads the
 //! counter around every batch, so a variant's cost to the background work is the number of
 //! kernels that got done while its batch ran, per second, against a batch in which the
-//! background runs alone (the harness's `measure_ops_loaded`).
+//! background runs alone (the harness's `measure`).
 
 use std::hint::black_box;
 use std::io;

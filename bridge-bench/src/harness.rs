@@ -5,7 +5,7 @@
 //! often, so what a batch leaves behind (a pool that went to sleep, a CPU given to the
 //! background) does not always land on the same successor.
 //!
-//! An iteration is one operation unless the scenario says otherwise ([`measure_ops`]): a
+//! An iteration is one operation unless the scenario says otherwise ([`measure`]): a
 //! scenario that starts 1,000 hops and then awaits them counts 1,000 operations per
 //! iteration, and reports nanoseconds per hop.
 
@@ -394,35 +394,13 @@ pub struct LoadMeasurement {
     pub iters_per_round: Vec<u64>,
 }
 
-/// Calibrates one batch size for all variants (so the slowest takes about
-/// `settings.batch`), then runs `settings.rounds` interleaved rounds; one operation per
-/// iteration.
-pub fn measure(variants: &mut [Variant<'_>], settings: &Settings) -> Measurement {
-    measure_ops(variants, 1, settings)
-}
-
-/// Like [`measure`], but every iteration is `ops_per_iter` operations: batches report the
-/// checksum of `0..iters * ops_per_iter`, and samples are nanoseconds per operation.
-pub fn measure_ops(
-    variants: &mut [Variant<'_>],
-    ops_per_iter: u64,
-    settings: &Settings,
-) -> Measurement {
-    measure_ops_loaded(variants, ops_per_iter, settings, None)
-}
-
-/// Like [`measure`], with the background work of `load` running (if any).
-pub fn measure_loaded(
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-    load: Option<&Load>,
-) -> Measurement {
-    measure_ops_loaded(variants, 1, settings, load)
-}
-
-/// Like [`measure_ops`], with the background work of `load` running (if any) through
-/// calibration and every round.
-pub fn measure_ops_loaded(
+/// Calibrates the batches and runs `settings.rounds` interleaved rounds. On an idle machine
+/// (`load` is `None`) one batch size serves every variant, sized so that the slowest takes
+/// about `settings.batch`; under a background `load`, running through calibration and every
+/// round, each batch runs for a set wall time instead (see [`for_at_least`]). Every
+/// iteration is `ops_per_iter` operations: batches report the checksum of `0..iters *
+/// ops_per_iter`, and samples are nanoseconds per operation.
+pub fn measure(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
     settings: &Settings,
@@ -685,7 +663,7 @@ mod tests {
             probe: Duration::from_micros(10),
             busy_batch: Duration::from_micros(100),
         };
-        let m = measure_ops(&mut variants, 4, &settings);
+        let m = measure(&mut variants, 4, &settings, None);
         assert_eq!(m.ops_per_iter, 4);
         assert_eq!(m.iters_per_round, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
@@ -707,7 +685,7 @@ mod tests {
             busy_batch: Duration::from_millis(20),
         };
         let load = Load::start().unwrap();
-        let m = measure_ops_loaded(&mut variants, 1, &settings, Some(&load));
+        let m = measure(&mut variants, 1, &settings, Some(&load));
         drop(load);
         let load = m.load.expect("a load was given");
         assert_eq!(load.idle_kernels_per_s.len(), 3);

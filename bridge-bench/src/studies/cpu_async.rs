@@ -673,13 +673,7 @@ struct Rig {
 }
 
 fn runtime(workers: usize, name: &str) -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name(name)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    Ok(rt)
+    runtime_with(workers, name, || ())
 }
 
 /// Lowers the calling thread to [`LOW_NICE`]; where the OS refuses (not Linux), the
@@ -688,16 +682,27 @@ fn lower_priority() {
     let _ = bridge::cpu::lower_thread_priority(LOW_NICE);
 }
 
-/// [`runtime`] with every thread at [`LOW_NICE`].
-fn low_runtime(workers: usize, name: &str) -> io::Result<Runtime> {
+/// A warmed-up multi-thread runtime whose threads each run `start` first.
+fn runtime_with(workers: usize, name: &str, start: fn()) -> io::Result<Runtime> {
     let rt = Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name(name)
-        .on_thread_start(lower_priority)
+        .on_thread_start(start)
         .enable_all()
         .build()?;
     warm_up_tokio(rt.handle());
     Ok(rt)
+}
+
+/// A rayon pool of `threads` threads named `name-i`, each running `start` first.
+fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<Arc<rayon::ThreadPool>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| start())
+        .build()
+        .map_err(io::Error::other)?;
+    Ok(Arc::new(pool))
 }
 
 impl Rig {
@@ -716,22 +721,9 @@ impl Rig {
             one: runtime(cpu_workers + io_workers, "one-runtime")?,
             cpu: runtime(cpu_workers, "cpu-runtime")?,
             io: runtime(io_workers, "io-runtime")?,
-            cpu_low: low_runtime(cpu_workers, "cpu-runtime-low")?,
-            pool_yield: Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(cpu_workers)
-                    .thread_name(|i| format!("pool-yield-{i}"))
-                    .build()
-                    .map_err(io::Error::other)?,
-            ),
-            pool_low: Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(cpu_workers)
-                    .thread_name(|i| format!("pool-low-{i}"))
-                    .start_handler(|_| lower_priority())
-                    .build()
-                    .map_err(io::Error::other)?,
-            ),
+            cpu_low: runtime_with(cpu_workers, "cpu-runtime-low", lower_priority)?,
+            pool_yield: pool(cpu_workers, "pool-yield", || ())?,
+            pool_low: pool(cpu_workers, "pool-low", lower_priority)?,
             cpu_workers,
             io_workers,
             passes,
@@ -752,14 +744,17 @@ impl Rig {
                 matches!(joined, Ok(Ok(())))
             })
         };
+        fn bridge_task(mut task: bridge::Task<()>) -> Joiner {
+            Box::new(move |deadline: Instant| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                task.wait_timeout(left).is_some()
+            })
+        }
         match variant {
             Variant::Idle | Variant::Bridge | Variant::BridgeYield | Variant::BridgeLow => {
                 let access = Access::Here(Arc::clone(&self.bridge_store));
-                let mut task = bridge::spawn_io(probe(access, Arc::clone(shared)));
-                joiners.push(Box::new(move |deadline: Instant| {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    task.wait_timeout(left).is_some()
-                }));
+                let task = bridge::spawn_io(probe(access, Arc::clone(shared)));
+                joiners.push(bridge_task(task));
             }
             Variant::One => {
                 let access = Access::Here(Arc::clone(&self.one_store));
@@ -803,21 +798,17 @@ impl Rig {
                     let access = Access::Here(Arc::clone(&self.bridge_store));
                     let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
                     let batches = pool.spawn_stream(batches, BOUND);
-                    let mut task = pool.spawn_future_task(consume(batches, shared));
-                    joiners.push(Box::new(move |deadline: Instant| {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        task.wait_timeout(left).is_some()
-                    }));
+                    joiners.push(bridge_task(
+                        pool.spawn_future_task(consume(batches, shared)),
+                    ));
                 }
                 Variant::Bridge => {
                     let access = Access::Here(Arc::clone(&self.bridge_store));
                     let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
                     let batches = bridge::stream::on_cpu(batches, BOUND);
-                    let mut task = bridge::cpu::spawn_future(consume(batches, shared));
-                    joiners.push(Box::new(move |deadline: Instant| {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        task.wait_timeout(left).is_some()
-                    }));
+                    joiners.push(bridge_task(bridge::cpu::spawn_future(consume(
+                        batches, shared,
+                    ))));
                 }
             }
         }
@@ -1100,29 +1091,39 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
         progress::step_done(false);
     }
-    let fixed = fixed(&rig, batch, &plan);
-    let p99_of = |variants: &[Variant]| {
-        rows(
-            "probe-p99",
-            &measurement(&cells, variants, plan.rounds, |c| Some(c.probe(0.99))),
-        )
-    };
-    let p99 = p99_of(&AT_DEFAULT);
-    let p99_low = p99_of(&AT_LOW);
-    let p50 = rows(
-        "probe-p50",
-        &measurement(&cells, &AT_DEFAULT, plan.rounds, |c| Some(c.probe(0.5))),
+    let scenario =
+        |name, varied, fixed, measure, variants: &[Variant], sample: fn(&Cell) -> Option<f64>| {
+            let m = measurement(&cells, variants, plan.rounds, sample);
+            ScenarioReport {
+                name,
+                varied,
+                fixed,
+                measure,
+                rows: rows(name, &m),
+                ..Default::default()
+            }
+        };
+    let same = || "the same rounds as `probe-p99`.".to_owned();
+    let p99 = Measure::ms("probe p99", Some(P99));
+    let p99_of = |c: &Cell| Some(c.probe(0.99));
+    let probe_p99 = scenario(
+        "probe-p99",
+        varied(),
+        fixed(&rig, batch, &plan),
+        p99,
+        &AT_DEFAULT,
+        p99_of,
     );
-    let throughput_of = |variants: &[Variant]| {
-        rows(
-            "throughput",
-            &measurement(&cells, variants, plan.rounds, Cell::ns_per_mib),
-        )
-    };
-    let throughput = throughput_of(&AT_DEFAULT);
-    let throughput_low = throughput_of(&AT_LOW);
-    let regression = regression_check(&p99);
-    let probes_per_window = plan.window.as_millis() / PROBE_EVERY.as_millis();
+    let regression = regression_check(&probe_p99.rows);
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let batch_ms = batch.as_secs_f64() * 1e3;
+    let throughput = format!(
+        "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded (lower is \
+         faster; idle has no pipeline). Every batch is {} KiB of {batch_ms:.2} ms decode, so \
+         the {cpus} CPU-side threads bound it at about {:.1} ms/MiB.",
+        BATCH >> 10,
+        batch_ms * (1 << 20) as f64 / BATCH as f64 / cpus as f64,
+    );
     let threads = format!(
         "Threads: {} in the process before measuring (everything started: the runtimes, \
          rayon's pool, the IoRuntime, the server, and what earlier studies left); load \
@@ -1132,97 +1133,73 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         load_before.as_deref().unwrap_or("not read"),
         load_average().as_deref().unwrap_or("not read"),
     );
-    let note = regression_note(regression.as_ref(), &rig, batch);
-    let slices = slices_note();
-    let table = summary(&cells);
-    drop(rig);
-    Ok(vec![
+    let notes = vec![
+        format!(
+            "About {} probes per window.",
+            plan.window.as_millis() / PROBE_EVERY.as_millis()
+        ),
+        regression_note(regression.as_ref(), &rig, batch),
+        slices_note(),
+        threads,
+    ];
+    let p50 = Measure::ms("probe p50", Some(P50));
+    let p50_of = |c: &Cell| Some(c.probe(0.5));
+    let reports = vec![
         ScenarioReport {
-            name: "probe-p99",
-            varied: varied(),
-            fixed: fixed.clone(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the 99th percentile latency of the \
-                     probes due in that round's measured window (about one every 5 ms).",
-                ),
-                ..Measure::ms("probe p99")
-            },
             goals: probe_goals(),
             judged: vec![Judged::once(
                 "one runtime shows the regression: its probe p99 at least 10x idle's",
                 regression,
             )],
-            notes: vec![
-                format!("About {probes_per_window} probes per window."),
-                note,
-                slices,
-                threads,
-            ],
-            rows: p99,
-            ..Default::default()
+            notes,
+            ..probe_p99
         },
+        scenario("probe-p50", varied(), same(), p50, &AT_DEFAULT, p50_of),
         ScenarioReport {
-            name: "probe-p50",
-            varied: varied(),
-            fixed: "the same rounds as `probe-p99`.".to_owned(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the median latency of the probes \
-                     due in that round's measured window.",
-                ),
-                ..Measure::ms("probe p50")
-            },
-            rows: p50,
-            ..Default::default()
-        },
-        ScenarioReport {
-            name: "throughput",
-            varied: varied(),
-            fixed: format!(
-                "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded \
-                 (lower is faster; idle has no pipeline). Every batch is {} KiB of \
-                 {:.2} ms decode, so the {} CPU-side threads bound it at about {:.1} ms/MiB.",
-                BATCH >> 10,
-                batch.as_secs_f64() * 1e3,
-                thread::available_parallelism().map_or(1, usize::from),
-                batch.as_secs_f64() * 1e3 * (1 << 20) as f64
-                    / BATCH as f64
-                    / thread::available_parallelism().map_or(1, usize::from) as f64,
-            ),
-            measure: throughput_measure(),
             goals: vec![throughput_goal()],
-            notes: vec![table],
-            rows: throughput,
-            ..Default::default()
+            notes: vec![summary(&cells)],
+            ..scenario(
+                "throughput",
+                varied(),
+                throughput,
+                THROUGHPUT,
+                &AT_DEFAULT,
+                Cell::ns_per_mib,
+            )
         },
         ScenarioReport {
-            name: "probe-p99-low-priority",
-            varied: varied_low(),
-            fixed: "the same rounds as `probe-p99`.".to_owned(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the 99th percentile latency of the \
-                     probes due in that round's measured window.",
-                ),
-                ..Measure::ms("probe p99")
-            },
             goals: probe_goals(),
             notes: vec![low_note()],
-            rows: p99_low,
-            ..Default::default()
+            ..scenario(
+                "probe-p99-low-priority",
+                varied_low(),
+                same(),
+                p99,
+                &AT_LOW,
+                p99_of,
+            )
         },
         ScenarioReport {
-            name: "throughput-low-priority",
-            varied: varied_low(),
-            fixed: "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
-            measure: throughput_measure(),
             goals: vec![throughput_goal()],
-            rows: throughput_low,
-            ..Default::default()
+            ..scenario(
+                "throughput-low-priority",
+                varied_low(),
+                "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
+                THROUGHPUT,
+                &AT_LOW,
+                Cell::ns_per_mib,
+            )
         },
-    ])
+    ];
+    drop(rig);
+    Ok(reports)
 }
+
+/// How the probe scenarios sample.
+const P99: &str = "One sample per round and variant: the 99th percentile latency of the probes \
+                   due in that round's measured window (about one every 5 ms).";
+const P50: &str = "One sample per round and variant: the median latency of the probes due in \
+                   that round's measured window.";
 
 /// The probe's goals, in both priority settings.
 fn probe_goals() -> Vec<Goal> {
@@ -1248,19 +1225,17 @@ fn throughput_goal() -> Goal {
     }
 }
 
-fn throughput_measure() -> Measure {
-    Measure {
-        what: "pipeline",
-        unit: "ms",
-        per: "/MiB",
-        ns_per_unit: 1e6,
-        decimals: 2,
-        sampling: Some(
-            "One sample per round and variant: the measured window's wall time over the MiB \
-             its pipelines decoded in it.",
-        ),
-    }
-}
+const THROUGHPUT: Measure = Measure {
+    what: "pipeline",
+    unit: "ms",
+    per: "/MiB",
+    ns_per_unit: 1e6,
+    decimals: 2,
+    sampling: Some(
+        "One sample per round and variant: the measured window's wall time over the MiB its \
+         pipelines decoded in it.",
+    ),
+};
 
 fn varied_low() -> String {
     format!(

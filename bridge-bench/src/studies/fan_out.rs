@@ -3,7 +3,7 @@
 //! consumers differs: tasks on a fixed async-executor pool, tokio tasks, or one OS thread per
 //! consumer blocked in `recv_blocking`.
 
-use crate::harness::{Batch, MISSING, Settings, Variant, measure_ops};
+use crate::harness::{Batch, MISSING, Settings, Variant, measure};
 use crate::proc::os_threads;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows, table};
 use async_executor::Executor;
@@ -708,7 +708,7 @@ fn scenario(
     if threads_skipped.is_none() {
         variants.push(variant(Driver::Threads));
     }
-    let m = measure_ops(&mut variants, n, settings);
+    let m = measure(&mut variants, n, settings, None);
     drop(variants);
     let rows = rows(name, &m);
     let cells: Vec<Cell> = Driver::ALL
@@ -746,7 +746,7 @@ fn scenario(
         fixed: fixed(n),
         measure: Measure {
             per: "/item",
-            ..Measure::NS_PER_OP
+            ..Measure::default()
         },
         goals,
         notes: scenario_notes(&cells, &rows),

@@ -5,9 +5,7 @@
 
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::warm_up_tokio;
-use crate::harness::{
-    Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
-};
+use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed_in_task, warm_up_rayon};
 use crate::proc::{ThreadTally, os_threads, threads_note};
 use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
 use std::cell::RefCell;
@@ -168,7 +166,7 @@ fn scenario(
     settings: &Settings,
     load: Option<&Load>,
 ) -> ScenarioReport {
-    let m = measure_ops_loaded(variants, ops_per_iter, settings, load);
+    let m = measure(variants, ops_per_iter, settings, load);
     let (goals, load_goals, mut notes): (_, Vec<LoadGoal>, _) = match load {
         None => (goals, Vec::new(), Vec::new()),
         Some(_) => (

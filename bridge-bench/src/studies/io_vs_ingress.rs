@@ -1119,7 +1119,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             fixed: fixed.clone(),
             measure: Measure {
                 per: "/query",
-                ..Measure::NS_PER_OP
+                ..Measure::default()
             },
             budgets: vec![Budget {
                 max_ns: 1e9 / ((1.0 - SLACK) * base.split_bound()),

@@ -2,7 +2,7 @@
 //! `run(&Settings) -> io::Result<Vec<ScenarioReport>>` and list it in [`ALL`].
 
 use crate::busy::Load;
-use crate::harness::{Settings, Variant, measure_loaded};
+use crate::harness::{Settings, Variant, measure};
 use crate::report::ScenarioReport;
 use std::io;
 
@@ -75,7 +75,7 @@ pub fn measured(
     settings: &Settings,
     load: Option<&Load>,
 ) -> ScenarioReport {
-    let m = measure_loaded(variants, settings, load);
+    let m = measure(variants, 1, settings, load);
     ScenarioReport::measured(name, varied, fixed, &m)
 }
 

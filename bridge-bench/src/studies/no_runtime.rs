@@ -496,7 +496,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     // Before measuring: every caller thread opens its connections and builds its runtimes
     // for every strategy, so that no measured call pays for them.
     let polls = warm_up(caller, env, workload);
-    let m = measure(&mut variants, settings);
+    let m = measure(&mut variants, 1, settings, None);
     drop(variants);
     let rows = rows(spec.name, &m);
     let route = match caller {
@@ -510,7 +510,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
         varied: VARIED.to_owned(),
         measure: Measure {
             per: "/call",
-            ..Measure::NS_PER_OP
+            ..Measure::default()
         },
         fixed: format!(
             "the caller: {}; per call: {}. The echo server runs in this process on 127.0.0.1, \

@@ -1173,17 +1173,9 @@ const SAMPLING: &str = "One cell per variant and load (and per run), each in a f
                         its value from all of that cell's requests; variants run in an order \
                         rotated per load.";
 
-/// The samples of the I/O-only scenarios: one p99 per cell.
-const IO_P99: Measure = Measure {
-    sampling: Some(SAMPLING),
-    ..Measure::ms("I/O-only p99")
-};
-
-/// The samples of the full-request scenario: one p99 per cell.
-const FULL_P99: Measure = Measure {
-    sampling: Some(SAMPLING),
-    ..Measure::ms("full-request p99")
-};
+/// The samples of the scenarios: one p99 per cell.
+const IO_P99: Measure = Measure::ms("I/O-only p99", Some(SAMPLING));
+const FULL_P99: Measure = Measure::ms("full-request p99", Some(SAMPLING));
 
 /// The measurement of one value per variant (one sample each) from the cells at `load`.
 fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {

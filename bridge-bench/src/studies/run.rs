@@ -7,7 +7,7 @@ use super::echo::{EchoServer, MESSAGE};
 use super::route_note;
 use crate::busy::{Load, busy_frame, park_at_once_note};
 use crate::harness::{self, warm_up_tokio};
-use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
+use crate::harness::{MISSING, Settings, Variant, measure, timed, timed_in_task, timed_on};
 use crate::report::{
     BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, find, rows,
 };
@@ -178,7 +178,7 @@ fn loaded_scenario(
     settings: &Settings,
     load: Option<&Load>,
 ) -> ScenarioReport {
-    let m = measure_loaded(variants, settings, load);
+    let m = measure(variants, 1, settings, load);
     let rows = rows(name, &m);
     let (goals, budgets, load_goals) = goals;
     ScenarioReport {

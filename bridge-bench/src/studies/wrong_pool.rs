@@ -6,7 +6,7 @@
 
 use crate::harness::{self, warm_up_tokio};
 use crate::harness::{
-    MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
+    MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
 };
 use crate::proc::{ThreadTally, os_threads, threads_note};
 use crate::report::{
@@ -760,7 +760,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
              decode again as tasks of the same runtime spawned with tokio (no IoRuntime), \
              each wrapped in bridge::rt::watched (at {users_site})."
         ),
-        measure: Measure::ms("read"),
+        measure: Measure::ms("read", None),
         rows: rows(
             "watch",
             &Measurement::of(
@@ -800,7 +800,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         recorder.variant(SPAWN_BLOCKING, &rt, addr, Decode::SpawnBlocking, rounds),
         recorder.variant(INLINE, &rt, addr, Decode::Inline, rounds),
     ];
-    let m = measure_ops(&mut variants, 1, settings);
+    let m = measure(&mut variants, 1, settings, None);
     drop(variants);
 
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
@@ -841,7 +841,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             measure: Measure {
                 what: "wall",
                 per: "/iteration",
-                ..Measure::ms("")
+                ..Measure::ms("", None)
             },
             goals: vec![Goal {
                 peer: TOKIO_RAYON,
@@ -861,7 +861,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 QUERIES * READS,
                 ms(nominal_ns)
             ),
-            measure: Measure::ms("read p50"),
+            measure: Measure::ms("read p50", None),
             budgets: vec![Budget {
                 max_ns: READ_SLACK * nominal_ns,
                 text: "bridge read p50 at most 1.5x the nominal 2 ms",
@@ -878,7 +878,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 QUERIES * READS,
                 ms(nominal_ns)
             ),
-            measure: Measure::ms("read p99"),
+            measure: Measure::ms("read p99", None),
             notes: vec![table],
             rows: p99,
             ..Default::default()
