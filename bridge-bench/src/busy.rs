@@ -7,6 +7,7 @@
 //! kernels that got done while its batch ran, per second, against a batch in which the
 //! background runs alone (the harness's `measure`).
 
+use crate::report::{ScenarioReport, busy_goals};
 use std::hint::black_box;
 use std::io;
 use std::sync::Arc;
@@ -112,29 +113,34 @@ impl Drop for Load {
     }
 }
 
-/// The scenario's name and frame on an idle machine, or under `load`.
-pub fn busy_frame(
-    name: &'static str,
+/// Frames `report` for a busy machine when `load` is given: the scenario becomes
+/// `busy_name`, its frame names the load, and its goals against peers give way to the goals
+/// under load against the park-at-once peers, `park_at_once`, which a note names with `why`
+/// they count. Before measuring, so that the rows carry the name.
+pub fn under_load(
+    report: ScenarioReport,
     busy_name: &'static str,
-    fixed: String,
     load: Option<&Load>,
-) -> (&'static str, String) {
-    match load {
-        None => (name, fixed),
-        Some(load) => (
-            busy_name,
-            format!("{fixed} All of it on {}", load.describe()),
-        ),
-    }
-}
-
-/// The note that names the park-at-once peers of a busy scenario and why they count.
-pub fn park_at_once_note(peers: &[&str], why: &str) -> String {
-    format!(
+    park_at_once: &[&'static str],
+    why: &str,
+) -> ScenarioReport {
+    let Some(load) = load else {
+        return report;
+    };
+    let mut notes = report.notes;
+    notes.push(format!(
         "Park-at-once peers (the fastest of them is the reference of the goals under \
          load): {}; {why}",
-        peers.join(", ")
-    )
+        park_at_once.join(", ")
+    ));
+    ScenarioReport {
+        name: busy_name,
+        fixed: format!("{} All of it on {}", report.fixed, load.describe()),
+        goals: Vec::new(),
+        load_goals: busy_goals(park_at_once),
+        notes,
+        ..report
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,12 @@ impl Settings {
             busy_batch: Duration::from_millis(15),
         }
     }
+
+    /// Whether these are the quick settings: the studies with plans of their own then run
+    /// their quick plan.
+    pub fn is_quick(&self) -> bool {
+        self.rounds <= Self::quick().rounds
+    }
 }
 
 /// What one batch of iterations reports.
@@ -192,6 +198,18 @@ pub fn median_time<R>(runs: usize, mut work: impl FnMut(u64) -> R) -> Duration {
         .collect();
     times.sort_by(f64::total_cmp);
     Duration::from_secs_f64(times[times.len() / 2])
+}
+
+/// A multi-thread runtime of `workers` threads named `name`, with I/O and timers, every
+/// worker started ([`warm_up_tokio`]).
+pub fn runtime(workers: usize, name: &str) -> io::Result<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()?;
+    warm_up_tokio(rt.handle());
+    Ok(rt)
 }
 
 /// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one

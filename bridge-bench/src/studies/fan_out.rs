@@ -650,11 +650,7 @@ struct Cell {
 
 /// Runs the scenario of each consumer count.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let counts = if settings.rounds <= Settings::quick().rounds {
-        QUICK
-    } else {
-        FULL
-    };
+    let counts = if settings.is_quick() { QUICK } else { FULL };
     let settings = Settings {
         rounds: settings.rounds.min(MAX_ROUNDS),
         batch: settings.batch * BATCH_SCALE,

@@ -115,7 +115,7 @@ struct Plan {
 impl Plan {
     /// The quick plan for the quick settings (few rounds), the full plan otherwise.
     fn of(settings: &Settings) -> Self {
-        if settings.rounds <= Settings::quick().rounds {
+        if settings.is_quick() {
             Self {
                 rounds: 1,
                 io_values: 2,
