@@ -38,17 +38,26 @@ impl Load {
     /// Starts one background thread per CPU this process may use, each running kernels in a
     /// loop.
     pub fn start() -> io::Result<Self> {
-        Self::start_threads(std::thread::available_parallelism().map_or(1, usize::from))
+        Self::start_threads(
+            std::thread::available_parallelism().map_or(1, usize::from),
+            0,
+        )
     }
 
-    /// Starts `threads` background threads (at least one), each running kernels in a loop:
-    /// with one CPU fewer than the machine has, two hand-off partners share the CPU left,
-    /// though the machine is not saturated.
-    pub fn start_threads(threads: usize) -> io::Result<Self> {
+    /// Starts `threads` background threads (at least one), each running kernels in a loop,
+    /// at nice `nice` where the OS lets them lower their priority (0: the default): with one
+    /// CPU fewer than the machine has, two hand-off partners share the CPU left, though the
+    /// machine is not saturated.
+    pub fn start_threads(threads: usize, nice: u8) -> io::Result<Self> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("busy-{i}"))
+            .start_handler(move |_| {
+                if nice > 0 {
+                    let _ = bridge::cpu::lower_thread_priority(nice);
+                }
+            })
             .build()
             .map_err(io::Error::other)?;
         let kernels = Arc::new(AtomicU64::new(0));

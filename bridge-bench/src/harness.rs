@@ -13,7 +13,6 @@ use crate::busy::Load;
 use crate::progress;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::fmt;
 use std::future::Future;
 use std::io;
 use std::time::{Duration, Instant};
@@ -92,19 +91,9 @@ pub fn timed(iters: u64, mut op: impl FnMut(u64) -> u64) -> Batch {
 pub fn timed_on(
     rt: &tokio::runtime::Runtime,
     iters: u64,
-    mut op: impl AsyncFnMut(u64) -> u64,
+    op: impl AsyncFnMut(u64) -> u64,
 ) -> Batch {
-    rt.block_on(async {
-        let start = Instant::now();
-        let mut checksum = 0u64;
-        for i in 0..iters {
-            checksum = checksum.wrapping_add(op(i).await);
-        }
-        Batch {
-            elapsed: start.elapsed(),
-            checksum,
-        }
-    })
+    in_bursts(rt, iters, None, op)
 }
 
 /// Calls in one burst of [`timed_on_paused`].
@@ -117,20 +106,34 @@ pub const BURST: u64 = 400;
 pub fn timed_on_paused(
     rt: &tokio::runtime::Runtime,
     iters: u64,
+    op: impl AsyncFnMut(u64) -> u64,
+) -> Batch {
+    in_bursts(rt, iters, Some(BURST), op)
+}
+
+/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`, in one burst or, with
+/// `burst`, in bursts of that many after a pause each.
+fn in_bursts(
+    rt: &tokio::runtime::Runtime,
+    iters: u64,
+    burst: Option<u64>,
     mut op: impl AsyncFnMut(u64) -> u64,
 ) -> Batch {
     rt.block_on(async {
-        let mut elapsed = Duration::ZERO;
-        let mut checksum = 0u64;
+        let (mut elapsed, mut checksum, mut i) = (Duration::ZERO, 0u64, 0);
         let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ iters;
-        let mut i = 0;
         while i < iters {
-            // xorshift64
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            std::thread::sleep(Duration::from_micros(2_000 + state % 15_000));
-            let end = (i + BURST).min(iters);
+            let end = match burst {
+                None => iters,
+                Some(burst) => {
+                    // xorshift64
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    std::thread::sleep(Duration::from_micros(2_000 + state % 15_000));
+                    (i + burst).min(iters)
+                }
+            };
             let start = Instant::now();
             for k in i..end {
                 checksum = checksum.wrapping_add(op(k).await);
@@ -310,14 +313,6 @@ pub struct Variant<'a> {
     run: Box<dyn FnMut(u64) -> Batch + 'a>,
 }
 
-impl fmt::Debug for Variant<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Variant")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<'a> Variant<'a> {
     /// A variant whose batches are run by `run`.
     pub fn new(name: &'static str, run: impl FnMut(u64) -> Batch + 'a) -> Self {
@@ -353,31 +348,25 @@ fn sum_below(n: u64) -> u64 {
     a.wrapping_mul(b)
 }
 
-/// The samples of one variant, in nanoseconds per operation, one per round.
+/// The samples of one variant, in nanoseconds per operation, one per round, and under a
+/// [`Load`] the background kernels finished per second of wall time during each of its
+/// batches (empty on an idle machine).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
-    /// The variant's name.
     pub name: &'static str,
-    /// One sample per round.
     pub samples: Vec<f64>,
-    /// Under a [`Load`], the background kernels finished per second of wall time during the
-    /// variant's batch, one per round; empty on an idle machine.
     pub background: Vec<f64>,
 }
 
-/// The outcome of [`measure`].
+/// The outcome of [`measure`]: the iterations in every batch of every variant, of
+/// `ops_per_iter` operations each (samples are per operation), and one entry per variant in
+/// the order they were given; under a [`Load`], what was measured of the background work.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
-    /// Iterations in every batch of every variant.
     pub iters_per_round: u64,
-    /// Operations in one iteration; samples are per operation.
     pub ops_per_iter: u64,
-    /// Number of rounds.
     pub rounds: usize,
-    /// One entry per variant, in the order they were given.
     pub variants: Vec<Measured>,
-    /// What was measured of the background work under a [`Load`]; `None` on an idle
-    /// machine.
     pub load: Option<LoadMeasurement>,
 }
 

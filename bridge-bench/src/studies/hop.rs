@@ -8,11 +8,13 @@ use crate::busy::{Load, under_load};
 use crate::harness::{Batch, MISSING, Settings, Variant, timed_in_task};
 use crate::harness::{warm_up_rayon, warm_up_tokio};
 use crate::proc::{ThreadTally, os_threads, threads_note};
-use crate::report::{Goal, ScenarioReport};
+use crate::report::{Goal, ScenarioReport, table};
+use crate::stats::percentile;
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::time::Instant;
+use std::thread;
+use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
 /// Hops in flight at once in `concurrent-1000`: one iteration starts them all, then awaits
@@ -38,10 +40,105 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         blocking(settings, 1),
         blocking(settings, HOPS),
     ];
+    let split = split_note(
+        &warm_runtime()?,
+        if settings.is_quick() { 100 } else { 400 },
+    )?;
     let load = Load::start()?;
-    reports.push(one_at_a_time(settings, Some(&load))?);
+    let mut busy = one_at_a_time(settings, Some(&load))?;
+    busy.notes.push(split);
+    reports.push(busy);
     reports.push(concurrent(settings, Some(&load))?);
     Ok(reports)
+}
+
+/// Where a hop's time goes on a busy machine, as a note: `bridge::spawn` from a task of `rt`,
+/// one hop at a time, split into the pool's pickup (from the spawn to the closure's start on
+/// a rayon thread) and the return (from the closure's end to the awaiting task running
+/// again), under background work of four shapes. No peer: the split says which side waits,
+/// the shapes say what it waits for.
+fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let shapes = [
+        ("idle", 0, 0),
+        ("busy, every CPU", cpus, 0),
+        ("busy, every CPU, at nice 10", cpus, 10),
+        ("busy, one CPU free", cpus - 1, 0),
+    ];
+    split_hops(rt, hops)?;
+    let mut rows = Vec::new();
+    for (name, threads, nice) in shapes {
+        let load = (threads > 0)
+            .then(|| Load::start_threads(threads, nice))
+            .transpose()?;
+        thread::sleep(Duration::from_millis(50));
+        let (start, before) = (Instant::now(), load.as_ref().map_or(0, Load::kernels));
+        let (pickup, back) = split_hops(rt, hops)?;
+        let done = load.as_ref().map_or(0, Load::kernels) - before;
+        let kernels_per_s = done as f64 / start.elapsed().as_secs_f64();
+        drop(load);
+        let hop: Vec<f64> = pickup.iter().zip(&back).map(|(a, b)| a + b).collect();
+        let us = |v: &[f64], p| {
+            let mut sorted = v.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            format!("{:.1}", percentile(&sorted, p) / 1e3)
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        rows.push(vec![
+            name.to_owned(),
+            us(&pickup, 0.5),
+            us(&pickup, 0.99),
+            us(&back, 0.5),
+            us(&back, 0.99),
+            us(&hop, 0.5),
+            us(&hop, 0.99),
+            format!("{:.1}", mean(&hop) / 1e3),
+            format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)),
+            format!("{kernels_per_s:.0}"),
+        ]);
+    }
+    let head = [
+        "background",
+        "pickup p50",
+        "pickup p99",
+        "return p50",
+        "return p99",
+        "hop p50",
+        "hop p99",
+        "hop mean",
+        "pickup's share of the mean",
+        "background kernels/s",
+    ];
+    Ok(format!(
+        "Where a hop's time goes ({hops} hops of bridge::spawn, one at a time from a task; \
+         µs): the pool's pickup (from the spawn to the closure's start on a rayon thread) and \
+         the return (from the closure's end to the awaiting task running again), under \
+         background threads hashing in a loop: none; one per CPU, as in this scenario; one \
+         per CPU at nice 10 (bridge::cpu::lower_thread_priority); one fewer than the CPUs. \
+         The split says which side waits, the shapes what it waits for.\n\n{}",
+        table(&head, "---:", &rows).trim_end()
+    ))
+}
+
+/// `hops` hops of `bridge::spawn` one at a time from a task of `rt`: each one's pickup and
+/// return, in ns.
+fn split_hops(rt: &Runtime, hops: usize) -> io::Result<(Vec<f64>, Vec<f64>)> {
+    let task = rt.spawn(async move {
+        let (mut pickup, mut back) = (Vec::with_capacity(hops), Vec::with_capacity(hops));
+        for k in 0..hops {
+            let spawned = Instant::now();
+            let ran = bridge::spawn(move || {
+                std::hint::black_box(k);
+                Instant::now()
+            })
+            .await;
+            let resumed = Instant::now();
+            pickup.push((ran - spawned).as_nanos() as f64);
+            back.push((resumed - ran).as_nanos() as f64);
+        }
+        (pickup, back)
+    });
+    rt.block_on(task).map_err(io::Error::other)
 }
 
 /// A multi-thread runtime with the default worker count, every worker started and tokio's

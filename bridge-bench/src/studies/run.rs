@@ -66,7 +66,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         current_thread_task(&paused, None, Pattern::Paused)?,
     ];
     if cpus() > 1 {
-        let one_free = Load::start_threads(cpus() - 1)?;
+        let one_free = Load::start_threads(cpus() - 1, 0)?;
         reports.push(current_thread_task(
             settings,
             Some(&one_free),
