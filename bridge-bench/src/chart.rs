@@ -439,7 +439,7 @@ mod tests {
                 ("spiky", vec![540.0, 600.0, 5e3]),
             ],
         );
-        let panel = |name| ScenarioReport::measured(name, "", "", &m);
+        let panel = |name| ScenarioReport::of(name, &m);
         let svg = svg("demo", &[panel("first"), panel("second")]).unwrap();
         assert!(svg.contains("bridge-bench: the demo study"));
         assert!(svg.contains("a&lt;b"));

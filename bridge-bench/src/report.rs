@@ -365,6 +365,14 @@ fn reached(a: &[f64], b: &[f64], ok: impl Fn(f64, f64) -> bool) -> String {
 }
 
 impl Goal {
+    pub const fn new(peer: &'static str, at_least: f64, text: &'static str) -> Self {
+        Self {
+            peer,
+            at_least,
+            text,
+        }
+    }
+
     fn check(&self, rows: &[Row]) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let peer = find(rows, self.peer)?;
@@ -592,18 +600,11 @@ pub fn table(head: &[&str], rule: &str, rows: &[Vec<String>]) -> String {
 }
 
 impl ScenarioReport {
-    /// The scenario `name` measured as `m`, framed by what was varied and what was held fixed;
-    /// goals and notes are added with struct update syntax.
-    pub fn measured(
-        name: &'static str,
-        varied: impl Into<String>,
-        fixed: impl Into<String>,
-        m: &Measurement,
-    ) -> Self {
+    /// The scenario `name` measured as `m`, unframed: for tests.
+    #[cfg(test)]
+    pub fn of(name: &'static str, m: &Measurement) -> Self {
         Self {
             name,
-            varied: varied.into(),
-            fixed: fixed.into(),
             rows: rows(name, m),
             ..Default::default()
         }
@@ -1067,11 +1068,7 @@ mod tests {
     }
 
     fn goal(at_least: f64, text: &'static str) -> Goal {
-        Goal {
-            peer: "tokio",
-            at_least,
-            text,
-        }
+        Goal::new("tokio", at_least, text)
     }
 
     #[test]
@@ -1103,7 +1100,7 @@ mod tests {
                 max_ns: 10.5,
                 text: "at most 10.5 ns",
             }],
-            ..ScenarioReport::measured("s", "", "", &measurement())
+            ..ScenarioReport::of("s", &measurement())
         };
         assert_eq!(
             report.takeaway(),
@@ -1152,7 +1149,7 @@ mod tests {
         };
         let r = ScenarioReport {
             load_goals: busy_goals(&["crawler", "parker", "absent"]),
-            ..ScenarioReport::measured("s", "", "", &m)
+            ..ScenarioReport::of("s", &m)
         };
         let takeaway = r.takeaway();
         assert!(
@@ -1178,7 +1175,7 @@ mod tests {
             vec![ScenarioReport {
                 goals: vec![goal(2.0, "2x faster than tokio")],
                 judged: vec![Judged::once("judged", None)],
-                ..ScenarioReport::measured("s", "", "", &m)
+                ..ScenarioReport::of("s", &m)
             }]
         };
         let merged = merge_runs(vec![

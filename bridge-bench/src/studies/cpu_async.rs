@@ -865,7 +865,8 @@ fn summary(cells: &[Cell]) -> String {
         let p = |q| percentile(&all, q) / 1e6;
         let _ = write!(
             out,
-            "\n| {} | {} | {:.2} | {:.2} | {:.2} | {:.1}x | {throughput} | {batches} | {failures} |",
+            "\n| {} | {} | {:.2} | {:.2} | {:.2} | {:.1}x | {throughput} | {batches} | \
+             {failures} |",
             v.name(),
             all.len(),
             p(0.5),
@@ -1052,25 +1053,21 @@ const P50: &str = "One sample per round and variant: the median latency of the p
 /// The probe's goals, in both priority settings.
 fn probe_goals() -> Vec<Goal> {
     vec![
-        Goal {
-            peer: IDLE,
-            at_least: 1.0 / IDLE_SLACK,
-            text: "bridge's probe p99 within 1.5x of idle's",
-        },
-        Goal {
-            peer: TWO,
-            at_least: 1.0,
-            text: "bridge's probe p99 at or below two runtimes'",
-        },
+        Goal::new(
+            IDLE,
+            1.0 / IDLE_SLACK,
+            "bridge's probe p99 within 1.5x of idle's",
+        ),
+        Goal::new(TWO, 1.0, "bridge's probe p99 at or below two runtimes'"),
     ]
 }
 
 fn throughput_goal() -> Goal {
-    Goal {
-        peer: TWO,
-        at_least: THROUGHPUT_SLACK,
-        text: "bridge's pipeline throughput at least 0.95x two runtimes'",
-    }
+    Goal::new(
+        TWO,
+        THROUGHPUT_SLACK,
+        "bridge's pipeline throughput at least 0.95x two runtimes'",
+    )
 }
 
 const THROUGHPUT: Measure = Measure {

@@ -684,12 +684,12 @@ fn scenario(
         })
         .collect();
     let goals = if n == GAP_AT {
-        vec![Goal {
-            peer: THREADS,
-            at_least: GAP,
-            text: "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 \
+        vec![Goal::new(
+            THREADS,
+            GAP,
+            "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 \
                    consumers",
-        }]
+        )]
     } else {
         Vec::new()
     };

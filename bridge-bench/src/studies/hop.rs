@@ -275,11 +275,7 @@ fn frame(name: &'static str, rt: &Runtime, per_op: &str, goals: Vec<Goal>) -> Sc
 
 /// bridge no slower than each rayon peer; with `spawn_blocking`, also 10x cheaper than it.
 fn peer_goals(spawn_blocking: bool) -> Vec<Goal> {
-    let goal = |peer, at_least, text| Goal {
-        peer,
-        at_least,
-        text,
-    };
+    let goal = Goal::new;
     let mut goals = vec![
         goal("tokio-rayon", 1.0, "bridge no slower than tokio-rayon"),
         goal(

@@ -801,7 +801,8 @@ fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
         value: format!("{} of the bound, {lost} lost", furthest(&split, bound)),
         bound: format!(">= {}, 0 lost", pct(1.0 - SLACK)),
         detail: format!(
-            "achieved / bound {}, bound {WINDOW} / {latency_ms:.2} ms = {bound:.0} QPS; lost {lost}",
+            "achieved / bound {}, bound {WINDOW} / {latency_ms:.2} ms = {bound:.0} QPS; lost \
+             {lost}",
             percents(&split, bound),
         ),
     });

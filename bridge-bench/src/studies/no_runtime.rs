@@ -507,17 +507,17 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
 /// other call is held to the published penalty.
 fn goal(workload: Workload) -> Goal {
     match workload {
-        Workload::Yield => Goal {
-            peer: PER_THREAD,
-            at_least: 0.5,
-            text: "a future that wakes itself: bridge::run_blocking within 2x rt per thread",
-        },
-        Workload::Ready | Workload::Tcp { .. } => Goal {
-            peer: PER_THREAD,
-            at_least: 1.0 / (1.0 + PUBLISHED_PENALTY.1 / 100.0),
-            text: "bridge::run_blocking within the published penalty: at most 1.17x rt per \
+        Workload::Yield => Goal::new(
+            PER_THREAD,
+            0.5,
+            "a future that wakes itself: bridge::run_blocking within 2x rt per thread",
+        ),
+        Workload::Ready | Workload::Tcp { .. } => Goal::new(
+            PER_THREAD,
+            1.0 / (1.0 + PUBLISHED_PENALTY.1 / 100.0),
+            "bridge::run_blocking within the published penalty: at most 1.17x rt per \
                    thread",
-        },
+        ),
     }
 }
 
@@ -773,10 +773,8 @@ mod tests {
         assert_eq!(placement(17.0), "within the published range");
         let done_with = |spec: &'static Spec, shared: f64| Done {
             spec,
-            report: ScenarioReport::measured(
+            report: ScenarioReport::of(
                 spec.name,
-                "",
-                "",
                 &Measurement::of(1, [(PER_THREAD, vec![10_000.0]), (SHARED, vec![shared])]),
             ),
             polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),

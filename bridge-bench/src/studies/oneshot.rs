@@ -118,11 +118,11 @@ fn same_thread(settings: &Settings) -> ScenarioReport {
         fixed: "one thread; per operation: create a channel of u64, send, take the value with \
                 try_recv, drop both halves; inputs and results pass through black_box."
             .to_owned(),
-        goals: vec![Goal {
-            peer: "oneshot",
-            at_least: 1.0,
-            text: "bridge no slower than the oneshot crate",
-        }],
+        goals: vec![Goal::new(
+            "oneshot",
+            1.0,
+            "bridge no slower than the oneshot crate",
+        )],
         ..Default::default()
     };
     measured(report, &mut variants, 1, settings, None)
@@ -217,11 +217,7 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
             rayon::current_num_threads()
         ),
         goals: goals
-            .map(|(peer, text)| Goal {
-                peer,
-                at_least: 1.0,
-                text,
-            })
+            .map(|(peer, text)| Goal::new(peer, 1.0, text))
             .to_vec(),
         ..Default::default()
     };

@@ -312,11 +312,11 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
              hand off: the numbers are the cost around a block_in_place with nothing to hand \
              off, the same for both variants."
         ),
-        goals: vec![Goal {
-            peer: BLOCK_IN_PLACE,
-            at_least: 1.0 / TASK_SLACK,
-            text: "bridge at most 1.2x raw block_in_place + Handle::block_on",
-        }],
+        goals: vec![Goal::new(
+            BLOCK_IN_PLACE,
+            1.0 / TASK_SLACK,
+            "bridge at most 1.2x raw block_in_place + Handle::block_on",
+        )],
         notes: vec![route.map_err(io::Error::other)?],
         ..Default::default()
     };
@@ -488,11 +488,11 @@ fn current_thread_task(
              pre-spawned worker (one thread for both of its variants) ran one job first.",
             io_workers()
         ),
-        goals: vec![Goal {
-            peer: PRE_SPAWNED,
-            at_least: 1.0 / TASK_SLACK,
-            text: "bridge at most 1.2x a pre-spawned worker thread",
-        }],
+        goals: vec![Goal::new(
+            PRE_SPAWNED,
+            1.0 / TASK_SLACK,
+            "bridge at most 1.2x a pre-spawned worker thread",
+        )],
         notes: vec![route, WAKE_NOTE.to_owned()],
         ..Default::default()
     };

@@ -831,11 +831,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 per: "/iteration",
                 ..Measure::ms("", None)
             },
-            goals: vec![Goal {
-                peer: TOKIO_RAYON,
-                at_least: 1.0 / WALL_SLACK,
-                text: "bridge wall time at most 1.05x tokio-rayon's",
-            }],
+            goals: vec![Goal::new(
+                TOKIO_RAYON,
+                1.0 / WALL_SLACK,
+                "bridge wall time at most 1.05x tokio-rayon's",
+            )],
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
             ..Default::default()
