@@ -43,6 +43,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Handle, Runtime};
 
+/// Each variant's calls per second in one cell, run by run (`None`: a call failed).
+type PerVariant = BTreeMap<Variant, Vec<Option<f64>>>;
+
 /// Bytes of every echo request and reply, and of every HTTP reply body.
 const MESSAGE: usize = 64;
 const BODY: usize = 1024;
@@ -421,9 +424,7 @@ fn main() {
     let servers = servers();
     LazyLock::force(&GLOBAL);
     LazyLock::force(&BACKGROUND);
-    // Each cell's calls per second, by variant, run by run (`None`: a call failed).
-    let mut medians: BTreeMap<(Callers, Work), BTreeMap<Variant, Vec<Option<f64>>>> =
-        BTreeMap::new();
+    let mut medians: BTreeMap<(Callers, Work), PerVariant> = BTreeMap::new();
     println!("run,callers,work,variant,calls_per_s,p50_us,p99_us,failed");
     for run in first..first + runs {
         for &c in &callers {
@@ -452,7 +453,8 @@ fn main() {
             xs.sort_by(f64::total_cmp);
             xs.get(xs.len() / 2).copied()
         };
-        let cells: Vec<String> = (VARIANTS.iter())
+        let cells: Vec<String> = VARIANTS
+            .iter()
             .map(|v| median(v).map_or("failed".to_string(), |x| format!("{x:.0}")))
             .collect();
         let best = VARIANTS[1..].iter().filter_map(median).fold(0.0, f64::max);

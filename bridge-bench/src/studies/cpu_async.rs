@@ -525,8 +525,10 @@ impl Probes {
     /// `end` but not answered by then (even one due before `start`: it waited through the
     /// window) counts with its wait so far, a lower bound of its latency.
     fn in_window(&self, start: Instant, end: Instant) -> Vec<f64> {
-        let overdue =
-            (self.due.filter(|&due| due < end)).map(|due| (end - due).as_secs_f64() * 1e9);
+        let overdue = self
+            .due
+            .filter(|&due| due < end)
+            .map(|due| (end - due).as_secs_f64() * 1e9);
         let answered = self
             .done
             .iter()
@@ -834,7 +836,9 @@ fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String 
 /// pipeline's throughput and the failures.
 fn summary(cells: &[Cell]) -> String {
     let pooled = |v: Variant| {
-        let mut all: Vec<f64> = (cells.iter().filter(|c| c.variant == v))
+        let mut all: Vec<f64> = cells
+            .iter()
+            .filter(|c| c.variant == v)
             .flat_map(|c| c.probes.iter().copied())
             .collect();
         all.sort_by(f64::total_cmp);

@@ -417,7 +417,8 @@ impl Consumers {
                 let all = rt.block_on(join_all(handles)).into_iter();
                 all.map(|h| h.unwrap_or(MISSING)).fold(0, add)
             }
-            Self::Threads(handles) => (handles.into_iter())
+            Self::Threads(handles) => handles
+                .into_iter()
                 .map(|h| h.join().unwrap_or(MISSING))
                 .fold(0, add),
         }
@@ -605,7 +606,9 @@ struct Cell {
 
 /// Runs the scenario of each consumer count.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let counts: Vec<(u64, &str)> = (FULL.iter().copied())
+    let counts: Vec<(u64, &str)> = FULL
+        .iter()
+        .copied()
         .filter(|&(n, _)| !settings.is_quick() || n != 1_000)
         .collect();
     let settings = Settings {

@@ -698,7 +698,8 @@ struct Tally {
 
 impl Tally {
     fn of(mode: Mode, io_workers: usize, cells: &[Cell]) -> Self {
-        let mine: Vec<&Cell> = (cells.iter())
+        let mine: Vec<&Cell> = cells
+            .iter()
             .filter(|c| c.mode == mode && c.io_workers == io_workers)
             .collect();
         let sum = |f: fn(&LoadOutcome) -> u64| mine.iter().map(|c| f(&c.load)).sum::<u64>();
@@ -744,7 +745,8 @@ fn pct(x: f64) -> String {
 
 /// The table of the study: one line per mode and io_workers value.
 fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
-    let rows: Vec<Vec<String>> = (tallies.iter())
+    let rows: Vec<Vec<String>> = tallies
+        .iter()
         .map(|t| {
             let (min, max) = Summary::of(&t.qps).map_or((f64::NAN, f64::NAN), |s| (s.min, s.max));
             let (bound, l) = (base.bound(t.mode), &t.load);

@@ -93,7 +93,10 @@ pub fn placement(percent: f64) -> &'static str {
 /// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
 /// ratios (round k of both ran side by side), and the rounds where `a` was slower, of all.
 pub fn paired(a: &Row, b: &Row) -> (f64, f64, usize, usize) {
-    let per_round: Vec<f64> = (a.samples.iter().zip(&b.samples))
+    let per_round: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
         .map(|(&x, &y)| ratio(x, y))
         .collect();
     let slower = per_round.iter().filter(|&&r| r > 1.0).count();

@@ -475,7 +475,9 @@ fn latencies(
     cutoff: Instant,
 ) -> (Vec<f64>, f64) {
     let mut unfinished = 0.0;
-    let mut out: Vec<f64> = (slots.iter().enumerate())
+    let mut out: Vec<f64> = slots
+        .iter()
+        .enumerate()
         .filter_map(|(k, slot)| match slot.load(Relaxed) {
             SHED => None,
             PENDING => {
@@ -602,7 +604,10 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     out.hwm_kib = self_status("VmHWM");
     let (full, full_unfinished) = latencies(&service.full, full_at, cutoff);
     let (io, io_unfinished) = latencies(&service.probes, probe_at, cutoff);
-    out.served_in_window = (service.full.iter().enumerate())
+    out.served_in_window = service
+        .full
+        .iter()
+        .enumerate()
         .filter(|(k, slot)| {
             let ns = slot.load(Relaxed);
             ns != SHED && ns != PENDING && full_at(*k) + Duration::from_nanos(ns) <= end
@@ -650,7 +655,9 @@ impl Cell {
 }
 
 fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
-    (cells.iter()).find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
+    cells
+        .iter()
+        .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
 }
 
 /// The cells of `variants` at `load`, if every one was measured.
@@ -677,7 +684,7 @@ fn mib(kib: f64) -> String {
 
 /// The table of one load: a line per variant.
 fn table(cells: &[Cell], load: f64, bound: usize) -> String {
-    let rate = (cells.iter()).find(|c| (c.load - load).abs() < 1e-9);
+    let rate = cells.iter().find(|c| (c.load - load).abs() < 1e-9);
     let mut out = format!(
         "At {load}x capacity ({:.0} full requests/s offered, {PROBE_RATE:.0} I/O-only probes/s):\n\n\
          | variant | completed req/s | busy req/s | full p50 ms | full p99 ms | unfinished | \
@@ -758,7 +765,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         match (all_at(cells, &bounded, 0.5), all_at(cells, &bounded, 2.0)) {
             (Some(lo), Some(hi)) => {
                 let ratio = |(l, h): (&&Cell, &&Cell)| h.out.io_p99 / l.out.io_p99;
-                let each = (lo.iter().zip(&hi)).map(|(l, h)| {
+                let each = lo.iter().zip(&hi).map(|(l, h)| {
                     let (lo, hi) = (ms(l.out.io_p99), ms(h.out.io_p99));
                     let times = ratio((l, h));
                     format!(
@@ -784,8 +791,9 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
     );
     out.push(all_at(cells, &bounded, 2.0).and_then(|hi| {
         let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
-        let each =
-            (hi.iter()).map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
+        let each = hi
+            .iter()
+            .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
         let mut each: Vec<String> = each.collect();
         each[0].insert_str(
             0,
@@ -864,7 +872,8 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
 /// The nice value the pool threads of each cell ran at, as read on them: the cells whose
 /// pool did not run as set up are named.
 fn pool_note(cells: &[Cell]) -> String {
-    let off: Vec<String> = (cells.iter())
+    let off: Vec<String> = cells
+        .iter()
         .filter(|c| {
             let want = c.variant.pool_nice().map_or(0.0, f64::from);
             !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want)
@@ -1089,7 +1098,9 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let load_after = load_average();
 
     let first = fixed(&loads, window, passes, cost, capacity, bound);
-    let mut reports: Vec<ScenarioReport> = (loads.iter().enumerate())
+    let mut reports: Vec<ScenarioReport> = loads
+        .iter()
+        .enumerate()
         .map(|(k, &load)| {
             let name = scenario_name(load);
             let fixed = if k == 0 {
