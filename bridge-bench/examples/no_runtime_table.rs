@@ -19,10 +19,10 @@
 //! Each cell runs every variant for `MILLIS` (400 by default) after a warm-up, the variants'
 //! order rotated from run to run. `TABLE_WORK` and `TABLE_CALLERS` (comma-separated names:
 //! `echo,http`; `1,cpus,4x,32x,par_iter`) pick cells; `TABLE_FIRST_RUN` numbers the runs
-//! from another start, so that separate processes rotate the order too. It prints one CSV line per run, cell and variant (calls/s,
-//! p50 and p99 in microseconds, failures), then a table of the median calls/s over the runs
-//! with the bridge's ratio to the best peer that worked in the cell. The servers run on a
-//! runtime of their own in this process.
+//! from another start, so that separate processes rotate the order too. It prints one CSV
+//! line per run, cell and variant (calls/s, p50 and p99 in microseconds, failures), then a
+//! table of the median calls/s over the runs with the bridge's ratio to the best peer that
+//! worked in the cell. The servers run on a runtime of their own in this process.
 
 use futures::future::join_all;
 use http_body_util::{BodyExt, Empty, Full};
@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,9 +46,8 @@ use tokio::runtime::{Builder, Handle, Runtime};
 /// Each variant's calls per second in one cell, run by run (`None`: a call failed).
 type PerVariant = BTreeMap<Variant, Vec<Option<f64>>>;
 
-/// Bytes of every echo request and reply.
+/// Bytes of every echo request and reply, and of every HTTP reply body.
 const MESSAGE: usize = 64;
-/// Bytes of every HTTP reply body.
 const BODY: usize = 1024;
 /// Calls each caller makes before the timed window (and the connections it opens).
 const WARM: u32 = 20;
@@ -72,12 +71,7 @@ const VARIANTS: [Variant; 4] = [
 
 impl Variant {
     fn name(self) -> &'static str {
-        match self {
-            Variant::Bridge => "bridge",
-            Variant::PerThread => "rt per thread",
-            Variant::Global => "global",
-            Variant::Background => "background",
-        }
+        ["bridge", "rt per thread", "global", "background"][self as usize]
     }
 }
 
@@ -102,14 +96,7 @@ const WORKS: [Work; 6] = [
 
 impl Work {
     fn name(self) -> &'static str {
-        match self {
-            Work::Ready => "ready",
-            Work::Yield => "yield",
-            Work::Echo => "echo",
-            Work::Fan16 => "fan16",
-            Work::Connect => "connect",
-            Work::Http => "http",
-        }
+        ["ready", "yield", "echo", "fan16", "connect", "http"][self as usize]
     }
 }
 
@@ -130,18 +117,14 @@ impl Callers {
 
 /// One multi-thread runtime with a worker per CPU: the `global` peer.
 static GLOBAL: LazyLock<Runtime> = LazyLock::new(|| {
-    Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a multi-thread runtime")
+    let rt = Builder::new_multi_thread().enable_all().build();
+    rt.expect("a multi-thread runtime")
 });
 
 /// One current-thread runtime driven by a thread of its own: the `background` peer.
 static BACKGROUND: LazyLock<Handle> = LazyLock::new(|| {
-    let rt = Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime");
+    let rt = Builder::new_current_thread().enable_all().build();
+    let rt = rt.expect("a current-thread runtime");
     let handle = rt.handle().clone();
     std::thread::Builder::new()
         .name("background-rt".into())
@@ -171,8 +154,8 @@ where
             BACKGROUND.spawn(async move {
                 let _ = tx.send(future.await);
             });
-            rx.recv_blocking()
-                .expect("the background runtime runs every task")
+            let output = rx.recv_blocking();
+            output.expect("the background runtime runs every task")
         }
     }
 }
@@ -183,6 +166,11 @@ struct Cell {
     http: String,
     client: Client<HttpConnector, Empty<Bytes>>,
     failed: AtomicU64,
+}
+
+/// Whether `work` finished within [`CALL_LIMIT`] with `Ok(true)`.
+async fn in_time<E>(work: impl Future<Output = Result<bool, E>>) -> bool {
+    matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(true)))
 }
 
 /// One call: `true` if it did its work within [`CALL_LIMIT`].
@@ -208,15 +196,15 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
                         Err(_) => return (false, conns),
                     }
                 }
-                let work = async {
-                    let trips = conns.iter_mut().map(round_trip);
-                    join_all(trips)
+                let trips = join_all(conns.iter_mut().map(round_trip));
+                let all = async {
+                    trips
                         .await
                         .into_iter()
                         .collect::<std::io::Result<()>>()
+                        .map(|()| true)
                 };
-                let ok = matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(())));
-                (ok, conns)
+                (in_time(all).await, conns)
             });
             if ok {
                 CONNS.with(|c| c.borrow_mut().insert(variant, conns));
@@ -224,28 +212,28 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             ok
         }
         Work::Connect => drive(variant, async move {
-            let work = async {
+            in_time(async {
                 let mut conn = TcpStream::connect(echo).await?;
                 conn.set_zero_linger()?;
-                round_trip(&mut conn).await
-            };
-            matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(())))
+                round_trip(&mut conn).await.map(|()| true)
+            })
+            .await
         }),
         Work::Http => {
             let client = cell.client.clone();
             let uri = cell.http.parse().expect("a URI");
             drive(variant, async move {
-                let work = async {
-                    let reply = client.get(uri).await.ok()?;
-                    let body = reply.into_body().collect().await.ok()?.to_bytes();
-                    Some(body.len() == BODY)
-                };
-                matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Some(true)))
+                in_time(async {
+                    let reply = client.get(uri).await.map_err(drop)?;
+                    let body = reply.into_body().collect().await.map_err(drop)?.to_bytes();
+                    Ok::<_, ()>(body.len() == BODY)
+                })
+                .await
             })
         }
     };
     if !ok {
-        cell.failed.fetch_add(1, Ordering::Relaxed);
+        cell.failed.fetch_add(1, Relaxed);
     }
     ok
 }
@@ -295,22 +283,17 @@ fn measure(
             let barrier = Arc::new(Barrier::new(n + 1));
             let threads: Vec<_> = (0..n)
                 .map(|_| {
-                    let (cell, stop, go, barrier, latencies) = (
-                        cell.clone(),
-                        stop.clone(),
-                        go.clone(),
-                        barrier.clone(),
-                        latencies.clone(),
-                    );
+                    let (cell, stop, go) = (cell.clone(), stop.clone(), go.clone());
+                    let (barrier, latencies) = (barrier.clone(), latencies.clone());
                     std::thread::spawn(move || {
                         let mut lat = Vec::new();
                         let mut ok = (0..WARM).all(|_| call(variant, work, &cell));
                         barrier.wait();
                         // ORDERING: start and stop signals; the results go through the mutex.
-                        while !go.load(Ordering::Relaxed) {
+                        while !go.load(Relaxed) {
                             std::thread::yield_now();
                         }
-                        while ok && !stop.load(Ordering::Relaxed) {
+                        while ok && !stop.load(Relaxed) {
                             ok = timed(&cell, &mut lat);
                         }
                         latencies.lock().unwrap().extend(lat);
@@ -320,9 +303,9 @@ fn measure(
                 .collect();
             barrier.wait();
             let start = Instant::now();
-            go.store(true, Ordering::Relaxed);
+            go.store(true, Relaxed);
             std::thread::sleep(window);
-            stop.store(true, Ordering::Relaxed);
+            stop.store(true, Relaxed);
             for t in threads {
                 t.join().expect("a caller thread");
             }
@@ -330,17 +313,15 @@ fn measure(
         }
         Callers::ParIter => {
             let pass = |deadline: Instant| {
-                (0..u32::MAX)
-                    .into_par_iter()
-                    .with_min_len(1)
-                    .try_for_each(|_| {
-                        let mut lat = Vec::with_capacity(1);
-                        if Instant::now() >= deadline || !timed(&cell, &mut lat) {
-                            return Err(());
-                        }
-                        latencies.lock().unwrap().extend(lat);
-                        Ok(())
-                    })
+                let calls = (0..u32::MAX).into_par_iter().with_min_len(1);
+                calls.try_for_each(|_| {
+                    let mut lat = Vec::with_capacity(1);
+                    if Instant::now() >= deadline || !timed(&cell, &mut lat) {
+                        return Err(());
+                    }
+                    latencies.lock().unwrap().extend(lat);
+                    Ok(())
+                })
             };
             let _ = pass(Instant::now() + window / 4);
             latencies.lock().unwrap().clear();
@@ -354,15 +335,14 @@ fn measure(
     let mut lat = std::mem::take(&mut *latencies.lock().unwrap());
     lat.sort_by(f32::total_cmp);
     let at = |q: f64| {
-        lat.get(((lat.len() as f64 - 1.0) * q) as usize)
-            .copied()
-            .unwrap_or(f32::NAN)
+        let k = ((lat.len() as f64 - 1.0) * q) as usize;
+        f64::from(lat.get(k).copied().unwrap_or(f32::NAN))
     };
     Outcome {
         calls_per_s: lat.len() as f64 / elapsed.as_secs_f64(),
-        p50_us: f64::from(at(0.5)),
-        p99_us: f64::from(at(0.99)),
-        failed: cell.failed.load(Ordering::Relaxed),
+        p50_us: at(0.5),
+        p99_us: at(0.99),
+        failed: cell.failed.load(Relaxed),
     }
 }
 
@@ -376,17 +356,14 @@ fn servers() -> Servers {
     let runtime = Builder::new_multi_thread()
         .thread_name("server")
         .enable_all()
-        .build()
-        .expect("the servers' runtime");
-    let (echo, http) = runtime.block_on(async {
-        let echo = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind");
-        let http = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind");
-        (echo, http)
-    });
+        .build();
+    let runtime = runtime.expect("the servers' runtime");
+    let bind = || {
+        runtime
+            .block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+            .expect("bind")
+    };
+    let (echo, http) = (bind(), bind());
     let addrs = (echo.local_addr().unwrap(), http.local_addr().unwrap());
     runtime.spawn(async move {
         while let Ok((mut conn, _)) = echo.accept().await {
@@ -404,17 +381,12 @@ fn servers() -> Servers {
         let body = Bytes::from(vec![b'x'; BODY]);
         while let Ok((conn, _)) = http.accept().await {
             let body = body.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |_req| {
-                    let body = body.clone();
-                    async move {
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(body)))
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(conn), service)
-                    .await;
+            let service = hyper::service::service_fn(move |_req| {
+                let reply = hyper::Response::new(Full::new(body.clone()));
+                async move { Ok::<_, std::convert::Infallible>(reply) }
             });
+            let http1 = hyper::server::conn::http1::Builder::new();
+            tokio::spawn(async move { http1.serve_connection(TokioIo::new(conn), service).await });
         }
     });
     Servers {
@@ -460,22 +432,12 @@ fn main() {
                 for k in 0..VARIANTS.len() {
                     let variant = VARIANTS[(k + run) % VARIANTS.len()];
                     let o = measure(variant, work, c, window, &servers);
-                    println!(
-                        "{run},{},{},{},{:.0},{:.1},{:.1},{}",
-                        c.name(),
-                        work.name(),
-                        variant.name(),
-                        o.calls_per_s,
-                        o.p50_us,
-                        o.p99_us,
-                        o.failed
-                    );
-                    medians
-                        .entry((c, work))
-                        .or_default()
-                        .entry(variant)
-                        .or_default()
-                        .push((o.failed == 0).then_some(o.calls_per_s));
+                    let (name, w, v) = (c.name(), work.name(), variant.name());
+                    let (calls, p50, p99, failed) = (o.calls_per_s, o.p50_us, o.p99_us, o.failed);
+                    println!("{run},{name},{w},{v},{calls:.0},{p50:.1},{p99:.1},{failed}");
+                    let cell = medians.entry((c, work)).or_default();
+                    let runs = cell.entry(variant).or_default();
+                    runs.push((o.failed == 0).then_some(o.calls_per_s));
                 }
             }
         }
@@ -491,18 +453,13 @@ fn main() {
             xs.sort_by(f64::total_cmp);
             xs.get(xs.len() / 2).copied()
         };
-        let cellv = |v: &Variant| median(v).map_or("failed".to_string(), |x| format!("{x:.0}"));
+        let cells: Vec<String> = VARIANTS
+            .iter()
+            .map(|v| median(v).map_or("failed".to_string(), |x| format!("{x:.0}")))
+            .collect();
         let best = VARIANTS[1..].iter().filter_map(median).fold(0.0, f64::max);
         let ratio = median(&Variant::Bridge).map_or("-".into(), |b| format!("{:.2}", best / b));
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            c.name(),
-            work.name(),
-            cellv(&Variant::Bridge),
-            cellv(&Variant::PerThread),
-            cellv(&Variant::Global),
-            cellv(&Variant::Background),
-            ratio
-        );
+        let (c, w) = (c.name(), work.name());
+        println!("| {c} | {w} | {} | {ratio} |", cells.join(" | "));
     }
 }

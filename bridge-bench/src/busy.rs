@@ -5,8 +5,9 @@
 //! kernel in one shared relaxed counter, until the load is dropped. The harness reads the
 //! counter around every batch, so a variant's cost to the background work is the number of
 //! kernels that got done while its batch ran, per second, against a batch in which the
-//! background runs alone (the harness's `measure_ops_loaded`).
+//! background runs alone (the harness's `measure`).
 
+use crate::report::{ScenarioReport, busy_goals};
 use std::hint::black_box;
 use std::io;
 use std::sync::Arc;
@@ -37,17 +38,26 @@ impl Load {
     /// Starts one background thread per CPU this process may use, each running kernels in a
     /// loop.
     pub fn start() -> io::Result<Self> {
-        Self::start_threads(std::thread::available_parallelism().map_or(1, usize::from))
+        Self::start_threads(
+            std::thread::available_parallelism().map_or(1, usize::from),
+            0,
+        )
     }
 
-    /// Starts `threads` background threads (at least one), each running kernels in a loop:
-    /// with one CPU fewer than the machine has, two hand-off partners share the CPU left,
-    /// though the machine is not saturated.
-    pub fn start_threads(threads: usize) -> io::Result<Self> {
+    /// Starts `threads` background threads (at least one), each running kernels in a loop,
+    /// at nice `nice` where the OS lets them lower their priority (0: the default): with one
+    /// CPU fewer than the machine has, two hand-off partners share the CPU left, though the
+    /// machine is not saturated.
+    pub fn start_threads(threads: usize, nice: u8) -> io::Result<Self> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("busy-{i}"))
+            .start_handler(move |_| {
+                if nice > 0 {
+                    let _ = bridge::cpu::lower_thread_priority(nice);
+                }
+            })
             .build()
             .map_err(io::Error::other)?;
         let kernels = Arc::new(AtomicU64::new(0));
@@ -112,29 +122,34 @@ impl Drop for Load {
     }
 }
 
-/// The scenario's name and frame on an idle machine, or under `load`.
-pub fn busy_frame(
-    name: &'static str,
+/// Frames `report` for a busy machine when `load` is given: the scenario becomes
+/// `busy_name`, its frame names the load, and its goals against peers give way to the goals
+/// under load against the park-at-once peers, `park_at_once`, which a note names with `why`
+/// they count. Before measuring, so that the rows carry the name.
+pub fn under_load(
+    report: ScenarioReport,
     busy_name: &'static str,
-    fixed: String,
     load: Option<&Load>,
-) -> (&'static str, String) {
-    match load {
-        None => (name, fixed),
-        Some(load) => (
-            busy_name,
-            format!("{fixed} All of it on {}", load.describe()),
-        ),
-    }
-}
-
-/// The note that names the park-at-once peers of a busy scenario and why they count.
-pub fn park_at_once_note(peers: &[&str], why: &str) -> String {
-    format!(
+    park_at_once: &[&'static str],
+    why: &str,
+) -> ScenarioReport {
+    let Some(load) = load else {
+        return report;
+    };
+    let mut notes = report.notes;
+    notes.push(format!(
         "Park-at-once peers (the fastest of them is the reference of the goals under \
          load): {}; {why}",
-        peers.join(", ")
-    )
+        park_at_once.join(", ")
+    ));
+    ScenarioReport {
+        name: busy_name,
+        fixed: format!("{} All of it on {}", report.fixed, load.describe()),
+        goals: Vec::new(),
+        load_goals: busy_goals(park_at_once),
+        notes,
+        ..report
+    }
 }
 
 #[cfg(test)]

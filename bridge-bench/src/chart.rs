@@ -6,20 +6,18 @@
 //! running needs a system font or font library. Plotters' own text measurement is then a crude
 //! estimate, so the layout here never asks for it and reserves room with [`text_width`].
 
-//!
-//! It takes plain data ([`Panel`], [`Bar`]): the report module makes it from its rows.
-
+use crate::report::{Row, ScenarioReport, find};
 use crate::stats::BASELINE;
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::io;
-use std::path::Path;
 
-/// Width of the whole chart, in pixels.
+/// Width of the whole chart, its side margins and its header (title, how to read the chart,
+/// legend), in pixels.
 const WIDTH: i32 = 960;
-/// Blank space at the left and right edges.
 const MARGIN: i32 = 20;
-/// Height of the header: title, how to read the chart, legend.
 const HEADER: i32 = 106;
 /// Height of one variant's row, and the thickness of its bar.
 const ROW: i32 = 24;
@@ -30,190 +28,104 @@ const LOG_SPAN: f64 = 30.0;
 /// reach and still stretch the axis.
 const WHISKER_ROOM: f64 = 2.0;
 
-/// Text sizes in pixels as a reader sees them. plotters' SVG backend divides a font size by
-/// 1.24 when it writes it out, so [`font`] multiplies it back.
+/// Text sizes in pixels as a reader sees them (see [`font`]).
 const TITLE_PX: f64 = 20.0;
 const PANEL_PX: f64 = 15.0;
 const BODY_PX: f64 = 13.0;
 const SMALL_PX: f64 = 12.0;
+const TOP_LEFT: (HPos, VPos) = (HPos::Left, VPos::Top);
+const CENTER_LEFT: (HPos, VPos) = (HPos::Left, VPos::Center);
 
 const INK: RGBColor = RGBColor(33, 37, 41);
 const MUTED: RGBColor = RGBColor(100, 106, 115);
 const GRID: RGBColor = RGBColor(226, 229, 233);
-/// bridge with its defaults: the one variant every ratio is taken against.
+/// bridge with its defaults, the one variant every ratio is taken against; bridge with other
+/// settings (a variant named `bridge ...` or `bridge::...`); the peers.
 const BRIDGE: RGBColor = RGBColor(213, 94, 0);
-/// bridge with other settings (a variant whose name starts with `bridge `).
 const BRIDGE_OTHER: RGBColor = RGBColor(242, 172, 120);
 const PEER: RGBColor = RGBColor(122, 140, 163);
 const WHISKER: RGBColor = RGBColor(45, 45, 45);
 const MET: RGBColor = RGBColor(0, 120, 60);
 const MISSED: RGBColor = RGBColor(190, 30, 30);
 
-/// One scenario's panel: its name, the lines under its title (each with whether it tells of
-/// a goal met, missed, or neither) and a bar per variant.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Panel {
-    pub name: String,
-    pub lines: Vec<(String, Option<bool>)>,
-    pub bars: Vec<Bar>,
-}
-
-/// One variant's bar: its median, the min-max whisker and its ratio to bridge's median (ns).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bar {
-    pub variant: String,
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub ratio: f64,
-    /// Under a background load, the background's work over its baseline's.
-    pub background: Option<f64>,
-    pub rounds: usize,
-    pub runs: usize,
-}
-
-/// How an axis maps nanoseconds to the width of a panel.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scale {
-    /// From 0 up to the last tick.
-    Linear,
-    /// Logarithmic, for values that span more than [`LOG_SPAN`] times.
-    Log,
-}
-
-/// One panel's value axis: its scale, its ends and where the ticks go, in nanoseconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    /// Linear or logarithmic.
-    pub scale: Scale,
-    /// The value at the left end (0 for a linear axis).
-    pub lo: f64,
-    /// The value at the right end.
-    pub hi: f64,
-    /// Gridline values, ascending, all within `lo..=hi`.
-    pub ticks: Vec<f64>,
+/// One panel's value axis, in nanoseconds: plotters' linear coordinate from 0, or its log
+/// coordinate when the largest median is more than [`LOG_SPAN`] times the smallest. Its
+/// gridlines are plotters' key points, in place of hand-written tick rounding.
+enum Axis {
+    Linear(RangedCoordf64),
+    Log(LogCoord<f64>),
 }
 
 impl Axis {
-    /// The axis for bars at `medians` with whiskers reaching down to `lows` and up to `highs`:
-    /// logarithmic when the largest median is more than [`LOG_SPAN`] times the smallest,
-    /// otherwise linear from 0. Values that are not positive and finite are ignored.
-    pub fn fit(medians: &[f64], lows: &[f64], highs: &[f64]) -> Self {
-        let positive = |xs: &[f64]| -> Vec<f64> {
-            xs.iter()
-                .copied()
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .collect()
-        };
-        let (medians, lows, highs) = (positive(medians), positive(lows), positive(highs));
-        let min_median = medians.iter().copied().fold(f64::INFINITY, f64::min);
-        let max_median = medians.iter().copied().fold(0.0, f64::max);
+    /// The axis for bars at `medians` with whiskers reaching down to `lows` and up to `highs`;
+    /// a whisker that reaches past [`WHISKER_ROOM`] times the bars does not stretch it.
+    /// Values that are not positive and finite are ignored.
+    fn fit(medians: &[f64], lows: &[f64], highs: &[f64]) -> Self {
+        let min_median = positive(medians).fold(f64::INFINITY, f64::min);
+        let max_median = positive(medians).fold(0.0, f64::max);
         if max_median <= 0.0 {
-            return Self::linear(1.0);
+            return Self::Linear((0.0..1.0).into());
         }
-        let highest = highs
-            .iter()
-            .copied()
+        let highest = positive(highs)
             .filter(|&h| h <= WHISKER_ROOM * max_median)
             .fold(max_median, f64::max);
-        let lowest = lows
-            .iter()
-            .copied()
+        let lowest = positive(lows)
             .filter(|&l| l >= min_median / WHISKER_ROOM)
             .fold(min_median, f64::min);
         if max_median > LOG_SPAN * min_median {
-            Self::log(lowest, highest)
+            // From below `lowest / 1.5`, so that the shortest bar still shows.
+            Self::Log((lowest / 1.5..highest * 1.05).log_scale().into())
         } else {
-            Self::linear(highest)
+            Self::Linear((0.0..highest * 1.05).into())
         }
     }
 
-    /// A linear axis from 0 whose last tick is the first round step at or above `max`.
-    fn linear(max: f64) -> Self {
-        let step = nice_step(max / 5.0);
-        let steps = (max / step - 1e-9).ceil().max(1.0) as u32;
-        let ticks: Vec<f64> = (0..=steps).map(|k| f64::from(k) * step).collect();
-        Self {
-            scale: Scale::Linear,
-            lo: 0.0,
-            hi: f64::from(steps) * step,
-            ticks,
-        }
-    }
-
-    /// A log axis from below `min / 1.5` (so the shortest bar still shows) to a little above
-    /// `max`. Up to three decades it starts at a 1-2-5 value and has ticks at 1, 2 and 5
-    /// times each power of ten; wider, it starts at a power of ten and ticks only those.
-    fn log(min: f64, max: f64) -> Self {
-        let hi = max * 1.05;
-        let (lo, mantissas): (f64, &[f64]) = if hi / (min / 1.5) <= 1_000.0 {
-            (nice_floor(min / 1.5), &[1.0, 2.0, 5.0])
-        } else {
-            (10f64.powf((min / 1.5).log10().floor()), &[1.0])
+    /// Where `value` sits between `left` and `right`, clamped to that range.
+    fn px(&self, value: f64, (left, right): (i32, i32)) -> i32 {
+        let x = match self {
+            Self::Linear(axis) => axis.map(&value, (left, right)),
+            Self::Log(_) if value.is_nan() || value <= 0.0 => left,
+            Self::Log(axis) => axis.map(&value, (left, right)),
         };
-        let mut ticks = Vec::new();
-        let mut decade = 10f64.powi(lo.log10().floor() as i32);
-        while decade <= hi {
-            for m in mantissas {
-                let t = m * decade;
-                // lo is itself a tick value: compare with slack for rounding.
-                if t >= lo * (1.0 - 1e-9) && t <= hi {
-                    ticks.push(t);
-                }
-            }
-            decade *= 10.0;
-        }
-        Self {
-            scale: Scale::Log,
-            lo,
-            hi,
-            ticks,
+        x.clamp(left, right)
+    }
+
+    /// The gridline values.
+    fn ticks(&self) -> Vec<f64> {
+        match self {
+            Self::Linear(axis) => axis.key_points(6),
+            Self::Log(axis) => axis.key_points(8),
         }
     }
 
-    /// Where `value` sits between the left (0) and right (1) ends, clamped to that range.
-    pub fn frac(&self, value: f64) -> f64 {
-        let f = match self.scale {
-            Scale::Linear => value / self.hi,
-            Scale::Log if value > 0.0 => (value / self.lo).log10() / (self.hi / self.lo).log10(),
-            Scale::Log => 0.0,
-        };
-        if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) }
+    /// The value at the right end.
+    fn hi(&self) -> f64 {
+        match self {
+            Self::Linear(axis) => axis.range().end,
+            Self::Log(axis) => axis.range().end,
+        }
     }
 
-    /// The axis caption, e.g. `time per operation (log scale)`.
-    pub fn caption(&self) -> &'static str {
-        match self.scale {
-            Scale::Linear => "time per operation",
-            Scale::Log => "time per operation (log scale)",
+    fn caption(&self) -> &'static str {
+        match self {
+            Self::Linear(_) => "time per operation",
+            Self::Log(_) => "time per operation (log scale)",
         }
     }
 }
 
-/// The smallest of 1, 2 and 5 times a power of ten that is at least `raw` (positive).
-fn nice_step(raw: f64) -> f64 {
-    let decade = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * decade)
-        .find(|&s| s >= raw * (1.0 - 1e-9))
-        .unwrap_or(10.0 * decade)
-}
-
-/// The largest of 1, 2 and 5 times a power of ten that is at most `x` (positive).
-fn nice_floor(x: f64) -> f64 {
-    let decade = 10f64.powf(x.log10().floor());
-    [5.0, 2.0, 1.0]
-        .into_iter()
-        .map(|m| m * decade)
-        .find(|&s| s <= x * (1.0 + 1e-9))
-        .unwrap_or(decade)
+fn positive(xs: &[f64]) -> impl Iterator<Item = f64> + '_ {
+    xs.iter().copied().filter(|x| x.is_finite() && *x > 0.0)
 }
 
 /// `value` nanoseconds with three significant digits in the largest unit that keeps it at 1
-/// or more: `11.0 ns`, `123 ns`, `1.23 µs`, `45.0 ms`. Not finite: `n/a`.
+/// or more, moving up a unit where the digits would round it to 1000: `11.0 ns`, `123 ns`,
+/// `1.00 µs`, `45.0 ms`. Not finite: `n/a`.
 pub fn format_ns(value: f64) -> String {
-    let (x, unit) = scaled(value);
+    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+    let fits = |&(scale, _): &(f64, &str)| value.abs() >= scale * 0.9995;
+    let (scale, unit) = UNITS.into_iter().rfind(fits).unwrap_or(UNITS[0]);
+    let x = value / scale;
     if !x.is_finite() {
         return "n/a".to_owned();
     }
@@ -228,62 +140,40 @@ pub fn format_ns(value: f64) -> String {
 }
 
 /// Like [`format_ns`] but without trailing zeros, for ticks: `0`, `50 ns`, `2.5 µs`.
-pub fn format_tick(value: f64) -> String {
+fn format_tick(value: f64) -> String {
     if value == 0.0 {
         return "0".to_owned();
     }
     let s = format_ns(value);
-    let Some((number, unit)) = s.split_once(' ') else {
-        return s;
-    };
-    let number = if number.contains('.') {
-        number.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        number
-    };
-    format!("{number} {unit}")
-}
-
-/// `value` nanoseconds in ns, µs, ms or s, moving up a unit when three significant digits
-/// would round it to 1000.
-fn scaled(value: f64) -> (f64, &'static str) {
-    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
-    let mut chosen = UNITS[0];
-    for unit in UNITS {
-        if value.abs() >= unit.0 * 0.9995 {
-            chosen = unit;
+    match s.split_once(' ') {
+        Some((number, unit)) if number.contains('.') => {
+            let number = number.trim_end_matches('0').trim_end_matches('.');
+            format!("{number} {unit}")
         }
-    }
-    (value / chosen.0, chosen.1)
-}
-
-/// The label after a bar: the median, and for any variant but bridge its ratio to bridge's
-/// median, e.g. `61.0 ns (5.45x)`.
-pub fn value_label(variant: &str, median: f64, ratio_to_bridge: f64) -> String {
-    if variant == BASELINE || !ratio_to_bridge.is_finite() {
-        format_ns(median)
-    } else {
-        format!("{} ({ratio_to_bridge:.2}x)", format_ns(median))
+        _ => s,
     }
 }
 
-/// The label after a bar: [`value_label`], and under a background load the background's
-/// throughput during the variant's batches over the baseline's, e.g. `61.0 ns (5.45x), bg 0.83x`.
-fn bar_label(bar: &Bar) -> String {
-    let label = value_label(&bar.variant, bar.median, bar.ratio);
-    match bar.background {
-        Some(b) if b.is_finite() => format!("{label}, bg {b:.2}x"),
+/// The label after a bar: the median, for any variant but bridge its ratio to bridge's
+/// median, and under a background load the background's work during the variant's batches
+/// over the baseline's, e.g. `61.0 ns (5.45x), bg 0.83x`.
+fn bar_label(row: &Row) -> String {
+    let mut label = format_ns(row.ns.median);
+    if row.variant != BASELINE && row.ratio_to_bridge.is_finite() {
+        label += &format!(" ({:.2}x)", row.ratio_to_bridge);
+    }
+    match row.background.as_ref().map(|b| b.vs_idle) {
+        Some(bg) if bg.is_finite() => format!("{label}, bg {bg:.2}x"),
         _ => label,
     }
 }
 
 /// A generous estimate of the width of `text` at `px` pixels in a sans-serif font: wide
 /// enough that reserved space is not overrun, whatever font the viewer picks.
-pub fn text_width(text: &str, px: f64) -> i32 {
+fn text_width(text: &str, px: f64) -> i32 {
     (text.chars().count() as f64 * px * 0.6).ceil() as i32
 }
 
-/// The colour of a variant's bar.
 fn bar_color(variant: &str) -> RGBColor {
     if variant == BASELINE {
         BRIDGE
@@ -294,260 +184,217 @@ fn bar_color(variant: &str) -> RGBColor {
     }
 }
 
-/// A font for plotters' SVG backend at `px` pixels as the reader sees them.
-fn font(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
-    ("sans-serif", px * 1.24)
-        .into_font()
-        .color(&color)
-        .pos(Pos::new(h, v))
-}
-
-fn bold(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
-    ("sans-serif", px * 1.24, FontStyle::Bold)
-        .into_font()
-        .color(&color)
-        .pos(Pos::new(h, v))
-}
-
-/// The lines under a panel's title, coloured: a goal met, a goal missed, or neutral.
-fn panel_lines(panel: &Panel) -> Vec<(String, RGBColor)> {
-    let color = |met: &Option<bool>| match met {
-        Some(true) => MET,
-        Some(false) => MISSED,
-        None => MUTED,
+/// A font at `px` pixels as the reader sees them: plotters' SVG backend divides a font size
+/// by 1.24 when it writes it out, so this multiplies it back.
+fn font(px: f64, color: RGBColor, (h, v): (HPos, VPos), bold: bool) -> TextStyle<'static> {
+    let style = if bold {
+        FontStyle::Bold
+    } else {
+        FontStyle::Normal
     };
-    panel
-        .lines
-        .iter()
-        .map(|(text, met)| (text.clone(), color(met)))
-        .collect()
+    let font = ("sans-serif", px * 1.24, style).into_font();
+    font.color(&color).pos(Pos::new(h, v))
 }
 
-/// Height of a panel, in pixels.
-fn panel_height(panel: &Panel) -> i32 {
-    let lines = panel.lines.len() as i32;
-    24 + 17 * lines + 8 + ROW * panel.bars.len().max(1) as i32 + 26 + 22
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type DrawResult = Result<(), DrawingAreaErrorKind<io::Error>>;
+
+fn text(root: &Area<'_>, s: &str, at: (i32, i32), style: TextStyle<'_>) -> DrawResult {
+    root.draw(&Text::new(s, at, style))
 }
 
-/// The chart of one study as an SVG document.
-pub fn svg(study: &str, reports: &[Panel]) -> io::Result<String> {
+fn line(root: &Area<'_>, from: (i32, i32), to: (i32, i32), style: ShapeStyle) -> DrawResult {
+    root.draw(&PathElement::new(vec![from, to], style))
+}
+
+/// The lines under a panel's title: the ranking, then each goal's verdict, coloured.
+fn panel_lines(report: &ScenarioReport) -> Vec<(String, RGBColor)> {
+    let mut lines = vec![(report.ranking(), MUTED)];
+    lines.extend(report.verdicts().into_iter().map(|(text, met)| match met {
+        Some(true) => (format!("Goal met: {text}"), MET),
+        Some(false) => (format!("Goal not met on this machine: {text}"), MISSED),
+        None => (format!("Goal not measured: {text}"), MISSED),
+    }));
+    lines
+}
+
+fn panel_height(report: &ScenarioReport) -> i32 {
+    let lines = panel_lines(report).len() as i32;
+    24 + 17 * lines + 8 + ROW * report.rows.len().max(1) as i32 + 26 + 22
+}
+
+/// The chart of one study, a panel per scenario, as an SVG document.
+pub fn svg(study: &str, reports: &[ScenarioReport]) -> io::Result<String> {
     let height = HEADER + reports.iter().map(panel_height).sum::<i32>() + 8;
     let mut out = String::new();
     {
-        let root =
-            SVGBackend::with_string(&mut out, (WIDTH as u32, height as u32)).into_drawing_area();
-        draw(&root, study, reports).map_err(|e| io::Error::other(e.to_string()))?;
-        root.present()
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        let size = (WIDTH as u32, height as u32);
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        let drawn = draw(&root, study, reports).and_then(|()| root.present());
+        drawn.map_err(|e| io::Error::other(e.to_string()))?;
     }
     Ok(out)
 }
 
-/// Writes [`svg`] of `reports` to `path`, creating its parent directories.
-pub fn write_svg(path: &Path, study: &str, reports: &[Panel]) -> io::Result<String> {
-    let svg = svg(study, reports)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, &svg)?;
-    Ok(svg)
-}
-
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-type DrawResult = Result<(), DrawingAreaErrorKind<io::Error>>;
-
-fn draw(root: &Area<'_>, study: &str, reports: &[Panel]) -> DrawResult {
+fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult {
     root.fill(&WHITE)?;
-    let rows = reports.iter().flat_map(|r| &r.bars);
+    let rows = || reports.iter().flat_map(|r| &r.rows);
     // Every panel shares one name column and one label column, so their axes line up.
-    let names = rows
-        .clone()
-        .map(|r| text_width(&r.variant, BODY_PX))
-        .max()
-        .unwrap_or(60)
-        .max(60);
-    let labels = rows
-        .clone()
-        .map(|r| text_width(&bar_label(r), SMALL_PX))
-        .max()
-        .unwrap_or(60);
-    let left = MARGIN + names + 12;
+    let names = rows().map(|r| text_width(&r.variant, BODY_PX)).max();
+    let labels = rows().map(|r| text_width(&bar_label(r), SMALL_PX)).max();
+    let left = MARGIN + names.unwrap_or(60).max(60) + 12;
     // Room after the axis for an arrowhead and the longest label.
-    let right = WIDTH - MARGIN - labels - 16;
-
-    root.draw(&Text::new(
-        format!("bridge-bench: the {study} study"),
+    let right = WIDTH - MARGIN - labels.unwrap_or(60) - 16;
+    let title = format!("bridge-bench: the {study} study");
+    text(
+        root,
+        &title,
         (MARGIN, 16),
-        bold(TITLE_PX, INK, HPos::Left, VPos::Top),
-    ))?;
-    let rounds = rows.clone().map(|r| r.rounds).max().unwrap_or(0);
-    let runs = rows.clone().map(|r| r.runs).max().unwrap_or(1);
-    let explain = [
-        if runs > 1 {
-            format!(
-                "Bar: median of {runs} runs' median times per operation ({rounds} rounds each). \
-                 Whisker: fastest to slowest round of any run."
-            )
-        } else {
-            format!(
-                "Bar: median time per operation over {rounds} rounds. Whisker: fastest to \
-                 slowest round (an arrowhead where it runs off the axis)."
-            )
-        },
-        if rows.clone().any(|r| r.background.is_some()) {
-            "Label: the median, its ratio to bridge's in brackets; bg: background work done \
-             during its batches over the baseline's. Shorter is faster."
-                .to_owned()
-        } else {
-            "Label: the median, and in brackets its ratio to bridge's median. Shorter is faster."
-                .to_owned()
-        },
-    ];
-    for (k, line) in explain.into_iter().enumerate() {
-        root.draw(&Text::new(
-            line,
-            (MARGIN, 44 + 18 * k as i32),
-            font(BODY_PX, MUTED, HPos::Left, VPos::Top),
-        ))?;
+        font(TITLE_PX, INK, TOP_LEFT, true),
+    )?;
+    let rounds = rows().map(|r| r.rounds).max().unwrap_or(0);
+    let runs = rows().map(|r| r.run_medians.len()).max().unwrap_or(1);
+    let background = rows().any(|r| r.background.is_some());
+    let bar = if runs > 1 {
+        format!(
+            "Bar: median of {runs} runs' median times per operation ({rounds} rounds each). \
+             Whisker: fastest to slowest round of any run."
+        )
+    } else {
+        format!(
+            "Bar: median time per operation over {rounds} rounds. Whisker: fastest to slowest \
+             round (an arrowhead where it runs off the axis)."
+        )
+    };
+    let label = if background {
+        "Label: the median, its ratio to bridge's in brackets; bg: background work done during \
+         its batches over the baseline's. Shorter is faster."
+    } else {
+        "Label: the median, and in brackets its ratio to bridge's median. Shorter is faster."
+    };
+    for (k, line) in [bar.as_str(), label].into_iter().enumerate() {
+        let style = font(BODY_PX, MUTED, TOP_LEFT, false);
+        text(root, line, (MARGIN, 44 + 18 * k as i32), style)?;
     }
-    let mut legend: Vec<(&str, RGBColor)> = vec![("bridge", BRIDGE)];
-    if rows.clone().any(|r| bar_color(&r.variant) == BRIDGE_OTHER) {
+    let mut legend = vec![("bridge", BRIDGE)];
+    if rows().any(|r| bar_color(&r.variant) == BRIDGE_OTHER) {
         legend.push(("bridge, other settings", BRIDGE_OTHER));
     }
     legend.push(("peers and raw alternatives", PEER));
     let mut x = MARGIN;
     for (name, color) in legend {
         root.draw(&Rectangle::new([(x, 86), (x + 14, 98)], color.filled()))?;
-        root.draw(&Text::new(
+        text(
+            root,
             name,
             (x + 20, 92),
-            font(BODY_PX, INK, HPos::Left, VPos::Center),
-        ))?;
+            font(BODY_PX, INK, CENTER_LEFT, false),
+        )?;
         x += 20 + text_width(name, BODY_PX) + 24;
     }
-
     let mut top = HEADER;
     for report in reports {
-        draw_panel(root, report, top, left, right)?;
+        draw_panel(root, report, top, (left, right))?;
         top += panel_height(report);
     }
     Ok(())
 }
 
-fn draw_panel(root: &Area<'_>, report: &Panel, top: i32, left: i32, right: i32) -> DrawResult {
-    let rows = &report.bars;
-    let pick = |f: fn(&Bar) -> f64| rows.iter().map(f).collect::<Vec<_>>();
-    let axis = Axis::fit(&pick(|r| r.median), &pick(|r| r.min), &pick(|r| r.max));
-    let px = |v: f64| left + (axis.frac(v) * f64::from(right - left)).round() as i32;
-
+fn draw_panel(root: &Area<'_>, report: &ScenarioReport, top: i32, ends: (i32, i32)) -> DrawResult {
+    let (rows, left) = (&report.rows, ends.0);
+    let pick = |f: fn(&Row) -> f64| rows.iter().map(f).collect::<Vec<_>>();
+    let axis = Axis::fit(
+        &pick(|r| r.ns.median),
+        &pick(|r| r.ns.min),
+        &pick(|r| r.ns.max),
+    );
+    let px = |v: f64| axis.px(v, ends);
     // A rule above the panel, then its title and the caption of its axis.
-    root.draw(&PathElement::new(
-        vec![(MARGIN, top), (WIDTH - MARGIN, top)],
+    line(
+        root,
+        (MARGIN, top),
+        (WIDTH - MARGIN, top),
         GRID.stroke_width(1),
-    ))?;
-    root.draw(&Text::new(
-        report.name.as_str(),
+    )?;
+    text(
+        root,
+        report.name,
         (MARGIN, top + 8),
-        bold(PANEL_PX, INK, HPos::Left, VPos::Top),
-    ))?;
-    root.draw(&Text::new(
-        axis.caption(),
-        (WIDTH - MARGIN, top + 10),
-        font(SMALL_PX, MUTED, HPos::Right, VPos::Top),
-    ))?;
+        font(PANEL_PX, INK, TOP_LEFT, true),
+    )?;
+    let caption = font(SMALL_PX, MUTED, (HPos::Right, VPos::Top), false);
+    text(root, axis.caption(), (WIDTH - MARGIN, top + 10), caption)?;
     let mut y = top + 30;
     for (line, color) in panel_lines(report) {
-        root.draw(&Text::new(
-            line,
+        text(
+            root,
+            &line,
             (MARGIN, y),
-            font(SMALL_PX, color, HPos::Left, VPos::Top),
-        ))?;
+            font(SMALL_PX, color, TOP_LEFT, false),
+        )?;
         y += 17;
     }
     let bars_top = y + 8;
     let bars_bottom = bars_top + ROW * rows.len().max(1) as i32;
-
+    let (span_top, span_bottom) = (bars_top - 4, bars_bottom + 2);
     // Gridlines with their tick labels under the bars.
-    for &t in &axis.ticks {
+    for t in axis.ticks() {
         let x = px(t);
-        root.draw(&PathElement::new(
-            vec![(x, bars_top - 4), (x, bars_bottom + 2)],
-            GRID.stroke_width(1),
-        ))?;
-        root.draw(&Text::new(
-            format_tick(t),
-            (x, bars_bottom + 6),
-            font(SMALL_PX, MUTED, HPos::Center, VPos::Top),
-        ))?;
+        line(root, (x, span_top), (x, span_bottom), GRID.stroke_width(1))?;
+        let style = font(SMALL_PX, MUTED, (HPos::Center, VPos::Top), false);
+        text(root, &format_tick(t), (x, bars_bottom + 6), style)?;
     }
-    root.draw(&PathElement::new(
-        vec![(left, bars_top - 4), (left, bars_bottom + 2)],
+    line(
+        root,
+        (left, span_top),
+        (left, span_bottom),
         MUTED.stroke_width(1),
-    ))?;
+    )?;
     if rows.is_empty() {
-        root.draw(&Text::new(
-            "no results",
-            (left + 8, bars_top + ROW / 2),
-            font(BODY_PX, MUTED, HPos::Left, VPos::Center),
-        ))?;
-        return Ok(());
+        let style = font(BODY_PX, MUTED, CENTER_LEFT, false);
+        return text(root, "no results", (left + 8, bars_top + ROW / 2), style);
     }
-
     // bridge's median as a thin line across the panel, to hold every bar against.
-    if let Some(b) = rows.iter().find(|r| r.variant == BASELINE) {
-        let x = px(b.median);
-        root.draw(&PathElement::new(
-            vec![(x, bars_top - 4), (x, bars_bottom + 2)],
+    if let Some(b) = find(rows, BASELINE) {
+        let x = px(b.ns.median);
+        line(
+            root,
+            (x, span_top),
+            (x, span_bottom),
             BRIDGE.mix(0.5).stroke_width(1),
-        ))?;
+        )?;
     }
-
+    let whisker = WHISKER.stroke_width(1);
     for (i, row) in rows.iter().enumerate() {
         let mid = bars_top + ROW * i as i32 + ROW / 2;
-        let style = if row.variant == BASELINE { bold } else { font };
-        root.draw(&Text::new(
-            row.variant.as_str(),
-            (left - 10, mid),
-            style(BODY_PX, INK, HPos::Right, VPos::Center),
-        ))?;
-        let (x_med, x_min, x_max) = (px(row.median), px(row.min), px(row.max));
-        root.draw(&Rectangle::new(
-            [
-                (left + 1, mid - BAR / 2),
-                (x_med.max(left + 2), mid + BAR / 2),
-            ],
-            bar_color(&row.variant).filled(),
-        ))?;
-        let whisker = WHISKER.stroke_width(1);
-        root.draw(&PathElement::new(vec![(x_min, mid), (x_max, mid)], whisker))?;
+        let name = font(
+            BODY_PX,
+            INK,
+            (HPos::Right, VPos::Center),
+            row.variant == BASELINE,
+        );
+        text(root, &row.variant, (left - 10, mid), name)?;
+        let (x_med, x_min, x_max) = (px(row.ns.median), px(row.ns.min), px(row.ns.max));
+        let bar = [
+            (left + 1, mid - BAR / 2),
+            (x_med.max(left + 2), mid + BAR / 2),
+        ];
+        root.draw(&Rectangle::new(bar, bar_color(&row.variant).filled()))?;
+        line(root, (x_min, mid), (x_max, mid), whisker)?;
         // A cap at each end, or an arrowhead where the whisker runs off the axis.
-        let off_axis = row.max > axis.hi;
-        root.draw(&PathElement::new(
-            vec![(x_min, mid - 4), (x_min, mid + 4)],
-            whisker,
-        ))?;
-        let end = if off_axis {
-            root.draw(&Polygon::new(
-                vec![(x_max, mid - 4), (x_max + 7, mid), (x_max, mid + 4)],
-                WHISKER.filled(),
-            ))?;
+        line(root, (x_min, mid - 4), (x_min, mid + 4), whisker)?;
+        let end = if row.ns.max > axis.hi() {
+            let head = vec![(x_max, mid - 4), (x_max + 7, mid), (x_max, mid + 4)];
+            root.draw(&Polygon::new(head, WHISKER.filled()))?;
             x_max + 7
         } else {
-            root.draw(&PathElement::new(
-                vec![(x_max, mid - 4), (x_max, mid + 4)],
-                whisker,
-            ))?;
+            line(root, (x_max, mid - 4), (x_max, mid + 4), whisker)?;
             x_max
         };
-        root.draw(&PathElement::new(
-            vec![(x_med, mid - BAR / 2 - 2), (x_med, mid + BAR / 2 + 2)],
-            WHISKER.stroke_width(2),
-        ))?;
-        root.draw(&Text::new(
-            bar_label(row),
-            (end.max(x_med) + 7, mid),
-            font(SMALL_PX, INK, HPos::Left, VPos::Center),
-        ))?;
+        let median = ((x_med, mid - BAR / 2 - 2), (x_med, mid + BAR / 2 + 2));
+        line(root, median.0, median.1, WHISKER.stroke_width(2))?;
+        let style = font(SMALL_PX, INK, CENTER_LEFT, false);
+        text(root, &bar_label(row), (end.max(x_med) + 7, mid), style)?;
     }
     Ok(())
 }
@@ -555,25 +402,21 @@ fn draw_panel(root: &Area<'_>, report: &Panel, top: i32, left: i32, right: i32) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Measurement;
 
     #[test]
     fn axes_are_linear_from_zero_or_log_past_thirty_times() {
         let axis = Axis::fit(&[11.0, 60.0], &[10.0, 55.0], &[12.0, 70.0]);
-        assert_eq!((axis.scale, axis.hi), (Scale::Linear, 80.0));
-        assert_eq!(axis.ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0]);
-        assert_eq!(axis.frac(40.0), 0.5);
-        assert_eq!(Axis::fit(&[10.0, 290.0], &[], &[]).scale, Scale::Linear);
-        let axis = Axis::fit(&[10.0, 310.0], &[9.0, 300.0], &[12.0, 400.0]);
-        assert_eq!((axis.scale, axis.lo), (Scale::Log, 5.0));
-        assert_eq!(axis.ticks, vec![5.0, 10.0, 20.0, 50.0, 100.0, 200.0]);
-        let wide = Axis::fit(&[20.0, 80_000.0], &[15.0], &[95_000.0]);
-        assert_eq!(wide.ticks, vec![10.0, 100.0, 1e3, 1e4]);
+        assert_eq!(axis.caption(), "time per operation");
+        assert_eq!(axis.px(0.0, (0, 100)), 0);
+        assert!(axis.hi() >= 70.0 && axis.ticks().len() >= 3);
+        let log = Axis::fit(&[10.0, 310.0], &[9.0, 300.0], &[12.0, 400.0]);
+        assert_eq!(log.caption(), "time per operation (log scale)");
+        assert_eq!(log.ticks(), vec![10.0, 100.0]);
         // A slow round far past the bars does not stretch the axis.
-        assert_eq!(
-            Axis::fit(&[10.0, 20.0], &[9.0, 19.0], &[12.0, 500.0]).hi,
-            20.0
-        );
-        assert_eq!(Axis::fit(&[f64::NAN], &[], &[0.0]).ticks.last(), Some(&1.0));
+        let spiky = Axis::fit(&[10.0, 20.0], &[9.0, 19.0], &[12.0, 500.0]);
+        assert!((spiky.hi() - 21.0).abs() < 1e-9);
+        assert_eq!(Axis::fit(&[f64::NAN], &[], &[0.0]).hi(), 1.0);
     }
 
     #[test]
@@ -584,30 +427,19 @@ mod tests {
         assert_eq!(format_ns(2.5e7), "25.0 ms");
         assert_eq!(format_ns(f64::NAN), "n/a");
         assert_eq!(format_tick(2_500.0), "2.5 µs");
-        assert_eq!(value_label("tokio", 60.0, 5.4545), "60.0 ns (5.45x)");
     }
 
     #[test]
     fn the_svg_has_a_panel_per_scenario_and_a_label_per_bar() {
-        let bar = |variant: &str, median, max| Bar {
-            variant: variant.to_owned(),
-            median,
-            min: median * 0.9,
-            max,
-            ratio: median / 11.0,
-            background: None,
-            rounds: 3,
-            runs: 1,
-        };
-        let panel = |name: &str| Panel {
-            name: name.to_owned(),
-            lines: vec![("bridge is fastest.".to_owned(), None)],
-            bars: vec![
-                bar("bridge", 11.0, 12.0),
-                bar("a<b", 600.0, 700.0),
-                bar("spiky", 600.0, 5e3),
+        let m = Measurement::of(
+            3,
+            [
+                ("bridge", vec![10.0, 11.0, 12.0]),
+                ("a<b", vec![540.0, 600.0, 700.0]),
+                ("spiky", vec![540.0, 600.0, 5e3]),
             ],
-        };
+        );
+        let panel = |name| ScenarioReport::of(name, &m);
         let svg = svg("demo", &[panel("first"), panel("second")]).unwrap();
         assert!(svg.contains("bridge-bench: the demo study"));
         assert!(svg.contains("a&lt;b"));

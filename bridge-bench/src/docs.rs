@@ -7,17 +7,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Facts about the machine and the checkout a run happened on.
+/// Facts about the machine and the checkout a run happened on: the CPUs this process may
+/// use and their model, the OS and architecture (e.g. `linux x86_64`), the day (UTC) and the
+/// checked-out commit, marked when tracked files differ from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
-    /// CPUs this process may use.
     pub cpus: usize,
     pub cpu_model: Option<String>,
-    /// The operating system and architecture, e.g. `linux x86_64`.
     pub os: String,
-    /// The day of the run, `YYYY-MM-DD` in UTC.
     pub date: String,
-    /// The checked-out commit, e.g. `83541f5`, marked when tracked files differ from it.
     pub commit: Option<String>,
 }
 
@@ -50,13 +48,9 @@ impl Machine {
     /// One line that names the machine, the checkout and `mode`, for a `results.md`.
     pub fn summary(&self, mode: &str) -> String {
         let commit = self.commit.as_ref().map(|c| format!(", commit {c}"));
-        format!(
-            "Machine: {}, {}{}, {} (UTC); mode {mode}.",
-            self.cpus_text(),
-            self.os,
-            commit.unwrap_or_default(),
-            self.date
-        )
+        let (cpus, os, date) = (self.cpus_text(), &self.os, &self.date);
+        let commit = commit.unwrap_or_default();
+        format!("Machine: {cpus}, {os}{commit}, {date} (UTC); mode {mode}.")
     }
 }
 
@@ -65,17 +59,14 @@ impl Machine {
 fn commit() -> Option<String> {
     let git = |args: &[&str]| {
         let out = Command::new("git").args(args).output().ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        out.status.success().then_some(text)
     };
     let hash = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-    Some(if dirty {
-        format!("{hash} (uncommitted changes)")
-    } else {
-        hash
+    let status = git(&["status", "--porcelain", "--untracked-files=no"]);
+    Some(match status {
+        Some(changes) if !changes.is_empty() => format!("{hash} (uncommitted changes)"),
+        _ => hash,
     })
 }
 
@@ -91,17 +82,16 @@ pub fn command_line(args: impl IntoIterator<Item = OsString>) -> String {
     format!("cargo run --release --manifest-path bridge-bench/Cargo.toml -- {quoted}")
 }
 
-/// What one study's page shows.
+/// What one study's page shows: the command that made the run (from [`command_line`]), the
+/// machine, how long and how often it measured (`mode`), how long it took, and the markdown
+/// the study printed.
 #[derive(Debug, Clone, Copy)]
 pub struct Page<'a> {
     pub study: &'a str,
-    /// The command that made the run, from [`command_line`].
     pub command: &'a str,
     pub machine: &'a Machine,
-    /// How long and how often it measured.
     pub mode: &'a str,
     pub took_secs: f64,
-    /// The markdown the study printed.
     pub markdown: &'a str,
 }
 
@@ -110,18 +100,22 @@ impl Page<'_> {
     pub fn markdown(&self) -> String {
         let Self { study, machine, .. } = *self;
         let mut facts = vec![
-            vec![
+            [
                 "CPUs".to_owned(),
                 format!("{} ({})", machine.cpus, machine.model()),
             ],
-            vec!["OS".to_owned(), machine.os.clone()],
-            vec!["date".to_owned(), format!("{} (UTC)", machine.date)],
+            ["OS".to_owned(), machine.os.clone()],
+            ["date".to_owned(), format!("{} (UTC)", machine.date)],
         ];
-        if let Some(commit) = &machine.commit {
-            facts.push(vec!["commit".to_owned(), commit.clone()]);
-        }
-        facts.push(vec!["mode".to_owned(), self.mode.to_owned()]);
-        facts.push(vec!["took".to_owned(), format!("{:.1} s", self.took_secs)]);
+        facts.extend(
+            machine
+                .commit
+                .iter()
+                .map(|c| ["commit".to_owned(), c.clone()]),
+        );
+        facts.push(["mode".to_owned(), self.mode.to_owned()]);
+        facts.push(["took".to_owned(), format!("{:.1} s", self.took_secs)]);
+        let facts: Vec<Vec<String>> = facts.into_iter().map(Vec::from).collect();
         format!(
             "# The `{study}` study\n\nA reference run of `bridge-bench`'s `{study}` study. It \
              was made by this command, from the root of the repository; rerun it to get \
@@ -149,17 +143,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_command_quotes_what_a_shell_would_split() {
+    fn the_page_has_command_machine_chart_and_results() {
         let args = ["all", "--out", "my dir", "$HOME"].map(OsString::from);
         assert_eq!(
             command_line(args),
             "cargo run --release --manifest-path bridge-bench/Cargo.toml -- all --out \
              'my dir' '$HOME'"
         );
-    }
-
-    #[test]
-    fn the_page_has_command_machine_chart_and_results() {
         let machine = Machine {
             cpus: 2,
             cpu_model: Some("AMD EPYC 7B13".to_owned()),

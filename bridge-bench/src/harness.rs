@@ -5,7 +5,7 @@
 //! often, so what a batch leaves behind (a pool that went to sleep, a CPU given to the
 //! background) does not always land on the same successor.
 //!
-//! An iteration is one operation unless the scenario says otherwise ([`measure_ops`]): a
+//! An iteration is one operation unless the scenario says otherwise ([`measure`]): a
 //! scenario that starts 1,000 hops and then awaits them counts 1,000 operations per
 //! iteration, and reports nanoseconds per hop.
 
@@ -13,7 +13,6 @@ use crate::busy::Load;
 use crate::progress;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::fmt;
 use std::future::Future;
 use std::io;
 use std::time::{Duration, Instant};
@@ -54,6 +53,12 @@ impl Settings {
             busy_batch: Duration::from_millis(15),
         }
     }
+
+    /// Whether these are the quick settings: the studies with plans of their own then run
+    /// their quick plan.
+    pub fn is_quick(&self) -> bool {
+        self.rounds <= Self::quick().rounds
+    }
 }
 
 /// What one batch of iterations reports.
@@ -86,19 +91,9 @@ pub fn timed(iters: u64, mut op: impl FnMut(u64) -> u64) -> Batch {
 pub fn timed_on(
     rt: &tokio::runtime::Runtime,
     iters: u64,
-    mut op: impl AsyncFnMut(u64) -> u64,
+    op: impl AsyncFnMut(u64) -> u64,
 ) -> Batch {
-    rt.block_on(async {
-        let start = Instant::now();
-        let mut checksum = 0u64;
-        for i in 0..iters {
-            checksum = checksum.wrapping_add(op(i).await);
-        }
-        Batch {
-            elapsed: start.elapsed(),
-            checksum,
-        }
-    })
+    in_bursts(rt, iters, None, op)
 }
 
 /// Calls in one burst of [`timed_on_paused`].
@@ -111,20 +106,34 @@ pub const BURST: u64 = 400;
 pub fn timed_on_paused(
     rt: &tokio::runtime::Runtime,
     iters: u64,
+    op: impl AsyncFnMut(u64) -> u64,
+) -> Batch {
+    in_bursts(rt, iters, Some(BURST), op)
+}
+
+/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`, in one burst or, with
+/// `burst`, in bursts of that many after a pause each.
+fn in_bursts(
+    rt: &tokio::runtime::Runtime,
+    iters: u64,
+    burst: Option<u64>,
     mut op: impl AsyncFnMut(u64) -> u64,
 ) -> Batch {
     rt.block_on(async {
-        let mut elapsed = Duration::ZERO;
-        let mut checksum = 0u64;
+        let (mut elapsed, mut checksum, mut i) = (Duration::ZERO, 0u64, 0);
         let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ iters;
-        let mut i = 0;
         while i < iters {
-            // xorshift64
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            std::thread::sleep(Duration::from_micros(2_000 + state % 15_000));
-            let end = (i + BURST).min(iters);
+            let end = match burst {
+                None => iters,
+                Some(burst) => {
+                    // xorshift64
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    std::thread::sleep(Duration::from_micros(2_000 + state % 15_000));
+                    (i + burst).min(iters)
+                }
+            };
             let start = Instant::now();
             for k in i..end {
                 checksum = checksum.wrapping_add(op(k).await);
@@ -192,6 +201,18 @@ pub fn median_time<R>(runs: usize, mut work: impl FnMut(u64) -> R) -> Duration {
         .collect();
     times.sort_by(f64::total_cmp);
     Duration::from_secs_f64(times[times.len() / 2])
+}
+
+/// A multi-thread runtime of `workers` threads named `name`, with I/O and timers, every
+/// worker started ([`warm_up_tokio`]).
+pub fn runtime(workers: usize, name: &str) -> io::Result<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()?;
+    warm_up_tokio(rt.handle());
+    Ok(rt)
 }
 
 /// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one
@@ -292,14 +313,6 @@ pub struct Variant<'a> {
     run: Box<dyn FnMut(u64) -> Batch + 'a>,
 }
 
-impl fmt::Debug for Variant<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Variant")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<'a> Variant<'a> {
     /// A variant whose batches are run by `run`.
     pub fn new(name: &'static str, run: impl FnMut(u64) -> Batch + 'a) -> Self {
@@ -335,31 +348,25 @@ fn sum_below(n: u64) -> u64 {
     a.wrapping_mul(b)
 }
 
-/// The samples of one variant, in nanoseconds per operation, one per round.
+/// The samples of one variant, in nanoseconds per operation, one per round, and under a
+/// [`Load`] the background kernels finished per second of wall time during each of its
+/// batches (empty on an idle machine).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
-    /// The variant's name.
     pub name: &'static str,
-    /// One sample per round.
     pub samples: Vec<f64>,
-    /// Under a [`Load`], the background kernels finished per second of wall time during the
-    /// variant's batch, one per round; empty on an idle machine.
     pub background: Vec<f64>,
 }
 
-/// The outcome of [`measure`].
+/// The outcome of [`measure`]: the iterations in every batch of every variant, of
+/// `ops_per_iter` operations each (samples are per operation), and one entry per variant in
+/// the order they were given; under a [`Load`], what was measured of the background work.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
-    /// Iterations in every batch of every variant.
     pub iters_per_round: u64,
-    /// Operations in one iteration; samples are per operation.
     pub ops_per_iter: u64,
-    /// Number of rounds.
     pub rounds: usize,
-    /// One entry per variant, in the order they were given.
     pub variants: Vec<Measured>,
-    /// What was measured of the background work under a [`Load`]; `None` on an idle
-    /// machine.
     pub load: Option<LoadMeasurement>,
 }
 
@@ -394,35 +401,13 @@ pub struct LoadMeasurement {
     pub iters_per_round: Vec<u64>,
 }
 
-/// Calibrates one batch size for all variants (so the slowest takes about
-/// `settings.batch`), then runs `settings.rounds` interleaved rounds; one operation per
-/// iteration.
-pub fn measure(variants: &mut [Variant<'_>], settings: &Settings) -> Measurement {
-    measure_ops(variants, 1, settings)
-}
-
-/// Like [`measure`], but every iteration is `ops_per_iter` operations: batches report the
-/// checksum of `0..iters * ops_per_iter`, and samples are nanoseconds per operation.
-pub fn measure_ops(
-    variants: &mut [Variant<'_>],
-    ops_per_iter: u64,
-    settings: &Settings,
-) -> Measurement {
-    measure_ops_loaded(variants, ops_per_iter, settings, None)
-}
-
-/// Like [`measure`], with the background work of `load` running (if any).
-pub fn measure_loaded(
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-    load: Option<&Load>,
-) -> Measurement {
-    measure_ops_loaded(variants, 1, settings, load)
-}
-
-/// Like [`measure_ops`], with the background work of `load` running (if any) through
-/// calibration and every round.
-pub fn measure_ops_loaded(
+/// Calibrates the batches and runs `settings.rounds` interleaved rounds. On an idle machine
+/// (`load` is `None`) one batch size serves every variant, sized so that the slowest takes
+/// about `settings.batch`; under a background `load`, running through calibration and every
+/// round, each batch runs for a set wall time instead (see [`for_at_least`]). Every
+/// iteration is `ops_per_iter` operations: batches report the checksum of `0..iters *
+/// ops_per_iter`, and samples are nanoseconds per operation.
+pub fn measure(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
     settings: &Settings,
@@ -685,7 +670,7 @@ mod tests {
             probe: Duration::from_micros(10),
             busy_batch: Duration::from_micros(100),
         };
-        let m = measure_ops(&mut variants, 4, &settings);
+        let m = measure(&mut variants, 4, &settings, None);
         assert_eq!(m.ops_per_iter, 4);
         assert_eq!(m.iters_per_round, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
@@ -707,7 +692,7 @@ mod tests {
             busy_batch: Duration::from_millis(20),
         };
         let load = Load::start().unwrap();
-        let m = measure_ops_loaded(&mut variants, 1, &settings, Some(&load));
+        let m = measure(&mut variants, 1, &settings, Some(&load));
         drop(load);
         let load = m.load.expect("a load was given");
         assert_eq!(load.idle_kernels_per_s.len(), 3);

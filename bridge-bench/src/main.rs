@@ -25,7 +25,7 @@ use clap::Parser;
 use clap::builder::PossibleValuesParser;
 use harness::Settings;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Runs bridge's studies and writes their results.
@@ -108,6 +108,7 @@ fn run(cli: &Cli) -> Result<usize, String> {
     report::set_machine(machine.short());
     let command = docs::command_line(std::env::args_os().skip(1));
     let stdout_err = |e: io::Error| format!("cannot write to stdout: {e}");
+    let cannot = |path: &Path, e: io::Error| format!("cannot write {}: {e}", path.display());
     let mut out = io::stdout().lock();
     writeln!(out, "# bridge-bench ({mode}, {})\n", machine.cpus_text()).map_err(stdout_err)?;
     let studies = selected.len();
@@ -128,34 +129,30 @@ fn run(cli: &Cli) -> Result<usize, String> {
             runs.push(reports);
         }
         let reports = report::merge_runs(runs);
-        let dir = cli.out.join(study.name);
-        let cannot =
-            |path: &std::path::Path, e: io::Error| format!("cannot write {}: {e}", path.display());
-        let csv = dir.join("results.csv");
-        report::write_csv(&csv, &reports).map_err(|e| cannot(&csv, e))?;
-        let mut markdown = reports
+        let mut markdown: String = reports
             .iter()
-            .map(|r| format!("{}\n", r.markdown(study.name)))
-            .collect::<String>();
-        let summary = report::study_summary(study.name, &reports);
-        if !summary.is_empty() {
-            markdown.push_str(&summary);
-            markdown.push('\n');
+            .map(|r| r.markdown(study.name) + "\n")
+            .collect();
+        let lines = reports.iter().flat_map(report::ScenarioReport::goal_lines);
+        let lines: Vec<_> = lines.map(|line| (study.name, line)).collect();
+        if !lines.is_empty() {
+            markdown += &(report::study_summary(study.name, &lines) + "\n");
         }
-        goals.extend(
-            reports
-                .iter()
-                .flat_map(report::ScenarioReport::goal_lines)
-                .map(|line| (study.name, line)),
-        );
+        goals.extend(lines);
         write!(out, "{markdown}").map_err(stdout_err)?;
-        let md = dir.join("results.md");
+        let dir = cli.out.join(study.name);
+        let svg = chart::svg(study.name, &reports).map_err(|e| format!("a chart: {e}"))?;
         let results = format!("{}\n\n{markdown}", machine.summary(&mode));
-        std::fs::write(&md, &results).map_err(|e| cannot(&md, e))?;
-        let svg_path = dir.join("chart.svg");
-        let panels: Vec<_> = reports.iter().map(report::ScenarioReport::panel).collect();
-        let svg =
-            chart::write_svg(&svg_path, study.name, &panels).map_err(|e| cannot(&svg_path, e))?;
+        let files = [
+            ("results.csv", report::csv(&reports)),
+            ("results.md", results),
+            ("chart.svg", svg.clone()),
+        ];
+        std::fs::create_dir_all(&dir).map_err(|e| cannot(&dir, e))?;
+        for (name, text) in files {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|e| cannot(&path, e))?;
+        }
         writeln!(
             out,
             "Study `{}` took {:.1} s; wrote results.csv, results.md and chart.svg in {}\n",

@@ -10,7 +10,7 @@ fn read(path: &str) -> Option<String> {
 
 /// The number of field `name` of a `/proc/<pid>/status` text, e.g. `Threads` or `VmHWM` (in
 /// KiB).
-pub fn status_field(status: &str, name: &str) -> Option<f64> {
+fn status_field(status: &str, name: &str) -> Option<f64> {
     let value = status
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?;
@@ -19,7 +19,8 @@ pub fn status_field(status: &str, name: &str) -> Option<f64> {
 
 /// Field `name` of /proc/self/status; NaN where it cannot be read.
 pub fn self_status(name: &str) -> f64 {
-    read("/proc/self/status")
+    let status = read("/proc/self/status");
+    status
         .and_then(|s| status_field(&s, name))
         .unwrap_or(f64::NAN)
 }
@@ -31,11 +32,9 @@ pub fn os_threads() -> Option<u32> {
 
 /// Field `n` (3 or more, numbered as in proc(5)) of a `/proc/.../stat` text: counted after
 /// the command's closing parenthesis, since the command (field 2) may hold spaces.
-pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(n.checked_sub(3)?)
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    let after_command = stat.rsplit_once(')')?.1;
+    after_command.split_whitespace().nth(n.checked_sub(3)?)
 }
 
 /// The calling thread's nice value (field 19 of /proc/thread-self/stat).
@@ -56,16 +55,15 @@ pub fn load_average() -> Option<String> {
 /// else the first of the keys other architectures use for it.
 pub fn cpu_model() -> Option<String> {
     let info = read("/proc/cpuinfo")?;
-    [
+    let keys = [
         "model name",
         "cpu model",
         "Processor",
         "Hardware",
         "uarch",
         "cpu",
-    ]
-    .into_iter()
-    .find_map(|wanted| {
+    ];
+    keys.into_iter().find_map(|wanted| {
         info.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
             (key.trim() == wanted && !value.trim().is_empty()).then(|| value.trim().to_owned())
@@ -87,7 +85,7 @@ impl CpuTicks {
         Self::parse(&read("/proc/stat")?, &read("/proc/self/stat")?)
     }
 
-    pub fn parse(stat: &str, this: &str) -> Option<Self> {
+    fn parse(stat: &str, this: &str) -> Option<Self> {
         let cpu: Vec<u64> = stat
             .lines()
             .next()?
@@ -134,14 +132,13 @@ impl CpuTicks {
     }
 }
 
-/// The thread counts seen around the batches of one variant.
+/// The thread counts seen around the batches of one variant: the fewest and the most right
+/// after one of its batches, and the growth during its batches, summed (an upper bound on
+/// the threads the variant started: threads that other code starts meanwhile count too).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ThreadTally {
-    /// The fewest and the most threads right after one of its batches.
     pub min_after: Option<u32>,
     pub max_after: Option<u32>,
-    /// The growth during its batches, summed: an upper bound on the threads the variant
-    /// started (threads that other code starts meanwhile count too).
     pub grew_by: u32,
 }
 
@@ -153,9 +150,7 @@ impl ThreadTally {
         };
         self.min_after = Some(self.min_after.map_or(after, |m| m.min(after)));
         self.max_after = Some(self.max_after.map_or(after, |m| m.max(after)));
-        if let Some(before) = before {
-            self.grew_by += after.saturating_sub(before);
-        }
+        self.grew_by += before.map_or(0, |before| after.saturating_sub(before));
     }
 }
 

@@ -1,36 +1,31 @@
 //! Turning measurements into rows, a CSV file and markdown tables with a computed takeaway.
 
-use crate::chart::{self, Bar, Panel};
+use crate::chart;
 use crate::harness::Measurement;
 use crate::progress;
 use crate::stats::{Summary, ratio};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::io;
-use std::path::Path;
 use std::sync::OnceLock;
 
 pub use crate::stats::BASELINE;
 
-/// One variant's result in one scenario.
+/// One variant's result in one scenario. Over several runs (see [`merge_runs`]), `samples`
+/// holds every run's rounds one after the other, and `ns` the median of the run medians with
+/// the min and max of every round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    /// The scenario, e.g. `same-thread`.
     pub scenario: String,
-    /// The variant, e.g. `tokio`.
     pub variant: String,
-    /// Rounds measured.
     pub rounds: usize,
-    /// Iterations per batch.
     pub iters_per_round: u64,
     /// Operations per iteration (1 unless the scenario batches them, e.g. 1,000 hops).
     pub ops_per_iter: u64,
     /// Nanoseconds per operation across rounds.
     pub ns: Summary,
-    /// This variant's median over the baseline's median; above 1 means slower than bridge.
+    /// This variant's median over bridge's; above 1 means slower than bridge.
     pub ratio_to_bridge: f64,
-    /// The per-round samples in round order, for paired comparisons with the baseline (over
-    /// several runs, the runs' samples one after the other).
+    /// The per-round samples in round order, for paired comparisons with bridge.
     pub samples: Vec<f64>,
     /// Each run's median in run order: one entry for a single run.
     pub run_medians: Vec<f64>,
@@ -38,105 +33,87 @@ pub struct Row {
     pub background: Option<Background>,
 }
 
-/// The background work's throughput during a variant's batches (see [`crate::busy`]).
+/// The background work's throughput during a variant's batches (see [`crate::busy`]), in
+/// kernels per second; over several runs, each median is the median of the runs' medians.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Background {
-    /// Background kernels per second during the variant's batches, one per round (over
-    /// several runs, the runs' rounds one after the other).
+    /// During the variant's batches, one per round.
     pub samples: Vec<f64>,
-    /// Background kernels per second during the same rounds' baseline batches, when the
-    /// background ran alone.
+    /// During the same rounds' baseline batches, when the background ran alone.
     pub idle_samples: Vec<f64>,
-    /// The median over rounds of [`samples`](Self::samples); over several runs, the median of
-    /// the runs' medians.
     pub kernels_per_s: f64,
-    /// The median over rounds of the variant's kernels/s over the same round's baseline; over
-    /// several runs, the median of the runs' medians.
+    /// The median over rounds of the variant's kernels/s over the same round's baseline.
     pub vs_idle: f64,
-    /// The median over rounds of [`idle_samples`](Self::idle_samples); over several runs,
-    /// the median of the runs' medians.
     pub idle_kernels_per_s: f64,
-    /// Each run's [`vs_idle`](Self::vs_idle) in run order: one entry for a single run.
+    /// Each run's `vs_idle` in run order: one entry for a single run.
     pub run_vs_idle: Vec<f64>,
 }
 
 impl Background {
-    /// The background of one run's rounds: `samples` during the variant's batches and
-    /// `idle_samples` during the baseline batches of the same rounds; `None` if there are
-    /// none.
+    /// The background of one run's rounds; `None` if there are none.
     pub fn of(samples: &[f64], idle_samples: &[f64]) -> Option<Self> {
-        let kernels = Summary::of(samples)?;
-        let idle = Summary::of(idle_samples)?;
-        let vs_idle = Summary::of(&per_round_vs_idle(samples, idle_samples))?;
-        Some(Self {
+        let mut b = Self {
             samples: samples.to_vec(),
             idle_samples: idle_samples.to_vec(),
-            kernels_per_s: kernels.median,
-            vs_idle: vs_idle.median,
-            idle_kernels_per_s: idle.median,
-            run_vs_idle: vec![vs_idle.median],
-        })
+            kernels_per_s: Summary::of(samples)?.median,
+            vs_idle: 0.0,
+            idle_kernels_per_s: Summary::of(idle_samples)?.median,
+            run_vs_idle: Vec::new(),
+        };
+        b.vs_idle = Summary::of(&b.per_round())?.median;
+        b.run_vs_idle = vec![b.vs_idle];
+        Some(b)
     }
 
     /// Each round's kernels/s during the variant's batch over the baseline's.
     pub fn per_round(&self) -> Vec<f64> {
-        per_round_vs_idle(&self.samples, &self.idle_samples)
+        let pairs = self.samples.iter().zip(&self.idle_samples);
+        pairs.map(|(&busy, &idle)| ratio(busy, idle)).collect()
     }
-}
-
-fn per_round_vs_idle(samples: &[f64], idle_samples: &[f64]) -> Vec<f64> {
-    samples
-        .iter()
-        .zip(idle_samples)
-        .map(|(&busy, &idle)| ratio(busy, idle))
-        .collect()
 }
 
 /// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
 /// any) that `scenario` is done.
 pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     progress::scenario_done(scenario);
-    let summaries: Vec<_> = m
+    let load = m.load.as_ref();
+    let mut rows: Vec<Row> = m
         .variants
         .iter()
         .enumerate()
         .filter_map(|(k, v)| {
-            let iters = m
-                .load
-                .as_ref()
-                .and_then(|load| load.iters_per_round.get(k).copied())
-                .unwrap_or(m.iters_per_round);
-            Some((
-                v.name,
-                Summary::of(&v.samples)?,
-                &v.samples,
-                &v.background,
-                iters,
-            ))
+            let ns = Summary::of(&v.samples)?;
+            Some(Row {
+                scenario: scenario.to_owned(),
+                variant: v.name.to_owned(),
+                rounds: m.rounds,
+                iters_per_round: load
+                    .and_then(|l| l.iters_per_round.get(k).copied())
+                    .unwrap_or(m.iters_per_round),
+                ops_per_iter: m.ops_per_iter,
+                ns,
+                ratio_to_bridge: f64::NAN,
+                samples: v.samples.clone(),
+                run_medians: vec![ns.median],
+                background: load.and_then(|l| Background::of(&v.background, &l.idle_kernels_per_s)),
+            })
         })
         .collect();
-    let baseline = summaries
-        .iter()
-        .find(|(name, ..)| *name == BASELINE)
-        .map_or(f64::NAN, |(_, s, ..)| s.median);
-    summaries
-        .into_iter()
-        .map(|(name, ns, samples, background, iters_per_round)| Row {
-            scenario: scenario.to_owned(),
-            variant: name.to_owned(),
-            rounds: m.rounds,
-            iters_per_round,
-            ops_per_iter: m.ops_per_iter,
-            ns,
-            ratio_to_bridge: ratio(ns.median, baseline),
-            samples: samples.clone(),
-            run_medians: vec![ns.median],
-            background: m
-                .load
-                .as_ref()
-                .and_then(|load| Background::of(background, &load.idle_kernels_per_s)),
-        })
-        .collect()
+    set_ratios(&mut rows);
+    rows
+}
+
+/// Sets every row's ratio to bridge's median (NaN without bridge).
+fn set_ratios(rows: &mut [Row]) {
+    let bridge = find(rows, BASELINE).map_or(f64::NAN, |r| r.ns.median);
+    for row in rows {
+        row.ratio_to_bridge = ratio(row.ns.median, bridge);
+    }
+}
+
+/// The row of `variant`.
+pub fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.variant == variant)
 }
 
 /// One line of `results.csv`: a row of one scenario; the field names are the header. The
@@ -170,6 +147,7 @@ struct CsvLine<'a> {
 impl<'a> CsvLine<'a> {
     fn of(r: &'a Row, measure: &Measure) -> Self {
         let b = r.background.as_ref();
+        let medians: Vec<String> = r.run_medians.iter().map(|m| format!("{m:.1}")).collect();
         Self {
             scenario: &r.scenario,
             variant: &r.variant,
@@ -181,12 +159,7 @@ impl<'a> CsvLine<'a> {
             max_ns: format!("{:.1}", r.ns.max),
             ratio_to_bridge: format!("{:.3}", r.ratio_to_bridge),
             runs: r.run_medians.len(),
-            run_medians_ns: r
-                .run_medians
-                .iter()
-                .map(|m| format!("{m:.1}"))
-                .collect::<Vec<_>>()
-                .join(";"),
+            run_medians_ns: medians.join(";"),
             bg_kernels_per_s: b.map(|b| format!("{:.0}", b.kernels_per_s)),
             bg_vs_idle: b.map(|b| format!("{:.3}", b.vs_idle)),
             bg_idle_kernels_per_s: b.map(|b| format!("{:.0}", b.idle_kernels_per_s)),
@@ -204,31 +177,19 @@ pub fn csv(reports: &[ScenarioReport]) -> String {
             let _ = writer.serialize(CsvLine::of(row, &report.measure));
         }
     }
-    let bytes = writer.into_inner().unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default()
-}
-
-/// Writes [`csv()`] of `reports` to `path`, creating its parent directories.
-pub fn write_csv(path: &Path, reports: &[ScenarioReport]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, csv(reports))
+    String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 /// What a scenario's samples are, for its table's headers and its goals' figures: by default
-/// nanoseconds per operation, the median over rounds of each round's time per operation.
+/// nanoseconds per operation. A sample is `what` (e.g. `I/O-only p99`, empty for a time per
+/// operation) in `unit` (`ns_per_unit` nanoseconds) `per` something (e.g. `/op`, empty for a
+/// latency), shown with `decimals`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measure {
-    /// What a sample is, before its unit, e.g. `I/O-only p99`; empty for a time per operation.
     pub what: &'static str,
-    /// The unit a sample is shown in, e.g. `ns` or `ms`.
     pub unit: &'static str,
-    /// What the unit is per, e.g. `/op`; empty for a latency.
     pub per: &'static str,
-    /// Nanoseconds in one `unit`.
     pub ns_per_unit: f64,
-    /// Decimals a value is shown with.
     pub decimals: usize,
     /// How the samples were taken, in place of the sentence on rounds and their order, where
     /// that sentence would not fit (e.g. one sample per variant, each in its own process).
@@ -236,33 +197,23 @@ pub struct Measure {
 }
 
 impl Measure {
-    /// Nanoseconds per operation, the default.
-    pub const NS_PER_OP: Self = Self {
-        what: "",
-        unit: "ns",
-        per: "/op",
-        ns_per_unit: 1.0,
-        decimals: 1,
-        sampling: None,
-    };
-
-    /// A duration named `what` (e.g. `read p50`) shown in milliseconds.
-    pub const fn ms(what: &'static str) -> Self {
+    /// A duration named `what` (e.g. `read p50`) shown in milliseconds, sampled as
+    /// `sampling` says.
+    pub const fn ms(what: &'static str, sampling: Option<&'static str>) -> Self {
         Self {
             what,
             unit: "ms",
             per: "",
             ns_per_unit: 1e6,
             decimals: 2,
-            sampling: None,
+            sampling,
         }
     }
 
     /// The samples' name with their unit, e.g. `ns/op` or `read p50 ms`.
     pub fn label(&self) -> String {
-        format!("{} {}{}", self.what, self.unit, self.per)
-            .trim()
-            .to_owned()
+        let label = format!("{} {}{}", self.what, self.unit, self.per);
+        label.trim().to_owned()
     }
 
     /// The samples' name with nanoseconds as the unit, for the CSV, e.g. `read p50 ns`.
@@ -287,56 +238,53 @@ impl Measure {
 }
 
 impl Default for Measure {
+    /// Nanoseconds per operation.
     fn default() -> Self {
-        Self::NS_PER_OP
+        Self {
+            what: "",
+            unit: "ns",
+            per: "/op",
+            ns_per_unit: 1.0,
+            decimals: 1,
+            sampling: None,
+        }
     }
 }
 
-/// A target for bridge against one peer: the peer's median must be at least `at_least`
-/// times bridge's.
+/// A target for bridge against one peer, stated as `text`: the peer's median must be at
+/// least `at_least` times bridge's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Goal {
-    /// The peer variant.
     pub peer: &'static str,
-    /// The minimum ratio of the peer's median to bridge's.
     pub at_least: f64,
-    /// The goal in words, e.g. "bridge no slower than the oneshot crate".
     pub text: &'static str,
 }
 
-/// A target for bridge's own cost: its median must be at most `max_ns` nanoseconds per
-/// operation.
+/// A target for bridge's own cost, stated as `text`: its median must be at most `max_ns`
+/// nanoseconds per operation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
-    /// The most nanoseconds per operation bridge's median may take.
     pub max_ns: f64,
-    /// The goal in words, e.g. "bridge::run_blocking at most 150 ns per call".
     pub text: &'static str,
 }
 
 /// What a [`LoadGoal`] holds bridge to, against the fastest park-at-once peer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LoadTarget {
-    /// bridge's background / idle-baseline at least the peer's divided by `slack`.
-    Background {
-        /// How many times more background work the peer may leave than bridge, e.g. 1.05.
-        slack: f64,
-    },
+    /// bridge's background / idle-baseline at least the peer's divided by `slack` (e.g. 1.05).
+    Background { slack: f64 },
     /// bridge's median hand-off time at most the peer's.
     Latency,
 }
 
-/// A target for bridge under a background load, against the fastest park-at-once peer: of
-/// the `park_at_once` variants measured, the one with the lowest median time per hand-off,
-/// the alternative a user would pick instead of bridge. A park-at-once peer waits for the
-/// hand-off by parking its thread at once, without spinning first.
+/// A target for bridge under a background load, stated as `text`, against the fastest
+/// park-at-once peer: of the `park_at_once` variants measured (those that wait for the
+/// hand-off by parking their thread at once, without spinning first), the one with the
+/// lowest median time per hand-off, the alternative a user would pick instead of bridge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadGoal {
-    /// The variants that count as park-at-once peers.
     pub park_at_once: Vec<&'static str>,
-    /// What bridge is held to.
     pub target: LoadTarget,
-    /// The goal in words.
     pub text: &'static str,
 }
 
@@ -344,43 +292,40 @@ pub struct LoadGoal {
 /// the fastest park-at-once peer (within 1.05x), and its hand-off is no slower than that
 /// peer's.
 pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
+    let goal = |target, text| LoadGoal {
+        park_at_once: park_at_once.to_vec(),
+        target,
+        text,
+    };
     vec![
-        LoadGoal {
-            park_at_once: park_at_once.to_vec(),
-            target: LoadTarget::Background { slack: 1.05 },
-            text: "under load, bridge's background throughput within 1.05x of the fastest \
-                   park-at-once peer's",
-        },
-        LoadGoal {
-            park_at_once: park_at_once.to_vec(),
-            target: LoadTarget::Latency,
-            text: "under load, bridge's hand-off no slower than the fastest park-at-once \
-                   peer's",
-        },
+        goal(
+            LoadTarget::Background { slack: 1.05 },
+            "under load, bridge's background throughput within 1.05x of the fastest \
+             park-at-once peer's",
+        ),
+        goal(
+            LoadTarget::Latency,
+            "under load, bridge's hand-off no slower than the fastest park-at-once peer's",
+        ),
     ]
 }
 
-/// One goal judged on one run: met or not, the measured value and the bound it was held to
-/// (short, for the summary tables), and the numbers behind it (for the takeaway).
+/// One goal judged on one run: met or not, the measured `value` (e.g. `5.45x`) and the
+/// `bound` it was held to (e.g. `tokio / bridge >= 5.00x`), short, for the summary tables,
+/// and the numbers behind it in words (`detail`), for the takeaway.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
-    /// Whether the goal was met.
     pub met: bool,
-    /// The measured value, e.g. `5.45x`.
     pub value: String,
-    /// What the value is and the bound it was held to, e.g. `tokio / bridge >= 5.00x`.
     pub bound: String,
-    /// The numbers behind the verdict, in words.
     pub detail: String,
 }
 
 /// A goal a study judges itself, on numbers the generic goals do not see (e.g. a table of its
-/// own): its text and its check on each run (`None` where it was not measured).
+/// own): its text and its check on each run in run order (`None` where not measured).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
-    /// The goal in words.
     pub text: String,
-    /// Its check on each run, in run order: one entry for a single run.
     pub runs: Vec<Option<Check>>,
 }
 
@@ -411,193 +356,140 @@ pub fn not_met() -> String {
     }
 }
 
-/// The row of `variant`.
-pub fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.variant == variant)
+/// `; reached in N of M rounds`: the rounds, paired by index, where `ok(a, b)` holds. Rounds
+/// are interleaved, so round k of bridge and of a peer ran side by side: counting the rounds
+/// that reach a goal is robust to drift across rounds.
+fn reached(a: &[f64], b: &[f64], ok: impl Fn(f64, f64) -> bool) -> String {
+    let n = a.iter().zip(b).filter(|&(&x, &y)| ok(x, y)).count();
+    format!("; reached in {n} of {} rounds", a.len().min(b.len()))
 }
 
 impl Goal {
+    pub const fn new(peer: &'static str, at_least: f64, text: &'static str) -> Self {
+        Self {
+            peer,
+            at_least,
+            text,
+        }
+    }
+
     fn check(&self, rows: &[Row]) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let peer = find(rows, self.peer)?;
-        let met = peer.ratio_to_bridge >= self.at_least;
-        let mut detail = format!(
-            "{} at {:.2}x bridge's median, needed {:.2}x",
-            peer.variant, peer.ratio_to_bridge, self.at_least
-        );
-        if self.at_least < 1.0 {
+        let (name, r, at_least) = (&peer.variant, peer.ratio_to_bridge, self.at_least);
+        let mut detail = format!("{name} at {r:.2}x bridge's median, needed {at_least:.2}x");
+        if at_least < 1.0 {
             let _ = write!(
                 detail,
-                ", i.e. bridge at most {:.2}x {}",
-                1.0 / self.at_least,
-                peer.variant
+                ", i.e. bridge at most {:.2}x {name}",
+                1.0 / at_least
             );
         }
-        // Rounds are interleaved, so round k of bridge and of the peer ran side by side:
-        // counting the rounds that reach the goal is robust to drift across rounds.
-        let reached = bridge
-            .samples
-            .iter()
-            .zip(&peer.samples)
-            .filter(|&(&b, &p)| ratio(p, b) >= self.at_least)
-            .count();
-        let _ = write!(
-            detail,
-            "; reached in {reached} of {} rounds",
-            bridge.samples.len().min(peer.samples.len())
-        );
+        detail += &reached(&bridge.samples, &peer.samples, |b, p| {
+            ratio(p, b) >= at_least
+        });
         Some(Check {
-            met,
-            value: format!("{:.2}x", peer.ratio_to_bridge),
-            bound: format!("{} / bridge >= {:.2}x", peer.variant, self.at_least),
+            met: r >= at_least,
+            value: format!("{r:.2}x"),
+            bound: format!("{name} / bridge >= {at_least:.2}x"),
             detail,
         })
     }
 }
 
 impl Budget {
-    fn check(&self, rows: &[Row], measure: &Measure) -> Option<Check> {
+    fn check(&self, rows: &[Row], m: &Measure) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
-        let met = bridge.ns.median <= self.max_ns;
-        let reached = bridge
-            .samples
-            .iter()
-            .filter(|&&ns| ns <= self.max_ns)
-            .count();
+        let (median, max) = (m.value(bridge.ns.median), m.value(self.max_ns));
+        let reached = reached(&bridge.samples, &bridge.samples, |b, _| b <= self.max_ns);
         Some(Check {
-            met,
-            value: measure.value(bridge.ns.median),
-            bound: format!("bridge <= {}", measure.value(self.max_ns)),
-            detail: format!(
-                "bridge's median {}, needed at most {}; reached in {reached} of {} rounds",
-                measure.value(bridge.ns.median),
-                measure.value(self.max_ns),
-                bridge.samples.len()
-            ),
+            met: bridge.ns.median <= self.max_ns,
+            detail: format!("bridge's median {median}, needed at most {max}{reached}"),
+            value: median,
+            bound: format!("bridge <= {max}"),
         })
     }
 }
 
 impl LoadGoal {
-    /// The park-at-once peer with the lowest median in `rows`, among those with a measured
-    /// background.
-    fn fastest_peer<'a>(&self, rows: &'a [Row]) -> Option<(&'a Row, &'a Background)> {
-        self.park_at_once
+    fn check(&self, rows: &[Row], m: &Measure) -> Option<Check> {
+        let bridge = find(rows, BASELINE)?;
+        let bridge_bg = bridge.background.as_ref()?;
+        // The park-at-once peer with the lowest median, among those with a background.
+        let (peer, peer_bg) = self
+            .park_at_once
             .iter()
             .filter_map(|name| {
                 let row = find(rows, name)?;
                 Some((row, row.background.as_ref()?))
             })
             .filter(|(row, b)| !b.vs_idle.is_nan() && !row.ns.median.is_nan())
-            .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))
-    }
-
-    fn check(&self, rows: &[Row], measure: &Measure) -> Option<Check> {
-        let bridge = find(rows, BASELINE)?;
-        let bridge_bg = bridge.background.as_ref()?;
-        let (peer, peer_bg) = self.fastest_peer(rows)?;
-        let check = match self.target {
+            .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))?;
+        let name = &peer.variant;
+        Some(match self.target {
             LoadTarget::Background { slack } => {
-                let needed = peer_bg.vs_idle / slack;
-                let reached = bridge_bg
-                    .per_round()
-                    .iter()
-                    .zip(peer_bg.per_round())
-                    .filter(|&(&b, p)| b * slack >= p)
-                    .count();
+                let (b, p) = (bridge_bg.vs_idle, peer_bg.vs_idle);
+                let needed = p / slack;
+                let (mine, theirs) = (bridge_bg.per_round(), peer_bg.per_round());
+                let reached = reached(&mine, &theirs, |b, p| b * slack >= p);
                 Check {
-                    met: bridge_bg.vs_idle >= needed,
-                    value: format!("{:.3}x", bridge_bg.vs_idle),
-                    bound: format!(
-                        "background / idle >= {needed:.3}x; {} {:.3}x",
-                        peer.variant, peer_bg.vs_idle
-                    ),
+                    met: b >= needed,
+                    value: format!("{b:.3}x"),
+                    bound: format!("background / idle >= {needed:.3}x; {name} {p:.3}x"),
                     detail: format!(
-                        "background / idle-baseline: bridge {:.3}x, the fastest \
-                         park-at-once peer, {}, {:.3}x, needed at least {needed:.3}x; reached \
-                         in {reached} of {} rounds",
-                        bridge_bg.vs_idle,
-                        peer.variant,
-                        peer_bg.vs_idle,
-                        bridge_bg.samples.len().min(peer_bg.samples.len())
+                        "background / idle-baseline: bridge {b:.3}x, the fastest park-at-once \
+                         peer, {name}, {p:.3}x, needed at least {needed:.3}x{reached}"
                     ),
                 }
             }
             LoadTarget::Latency => {
-                let reached = bridge
-                    .samples
-                    .iter()
-                    .zip(&peer.samples)
-                    .filter(|&(&b, &p)| b <= p)
-                    .count();
+                let (b, p) = (m.value(bridge.ns.median), m.value(peer.ns.median));
+                let reached = reached(&bridge.samples, &peer.samples, |b, p| b <= p);
                 Check {
                     met: bridge.ns.median <= peer.ns.median,
-                    value: measure.value(bridge.ns.median),
-                    bound: format!(
-                        "bridge <= {} {}",
-                        peer.variant,
-                        measure.value(peer.ns.median)
-                    ),
                     detail: format!(
-                        "bridge's median {}, that of {}, the fastest park-at-once peer, {}; \
-                         reached in {reached} of {} rounds",
-                        measure.value(bridge.ns.median),
-                        peer.variant,
-                        measure.value(peer.ns.median),
-                        bridge.samples.len().min(peer.samples.len())
+                        "bridge's median {b}, that of {name}, the fastest park-at-once peer, \
+                         {p}{reached}"
                     ),
+                    bound: format!("bridge <= {name} {p}"),
+                    value: b,
                 }
             }
-        };
-        Some(check)
+        })
     }
 }
 
-/// A scenario's results with its frame, ready to print.
+/// A scenario's results with its frame (what differs between the variants, what is the
+/// same for all), its goals and its notes (further observations, one paragraph each, printed
+/// after the table), ready to print.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScenarioReport {
-    /// The scenario, e.g. `same-thread`.
     pub name: &'static str,
-    /// What differs between the variants.
     pub varied: String,
-    /// What is the same for every variant.
     pub fixed: String,
-    /// What the samples are, for the table's headers (nanoseconds per operation unless said).
     pub measure: Measure,
-    /// The goals against peers quoted for this scenario, if any.
     pub goals: Vec<Goal>,
-    /// The absolute goals for bridge's median quoted for this scenario, if any.
     pub budgets: Vec<Budget>,
-    /// The goals under a background load quoted for this scenario, if any.
     pub load_goals: Vec<LoadGoal>,
-    /// The goals the study judged itself, on numbers of its own; over several runs, each
-    /// with every run's check.
+    /// The goals the study judged itself; over several runs, each with every run's check.
     pub judged: Vec<Judged>,
-    /// Further observations measured alongside the timings (e.g. thread counts), one
-    /// paragraph each, printed after the table.
     pub notes: Vec<String>,
     /// One row per variant; over several runs, merged by [`merge_runs`].
     pub rows: Vec<Row>,
-    /// Over several runs, each run's rows in run order; empty for a single run (then
-    /// [`rows`](Self::rows) is the run).
+    /// Over several runs, each run's rows in run order; empty for a single run.
     pub runs: Vec<Vec<Row>>,
 }
 
-/// One goal of one scenario in a summary table: its verdict over the runs and its figure.
+/// One goal of one scenario in a summary table: the runs that met it, measured it and in
+/// all, and its figure: each run's value against the bound, e.g. `5.45x / 4.90x (tokio /
+/// bridge >= 5.00x)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GoalLine {
-    /// The scenario.
     pub scenario: &'static str,
-    /// The goal in words.
     pub goal: String,
-    /// Runs that met it.
     pub met: usize,
-    /// Runs that measured it.
     pub measured: usize,
-    /// Runs in all.
     pub runs: usize,
-    /// The measured value of each run against the bound, e.g. `5.45x (tokio / bridge >=
-    /// 5.00x)`, or with several runs `5.45x / 4.90x (tokio / bridge >= 5.00x)`.
     pub figure: String,
 }
 
@@ -611,12 +503,8 @@ impl GoalLine {
     /// `met in N of M runs`, followed by the verdict when it is not met: `not met on this
     /// machine` (the table's caption names the machine) or `not measured`.
     fn met_in(&self) -> String {
-        let count = format!(
-            "met in {} of {} run{}",
-            self.met,
-            self.runs,
-            if self.runs == 1 { "" } else { "s" }
-        );
+        let s = if self.runs == 1 { "" } else { "s" };
+        let count = format!("met in {} of {} run{s}", self.met, self.runs);
         match self.verdict() {
             Some(true) => count,
             Some(false) => format!("{count}: not met on this machine"),
@@ -637,11 +525,11 @@ fn figure(runs: &[Option<Check>]) -> String {
         let values: Vec<&str> = checks.iter().map(|c| c.value.as_str()).collect();
         format!("{} ({})", values.join(" / "), first.bound)
     } else {
-        checks
+        let each: Vec<String> = checks
             .iter()
             .map(|c| format!("{} ({})", c.value, c.bound))
-            .collect::<Vec<_>>()
-            .join("; ")
+            .collect();
+        each.join("; ")
     }
 }
 
@@ -651,33 +539,24 @@ pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
     if lines.is_empty() {
         return String::new();
     }
+    let skip = usize::from(!with_study);
     let head = ["study", "scenario", "goal", "met in N of M runs", "figure"];
     let rows: Vec<Vec<String>> = lines
         .iter()
         .map(|(study, l)| {
             let row = [study, l.scenario, &l.goal, &l.met_in(), &l.figure];
-            row[usize::from(!with_study)..]
-                .iter()
-                .map(|c| c.to_string())
-                .collect()
+            row[skip..].iter().map(|c| c.to_string()).collect()
         })
         .collect();
-    table(&head[usize::from(!with_study)..], "---", &rows)
+    table(&head[skip..], "---", &rows)
 }
 
 /// The head line of a summary table: how many goals were met, e.g. `5 of 7 goals met in
 /// every run; 2 not met on this machine (Intel Xeon, 2 CPUs), a finding of this machine
 /// rather than a failure of the run.`
 pub fn goals_count(lines: &[(&str, GoalLine)]) -> String {
-    let met = lines
-        .iter()
-        .filter(|(_, l)| l.verdict() == Some(true))
-        .count();
-    let missed = lines
-        .iter()
-        .filter(|(_, l)| l.verdict() == Some(false))
-        .count();
-    let unmeasured = lines.len() - met - missed;
+    let count = |v| lines.iter().filter(|(_, l)| l.verdict() == v).count();
+    let (met, missed) = (count(Some(true)), count(Some(false)));
     let mut out = format!("{met} of {} goals met in every run", lines.len());
     if missed > 0 {
         let _ = write!(
@@ -686,92 +565,48 @@ pub fn goals_count(lines: &[(&str, GoalLine)]) -> String {
             not_met()
         );
     }
-    if unmeasured > 0 {
-        let _ = write!(out, "; {unmeasured} not measured");
+    match lines.len() - met - missed {
+        0 => {}
+        unmeasured => {
+            let _ = write!(out, "; {unmeasured} not measured");
+        }
     }
     out.push('.');
     out
 }
 
-/// The summary that ends a study's markdown: the count of goals met and their table; empty
-/// when the study states no goals.
-pub fn study_summary(study: &str, reports: &[ScenarioReport]) -> String {
-    let lines: Vec<(&str, GoalLine)> = reports
-        .iter()
-        .flat_map(ScenarioReport::goal_lines)
-        .map(|line| (study, line))
-        .collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    format!(
-        "### {study} / goals\n\n{}\n\n{}",
-        goals_count(&lines),
-        goals_table(&lines, false)
-    )
-}
-
-/// `text` made safe for a markdown table cell: `|` escaped, line breaks as spaces.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+/// The summary that ends a study's markdown: the count of its goals met and their table.
+pub fn study_summary(study: &str, lines: &[(&str, GoalLine)]) -> String {
+    let (count, table) = (goals_count(lines), goals_table(lines, false));
+    format!("### {study} / goals\n\n{count}\n\n{table}")
 }
 
 /// A markdown table: the header `head`, a rule (`---` for the first column, `rule` for the
-/// others, e.g. `---:` to right-align numbers), then `rows`, every cell made safe.
+/// others, e.g. `---:` to right-align numbers), then `rows`, every cell made safe (`|`
+/// escaped, line breaks as spaces).
 pub fn table(head: &[&str], rule: &str, rows: &[Vec<String>]) -> String {
-    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut out = line(head.iter().map(|h| cell(h)).collect());
-    out += &line(
-        (0..head.len())
-            .map(|k| if k == 0 { "---" } else { rule }.to_owned())
-            .collect(),
-    );
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let cells: Vec<String> = cells
+            .map(|c| c.replace('|', "\\|").replace(['\n', '\r'], " "))
+            .collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    let rules = (0..head.len()).map(|k| if k == 0 { "---" } else { rule });
+    let mut out = line(&mut head.iter().copied()) + &line(&mut rules.into_iter());
     for row in rows {
-        out += &line(row.iter().map(|c| cell(c)).collect());
+        out += &line(&mut row.iter().map(String::as_str));
     }
     out
 }
 
 impl ScenarioReport {
-    /// The scenario `name` measured as `m`, framed by what was varied and what was held fixed;
-    /// goals and notes are added with struct update syntax.
-    pub fn measured(
-        name: &'static str,
-        varied: impl Into<String>,
-        fixed: impl Into<String>,
-        m: &Measurement,
-    ) -> Self {
+    /// The scenario `name` measured as `m`, unframed: for tests.
+    #[cfg(test)]
+    pub fn of(name: &'static str, m: &Measurement) -> Self {
         Self {
             name,
-            varied: varied.into(),
-            fixed: fixed.into(),
             rows: rows(name, m),
             ..Default::default()
-        }
-    }
-
-    /// The scenario's panel of the chart: the ranking, each goal's verdict, a bar per row.
-    pub fn panel(&self) -> Panel {
-        let mut lines = vec![(self.ranking(), None)];
-        lines.extend(self.verdicts().into_iter().map(|(text, met)| match met {
-            Some(true) => (format!("Goal met: {text}"), Some(true)),
-            Some(false) => (format!("Goal not met on this machine: {text}"), Some(false)),
-            None => (format!("Goal not measured: {text}"), Some(false)),
-        }));
-        let bars = self.rows.iter().map(|r| Bar {
-            variant: r.variant.clone(),
-            median: r.ns.median,
-            min: r.ns.min,
-            max: r.ns.max,
-            ratio: r.ratio_to_bridge,
-            background: r.background.as_ref().map(|b| b.vs_idle),
-            rounds: r.rounds,
-            runs: r.run_medians.len(),
-        });
-        Panel {
-            name: self.name.to_owned(),
-            lines,
-            bars: bars.collect(),
         }
     }
 
@@ -788,30 +623,28 @@ impl ScenarioReport {
     /// that order.
     fn checks(&self) -> Vec<(String, Vec<Option<Check>>)> {
         let runs = self.run_rows();
-        let measure = &self.measure;
+        let m = &self.measure;
         let each = |check: &dyn Fn(&[Row]) -> Option<Check>| -> Vec<Option<Check>> {
             runs.iter().map(|rows| check(rows)).collect()
         };
-        let mut out = Vec::new();
-        for goal in &self.goals {
-            out.push((goal.text.to_owned(), each(&|rows| goal.check(rows))));
-        }
-        for budget in &self.budgets {
-            out.push((
-                budget.text.to_owned(),
-                each(&|rows| budget.check(rows, measure)),
-            ));
-        }
-        for goal in &self.load_goals {
-            out.push((
-                goal.text.to_owned(),
-                each(&|rows| goal.check(rows, measure)),
-            ));
-        }
-        for judged in &self.judged {
-            out.push((judged.text.clone(), judged.runs.clone()));
-        }
-        out
+        let goals = self
+            .goals
+            .iter()
+            .map(|g| (g.text, each(&|rows| g.check(rows))));
+        let budgets = self
+            .budgets
+            .iter()
+            .map(|b| (b.text, each(&|rows| b.check(rows, m))));
+        let loads = self
+            .load_goals
+            .iter()
+            .map(|g| (g.text, each(&|rows| g.check(rows, m))));
+        let generic: Vec<_> = goals.chain(budgets).chain(loads).collect();
+        let generic = generic
+            .into_iter()
+            .map(|(text, runs)| (text.to_owned(), runs));
+        let judged = self.judged.iter().map(|j| (j.text.clone(), j.runs.clone()));
+        generic.chain(judged).collect()
     }
 
     /// Each goal of the scenario as a line of the summary tables.
@@ -837,31 +670,23 @@ impl ScenarioReport {
         let Some(fastest) = ranked.first() else {
             return "No results.".to_owned();
         };
-        let mut out = String::new();
         match ranked.iter().position(|r| r.variant == BASELINE) {
-            None => out.push_str("bridge was not measured."),
+            None => "bridge was not measured.".to_owned(),
             Some(0) => match ranked.get(1) {
-                Some(next) => {
-                    let _ = write!(
-                        out,
-                        "bridge is fastest; the next, {}, takes {:.2}x as long.",
-                        next.variant, next.ratio_to_bridge
-                    );
-                }
-                None => out.push_str("bridge is the only variant."),
+                Some(next) => format!(
+                    "bridge is fastest; the next, {}, takes {:.2}x as long.",
+                    next.variant, next.ratio_to_bridge
+                ),
+                None => "bridge is the only variant.".to_owned(),
             },
-            Some(i) => {
-                let _ = write!(
-                    out,
-                    "bridge ranks {} of {}; the fastest, {}, takes {:.2}x bridge's time.",
-                    i + 1,
-                    ranked.len(),
-                    fastest.variant,
-                    fastest.ratio_to_bridge
-                );
-            }
+            Some(i) => format!(
+                "bridge ranks {} of {}; the fastest, {}, takes {:.2}x bridge's time.",
+                i + 1,
+                ranked.len(),
+                fastest.variant,
+                fastest.ratio_to_bridge
+            ),
         }
-        out
     }
 
     /// Each goal, budget and load goal in words with its verdict, in that order: met
@@ -891,30 +716,24 @@ impl ScenarioReport {
                 }
                 (Some(met), _) => {
                     let n = runs.len();
-                    let met_in = runs.iter().flatten().filter(|c| c.met).count();
                     if met {
                         let _ = write!(out, "met in all {n} runs (");
                     } else {
+                        let met_in = runs.iter().flatten().filter(|c| c.met).count();
                         let _ = write!(out, "{}: met in {met_in} of {n} runs (", not_met());
                     }
-                    for (k, check) in runs.iter().enumerate() {
-                        let sep = if k == 0 { "" } else { "; " };
-                        match check {
+                    let each: Vec<String> = runs
+                        .iter()
+                        .enumerate()
+                        .map(|(k, check)| match check {
                             Some(c) => {
-                                let _ = write!(
-                                    out,
-                                    "{sep}run {}: {}, {}",
-                                    k + 1,
-                                    if c.met { "met" } else { "not met" },
-                                    c.detail
-                                );
+                                let met = if c.met { "met" } else { "not met" };
+                                format!("run {}: {met}, {}", k + 1, c.detail)
                             }
-                            None => {
-                                let _ = write!(out, "{sep}run {}: not measured", k + 1);
-                            }
-                        }
-                    }
-                    out.push_str(").");
+                            None => format!("run {}: not measured", k + 1),
+                        })
+                        .collect();
+                    let _ = write!(out, "{}).", each.join("; "));
                 }
             }
         }
@@ -952,10 +771,7 @@ impl ScenarioReport {
             head.extend([each_run.clone(), format!("range across runs {label}")]);
         }
         if background {
-            head.extend([
-                "background kernels/s".into(),
-                "background / idle-baseline".into(),
-            ]);
+            head.extend(["background kernels/s", "background / idle-baseline"].map(String::from));
         }
         let rows: Vec<Vec<String>> = self
             .rows
@@ -1001,15 +817,17 @@ impl ScenarioReport {
                     let _ = writeln!(out, "\n{sampling}");
                 }
                 None => {
-                    let _ = write!(out, "\n{}", self.rounds_text(r.rounds, r.ops_per_iter));
-                    out.push_str(
-                        " per variant, in orders balanced across rounds (each runs right after \
-                         each other one equally often)",
+                    let _ = writeln!(
+                        out,
+                        "\n{} per variant, in orders balanced across rounds (each runs right \
+                         after each other one equally often){}.",
+                        self.rounds_text(r.rounds, r.ops_per_iter),
+                        if background {
+                            ", with one baseline batch (the background alone) per round"
+                        } else {
+                            ""
+                        }
                     );
-                    if background {
-                        out.push_str(", with one baseline batch (the background alone) per round");
-                    }
-                    out.push_str(".\n");
                 }
             }
             if runs > 1 {
@@ -1035,15 +853,13 @@ impl ScenarioReport {
             }
         }
         if let Some(idle) = self.rows.iter().find_map(|r| r.background.as_ref()) {
-            let all = Summary::of(&idle.idle_samples);
+            let range = Summary::of(&idle.idle_samples)
+                .map(|s| format!(", min-max {:.0}-{:.0}", s.min, s.max));
             let _ = writeln!(
                 out,
                 "\nBackground alone (the baseline batches): median {:.0} kernels/s{}.",
                 idle.idle_kernels_per_s,
-                all.map_or(String::new(), |s| format!(
-                    ", min-max {:.0}-{:.0}",
-                    s.min, s.max
-                ))
+                range.unwrap_or_default()
             );
         }
         for note in &self.notes {
@@ -1052,9 +868,7 @@ impl ScenarioReport {
         let _ = writeln!(out, "\nTakeaway: {}", self.takeaway());
         out
     }
-}
 
-impl ScenarioReport {
     /// How many runs and rounds of how many iterations each variant ran, e.g. `51 rounds of
     /// 1000 iterations`, or with iterations that differ by variant or run, `3 runs, each of
     /// 51 rounds, of a batch calibrated per variant and run (iterations: bridge 10/12/11,
@@ -1066,25 +880,18 @@ impl ScenarioReport {
             format!(" of {ops_per_iter} operations each")
         };
         let runs = self.run_rows();
-        let per_row: Vec<(&str, Vec<u64>)> = self
+        let per_row: Vec<(&str, String)> = self
             .rows
             .iter()
             .map(|row| {
-                let iters = runs
+                let iters: Vec<String> = runs
                     .iter()
                     .filter_map(|rows| find(rows, &row.variant))
-                    .map(|r| r.iters_per_round)
+                    .map(|r| r.iters_per_round.to_string())
                     .collect();
-                (row.variant.as_str(), iters)
+                (row.variant.as_str(), iters.join("/"))
             })
             .collect();
-        let list = |iters: &[u64]| {
-            iters
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join("/")
-        };
         let mut out = if runs.len() > 1 {
             format!("{} runs, each of {rounds} rounds", runs.len())
         } else {
@@ -1092,22 +899,22 @@ impl ScenarioReport {
         };
         match per_row.split_first() {
             Some(((_, first), rest)) if rest.iter().all(|(_, iters)| iters == first) => {
-                let _ = write!(out, " of {} iterations{ops}", list(first));
+                let _ = write!(out, " of {first} iterations{ops}");
                 if runs.len() > 1 {
                     out.push_str(" (calibrated per run)");
                 }
             }
             _ => {
-                let each = per_row
+                let each: Vec<String> = per_row
                     .iter()
-                    .map(|(name, iters)| format!("{name} {}", list(iters)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                    .map(|(name, iters)| format!("{name} {iters}"))
+                    .collect();
                 let _ = write!(
                     out,
                     " of a batch that runs for a set wall time (median iterations per \
-                     batch{ops}{}: {each})",
-                    if runs.len() > 1 { ", by run" } else { "" }
+                     batch{ops}{}: {})",
+                    if runs.len() > 1 { ", by run" } else { "" },
+                    each.join(", ")
                 );
             }
         }
@@ -1133,12 +940,10 @@ fn range_of(values: &[f64]) -> Option<(f64, f64)> {
 /// `MIN-MAX (W%)`: the range of the run medians and its width against `median`.
 fn spread(run_medians: &[f64], median: f64, m: &Measure) -> String {
     match range_of(run_medians) {
-        Some((min, max)) => format!(
-            "{}-{} ({:.0}%)",
-            m.number(min),
-            m.number(max),
-            ratio(max - min, median) * 100.0
-        ),
+        Some((min, max)) => {
+            let width = ratio(max - min, median) * 100.0;
+            format!("{}-{} ({width:.0}%)", m.number(min), m.number(max))
+        }
         None => "-".to_owned(),
     }
 }
@@ -1156,20 +961,18 @@ pub fn merge_runs(mut runs: Vec<Vec<ScenarioReport>>) -> Vec<ScenarioReport> {
     if runs.len() <= 1 {
         return runs.pop().unwrap_or_default();
     }
-    let first = runs[0].clone();
-    first
-        .into_iter()
-        .map(|report| {
+    (runs[0].iter())
+        .map(|first| {
             let same: Vec<&ScenarioReport> = runs
                 .iter()
-                .filter_map(|run| run.iter().find(|r| r.name == report.name))
+                .filter_map(|run| run.iter().find(|r| r.name == first.name))
                 .collect();
-            merge_scenario(report, &same)
+            merge_scenario(first, &same)
         })
         .collect()
 }
 
-fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioReport {
+fn merge_scenario(first: &ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioReport {
     let mut rows: Vec<Row> = first
         .rows
         .iter()
@@ -1181,10 +984,7 @@ fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioRe
             merge_row(row, &each)
         })
         .collect();
-    let bridge = find(&rows, BASELINE).map_or(f64::NAN, |r| r.ns.median);
-    for row in &mut rows {
-        row.ratio_to_bridge = ratio(row.ns.median, bridge);
-    }
+    set_ratios(&mut rows);
     let notes = if runs.iter().all(|run| run.notes == first.notes) {
         first.notes.clone()
     } else {
@@ -1202,10 +1002,8 @@ fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioRe
             runs: runs
                 .iter()
                 .map(|run| {
-                    run.judged
-                        .iter()
-                        .find(|j| j.text == goal.text)
-                        .and_then(|j| j.runs.first().cloned().flatten())
+                    let same = run.judged.iter().find(|j| j.text == goal.text);
+                    same.and_then(|j| j.runs.first().cloned().flatten())
                 })
                 .collect(),
         })
@@ -1215,51 +1013,37 @@ fn merge_scenario(first: ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioRe
         rows,
         judged,
         runs: runs.iter().map(|run| run.rows.clone()).collect(),
-        ..first
+        ..first.clone()
     }
 }
 
 fn merge_row(first: &Row, each: &[&Row]) -> Row {
     let run_medians: Vec<f64> = each.iter().map(|r| r.ns.median).collect();
-    let samples: Vec<f64> = each
-        .iter()
-        .flat_map(|r| r.samples.iter().copied())
-        .collect();
-    let fold = |pick: fn(&Row) -> f64, min: bool| {
-        each.iter().map(|r| pick(r)).fold(
-            f64::NAN,
-            |acc, x| {
-                if min { acc.min(x) } else { acc.max(x) }
-            },
-        )
-    };
-    let backgrounds: Vec<&Background> = each.iter().filter_map(|r| r.background.as_ref()).collect();
-    let background = (!backgrounds.is_empty() && backgrounds.len() == each.len()).then(|| {
-        let pick = |f: fn(&Background) -> f64| {
-            median(&backgrounds.iter().map(|b| f(b)).collect::<Vec<_>>())
-        };
+    let bgs: Vec<&Background> = each.iter().filter_map(|r| r.background.as_ref()).collect();
+    let background = (!bgs.is_empty() && bgs.len() == each.len()).then(|| {
+        let pick =
+            |f: fn(&Background) -> f64| median(&bgs.iter().map(|b| f(b)).collect::<Vec<_>>());
+        let concat =
+            |f: fn(&Background) -> &[f64]| bgs.iter().flat_map(|b| f(b).iter().copied()).collect();
         Background {
-            samples: backgrounds
-                .iter()
-                .flat_map(|b| b.samples.iter().copied())
-                .collect(),
-            idle_samples: backgrounds
-                .iter()
-                .flat_map(|b| b.idle_samples.iter().copied())
-                .collect(),
+            samples: concat(|b| &b.samples),
+            idle_samples: concat(|b| &b.idle_samples),
             kernels_per_s: pick(|b| b.kernels_per_s),
             vs_idle: pick(|b| b.vs_idle),
             idle_kernels_per_s: pick(|b| b.idle_kernels_per_s),
-            run_vs_idle: backgrounds.iter().map(|b| b.vs_idle).collect(),
+            run_vs_idle: bgs.iter().map(|b| b.vs_idle).collect(),
         }
     });
     Row {
         ns: Summary {
             median: median(&run_medians),
-            min: fold(|r| r.ns.min, true),
-            max: fold(|r| r.ns.max, false),
+            min: each.iter().map(|r| r.ns.min).fold(f64::NAN, f64::min),
+            max: each.iter().map(|r| r.ns.max).fold(f64::NAN, f64::max),
         },
-        samples,
+        samples: each
+            .iter()
+            .flat_map(|r| r.samples.iter().copied())
+            .collect(),
         run_medians,
         background,
         ..first.clone()
@@ -1272,29 +1056,19 @@ mod tests {
     use crate::harness::Measured;
 
     fn measurement() -> Measurement {
-        let variant = |name, samples: &[f64]| Measured {
-            name,
-            samples: samples.to_vec(),
-            background: Vec::new(),
-        };
-        Measurement {
-            iters_per_round: 1000,
-            ops_per_iter: 1,
-            rounds: 3,
-            variants: vec![
-                variant("bridge", &[12.0, 10.0, 11.0]),
-                variant("tokio", &[60.0, 55.0, 70.0]),
+        let mut m = Measurement::of(
+            3,
+            [
+                ("bridge", vec![12.0, 10.0, 11.0]),
+                ("tokio", vec![60.0, 55.0, 70.0]),
             ],
-            load: None,
-        }
+        );
+        m.iters_per_round = 1000;
+        m
     }
 
     fn goal(at_least: f64, text: &'static str) -> Goal {
-        Goal {
-            peer: "tokio",
-            at_least,
-            text,
-        }
+        Goal::new("tokio", at_least, text)
     }
 
     #[test]
@@ -1326,7 +1100,7 @@ mod tests {
                 max_ns: 10.5,
                 text: "at most 10.5 ns",
             }],
-            ..ScenarioReport::measured("s", "", "", &measurement())
+            ..ScenarioReport::of("s", &measurement())
         };
         assert_eq!(
             report.takeaway(),
@@ -1344,6 +1118,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("\n3 rounds of 1000 iterations per variant, in orders balanced"));
+        assert_eq!(
+            table(&["a|b", "c"], "---:", &[vec!["1\n2".into(), "3".into()]]),
+            "| a\\|b | c |\n| --- | ---: |\n| 1 2 | 3 |\n"
+        );
     }
 
     #[test]
@@ -1371,7 +1149,7 @@ mod tests {
         };
         let r = ScenarioReport {
             load_goals: busy_goals(&["crawler", "parker", "absent"]),
-            ..ScenarioReport::measured("s", "", "", &m)
+            ..ScenarioReport::of("s", &m)
         };
         let takeaway = r.takeaway();
         assert!(
@@ -1397,7 +1175,7 @@ mod tests {
             vec![ScenarioReport {
                 goals: vec![goal(2.0, "2x faster than tokio")],
                 judged: vec![Judged::once("judged", None)],
-                ..ScenarioReport::measured("s", "", "", &m)
+                ..ScenarioReport::of("s", &m)
             }]
         };
         let merged = merge_runs(vec![
@@ -1422,7 +1200,8 @@ mod tests {
         assert!(r.markdown("study").contains(
             "| bridge | 11.0 | 9.0-50.0 | 1.00x | 11.0 / 21.0 / 10.0 | 10.0-21.0 (100%) |"
         ));
-        let summary = study_summary("study", &merged);
+        let lines: Vec<_> = r.goal_lines().into_iter().map(|l| ("study", l)).collect();
+        let summary = study_summary("study", &lines);
         assert!(summary.contains(
             "| s | 2x faster than tokio | met in 2 of 3 runs: not met on this machine | \
              2.73x / 1.43x / 4.00x (tokio / bridge >= 2.00x) |\n"

@@ -1,10 +1,10 @@
 //! The cpu-async study: CPU-heavy async streams read objects from a store and decode them,
 //! while an I/O probe beside them sends a small request to the same store every few
-//! milliseconds and records its latency. The pipeline and the probe run on one tokio
+//! milliseconds and records its latency. The pipelines and the probe run on one tokio
 //! runtime (the regression: CPU polls delay the I/O), on two tokio runtimes (the
-//! dedicated-executor pattern: a CPU runtime for the pipeline, an I/O runtime for the
-//! store and the probe), or through the bridge (`bridge::stream::on_cpu` and
-//! `bridge::cpu::spawn_future` for the pipeline, the store through an `IoStore` on the
+//! dedicated-executor pattern: a CPU runtime for the pipelines, an I/O runtime for the store
+//! and the probe), or through the bridge (`bridge::stream::on_cpu` and
+//! `bridge::cpu::spawn_future` for the pipelines, the store through an `IoStore` on the
 //! shared `IoRuntime`, the probe there through `bridge::spawn_io`); the probe alone is the
 //! reference.
 //!
@@ -17,6 +17,7 @@ use crate::proc::{load_average, os_threads};
 use crate::progress;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows};
 use crate::stats::{Summary, percentile};
+use bridge::cpu::ThreadPoolExt;
 use bridge::object_store::IoStore;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -24,68 +25,54 @@ use futures::stream::{BoxStream, Stream};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use object_store::http::HttpStore;
 use object_store::path::Path as StorePath;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt};
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Handle, Runtime};
 
 /// Pipelines running at once: each reads objects one after the other and decodes them.
 const PIPELINES: usize = 8;
-
 /// Objects in the store; object `k` holds `(1 + k % 4)` x 256 KiB.
 const OBJECTS: usize = 16;
-
 /// Bytes of one batch: a pipeline decodes its bodies in batches of this size (the last
 /// batch of an object may be shorter).
 const BATCH: usize = 64 << 10;
-
 /// The CPU time one batch's decode is calibrated to on an idle thread: a few milliseconds,
 /// like decoding a record batch.
 const BATCH_CPU: Duration = Duration::from_millis(2);
-
-/// How often the probe sends its request (a `head` of a small object).
+/// How often the probe sends its request, a `head` of a small object.
 const PROBE_EVERY: Duration = Duration::from_millis(5);
-
-/// The small object the probe asks for.
 const PROBE_OBJECT: &str = "probe";
-
 /// Items a crossing or a channel between the sides holds: body chunks from the I/O side,
 /// decoded batches from the CPU side.
 const BOUND: usize = 2;
-
-/// The most bridge's probe p99 may exceed idle's (goal).
+/// Goals: the most bridge's probe p99 may exceed idle's; the least bridge's pipeline
+/// throughput may be against two runtimes'; the least one runtime's probe p99 must exceed
+/// idle's to show the regression.
 const IDLE_SLACK: f64 = 1.5;
-
-/// The least bridge's pipeline throughput may be against two runtimes' (goal).
 const THROUGHPUT_SLACK: f64 = 0.95;
-
-/// The one-runtime variant shows the regression when its probe p99 is at least this many
-/// times idle's (goal).
 const REGRESSION: f64 = 10.0;
-
-/// How long the tasks of a cell may take to stop once told to; longer means a hang, and the
+/// How long the tasks of a cell may take to stop once told to; longer is a hang, and the
 /// study fails instead of blocking the run.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The published figure: DataFusion's I/O latency without, then with CPU work on the I/O
 /// runtime (apache/datafusion#13692).
 const PUBLISHED: &str = "from 2 ms to 5,003 ms";
+/// The nice value of the CPU side's threads in the low-priority variants: the remedy the
+/// guide gives (`bridge::cpu::lower_thread_priority`).
+const LOW_NICE: u8 = 10;
 
 const IDLE: &str = "idle";
 const ONE: &str = "one runtime";
@@ -96,35 +83,7 @@ const BRIDGE_YIELD: &str = "bridge, yield after long polls";
 /// The bridge's default: the pool threads' scheduling left as it is.
 const BRIDGE_DEFAULT: &str = "bridge, scheduling left alone";
 
-/// The nice value of the CPU side's threads in the low-priority variants: the remedy the
-/// guide gives (`bridge::cpu::lower_thread_priority`).
-const LOW_NICE: u8 = 10;
-
-/// The variants, in the order they run and the summary lists them.
-const VARIANTS: [Variant; 7] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-    Variant::TwoLow,
-    Variant::BridgeLow,
-];
-
-/// The variants of the default-priority scenarios, in table order.
-const AT_DEFAULT: [Variant; 5] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-];
-
-/// The variants of the low-priority scenarios, in table order; there the low-priority
-/// variants carry the names `two runtimes` and `bridge`, which the goals name.
-const AT_LOW: [Variant; 3] = [Variant::Idle, Variant::TwoLow, Variant::BridgeLow];
-
-/// How the pipeline and the probe run.
+/// How the pipelines and the probe run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
     /// The probe alone, on the `IoRuntime` through the bridge's store: the reference.
@@ -134,20 +93,38 @@ enum Variant {
     /// The pipelines on a CPU runtime; every store read and body, and the probe, on an I/O
     /// runtime (reads sent there with `io_handle.spawn`, chunks sent back on a channel).
     Two,
-    /// The pipelines on rayon (`stream::spawn_cpu`, consumed by `cpu::spawn_future`), the
-    /// store through `bridge::object_store::IoStore`, the probe on the `IoRuntime`
-    /// (`spawn_io`).
+    /// The pipelines on rayon (`stream::on_cpu`, consumed by `cpu::spawn_future`), the store
+    /// through `bridge::object_store::IoStore`, the probe on the `IoRuntime` (`spawn_io`).
     Bridge,
-    /// As `Bridge`, with `bridge::configure().yield_after_long_polls(true).apply()` while the cell runs,
-    /// the pipelines on a rayon pool of the study's own (so the time slices its threads are
-    /// given stay off the global pool's).
+    /// As `Bridge` with `yield_after_long_polls(true)` while the cell runs, on a rayon pool
+    /// of the study's own (so the time slices its threads are given stay off the global
+    /// pool's).
     BridgeYield,
     /// As `Two`, with the CPU runtime's threads at nice [`LOW_NICE`].
     TwoLow,
-    /// As `Bridge`, with the pipelines on a rayon pool of the study's own whose threads run
-    /// at nice [`LOW_NICE`] (`ThreadPoolExt::spawn_stream` and `spawn_future_task`).
+    /// As `BridgeYield`, on a pool whose threads run at nice [`LOW_NICE`].
     BridgeLow,
 }
+
+/// The variants, in the order they run and the summary lists them; those of the
+/// default-priority scenarios and of the low-priority ones, in table order.
+const VARIANTS: [Variant; 7] = [
+    Variant::Idle,
+    Variant::One,
+    Variant::Two,
+    Variant::Bridge,
+    Variant::BridgeYield,
+    Variant::TwoLow,
+    Variant::BridgeLow,
+];
+const AT_DEFAULT: [Variant; 5] = [
+    Variant::Idle,
+    Variant::One,
+    Variant::Two,
+    Variant::Bridge,
+    Variant::BridgeYield,
+];
+const AT_LOW: [Variant; 3] = [Variant::Idle, Variant::TwoLow, Variant::BridgeLow];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -162,9 +139,9 @@ impl Variant {
         }
     }
 
-    /// The variant's name in the rows of its scenarios: a low-priority variant is `two
-    /// runtimes` or `bridge` among the low-priority rows; `bridge` is the bridge as the guide
-    /// sets it up for CPU-heavy async work beside I/O, with the scheduling opt-in.
+    /// The variant's name in the rows of its scenarios, which the goals name: `two
+    /// runtimes` and `bridge` among the low-priority rows; `bridge` is the bridge as the
+    /// guide sets it up for CPU-heavy async work beside I/O, with the scheduling opt-in.
     fn row_name(self) -> &'static str {
         match self {
             Self::TwoLow => TWO,
@@ -173,40 +150,6 @@ impl Variant {
         }
     }
 }
-
-/// How long and how often: the full run and the quick one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Plan {
-    /// Rounds; each runs every variant once, in an order balanced across rounds.
-    rounds: usize,
-    /// How long a cell runs before its measured window: connections open, every pipeline
-    /// reaches its steady state.
-    warm: Duration,
-    /// The measured window of a cell.
-    window: Duration,
-}
-
-impl Plan {
-    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
-    fn of(settings: &Settings) -> Self {
-        if settings.rounds <= Settings::quick().rounds {
-            Self {
-                rounds: 1,
-                warm: Duration::from_millis(150),
-                window: Duration::from_millis(300),
-            }
-        } else {
-            Self {
-                rounds: 5,
-                warm: Duration::from_millis(300),
-                window: Duration::from_millis(1_500),
-            }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// The objects and the decode.
 
 /// The name of object `k`.
 fn object_name(k: usize) -> String {
@@ -236,11 +179,8 @@ fn decode(batch: &[u8], passes: u32) -> u64 {
         let words = batch.chunks_exact(8);
         let tail = words.remainder();
         for word in words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            h = (h ^ u64::from_le_bytes(w))
-                .wrapping_mul(0x0100_0000_01b3)
-                .rotate_left(29);
+            let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            h = (h ^ w).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
         }
         for &b in tail {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -276,9 +216,6 @@ impl Batcher {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// The store: a loopback HTTP server, object_store's HTTP store, and the ways to reach it.
-
 /// The store's server: HTTP/1.1 with keep-alive on 127.0.0.1, answering GET and HEAD for
 /// [`OBJECTS`] objects and the probe's object, on a runtime of its own with one worker.
 struct Server {
@@ -288,11 +225,7 @@ struct Server {
 
 impl Server {
     fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("store-server")
-            .enable_all()
-            .build()?;
+        let runtime = harness::runtime(1, "store-server")?;
         let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
         let addr = listener.local_addr()?;
         let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
@@ -306,24 +239,19 @@ impl Server {
         })
     }
 
-    /// An HTTP store on this server, with a connection pool of its own.
-    fn http_store(&self) -> io::Result<HttpStore> {
-        object_store::http::HttpBuilder::new()
+    /// An HTTP store on this server with a connection pool of its own; with `io`, in an
+    /// `IoStore` (every request and body on the shared `IoRuntime`, whoever polls them).
+    fn store(&self, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
+        let store = object_store::http::HttpBuilder::new()
             .with_url(format!("http://{}", self.addr))
             .with_client_options(ClientOptions::new().with_allow_http(true))
             .build()
-            .map_err(io::Error::other)
-    }
-
-    /// [`http_store`](Self::http_store), shared.
-    fn store(&self) -> io::Result<Arc<dyn ObjectStore>> {
-        Ok(Arc::new(self.http_store()?))
-    }
-
-    /// [`http_store`](Self::http_store) in an `IoStore`: every request and body on the
-    /// shared `IoRuntime`, whoever polls them.
-    fn io_store(&self) -> io::Result<Arc<dyn ObjectStore>> {
-        Ok(Arc::new(IoStore::new(self.http_store()?)))
+            .map_err(io::Error::other)?;
+        Ok(if io {
+            Arc::new(IoStore::new(store))
+        } else {
+            Arc::new(store)
+        })
     }
 }
 
@@ -331,25 +259,23 @@ impl Server {
 /// table counts them, instead of pipelines that hang.
 async fn accept(listener: TcpListener, objects: Arc<HashMap<String, Bytes>>) {
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let _ = stream.set_nodelay(true);
-                let objects = Arc::clone(&objects);
-                tokio::spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        let response = respond(&request, &objects);
-                        async move { Ok::<_, Infallible>(response) }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
             Err(e) => {
                 eprintln!("cpu-async: the store server stops: {e}");
                 return;
             }
-        }
+        };
+        let _ = stream.set_nodelay(true);
+        let objects = Arc::clone(&objects);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let response = respond(&request, &objects);
+                async move { Ok::<_, std::convert::Infallible>(response) }
+            });
+            let http = hyper::server::conn::http1::Builder::new();
+            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+        });
     }
 }
 
@@ -367,9 +293,8 @@ fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Res
     };
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     response
 }
 
@@ -388,32 +313,29 @@ enum Access {
 
 impl Access {
     async fn get(&self, path: StorePath) -> object_store::Result<Body> {
-        match self {
-            Self::Here(store) => Ok(store.get(&path).await?.into_stream()),
-            Self::Spawned(io, store) => {
-                let (tx, rx) = tokio::sync::mpsc::channel(BOUND);
-                let store = Arc::clone(store);
-                io.spawn(async move {
-                    match store.get(&path).await {
-                        Ok(result) => {
-                            let mut body = result.into_stream();
-                            while let Some(chunk) = body.next().await {
-                                if tx.send(chunk).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e)).await;
-                        }
-                    }
-                });
-                let chunks = futures::stream::unfold(rx, |mut rx| async move {
-                    rx.recv().await.map(|chunk| (chunk, rx))
-                });
-                Ok(chunks.boxed())
+        let (io, store) = match self {
+            Self::Here(store) => return Ok(store.get(&path).await?.into_stream()),
+            Self::Spawned(io, store) => (io, Arc::clone(store)),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(BOUND);
+        io.spawn(async move {
+            let mut body = match store.get(&path).await {
+                Ok(result) => result.into_stream(),
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            while let Some(chunk) = body.next().await {
+                if tx.send(chunk).await.is_err() {
+                    return;
+                }
             }
-        }
+        });
+        let chunks = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|chunk| (chunk, rx))
+        });
+        Ok(chunks.boxed())
     }
 
     async fn head(&self, path: &StorePath) -> object_store::Result<()> {
@@ -421,47 +343,39 @@ impl Access {
             Self::Here(store) => store.head(path).await.map(drop),
             Self::Spawned(io, store) => {
                 let (store, path) = (Arc::clone(store), path.clone());
-                match io.spawn(async move { store.head(&path).await }).await {
-                    Ok(head) => head.map(drop),
-                    Err(e) => Err(object_store::Error::Generic {
-                        store: "cpu-async",
-                        source: Box::new(e),
-                    }),
-                }
+                let head = io.spawn(async move { store.head(&path).await }).await;
+                head.map_err(|e| object_store::Error::Generic {
+                    store: "cpu-async",
+                    source: Box::new(e),
+                })?
+                .map(drop)
             }
         }
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// The pipeline and the probe.
-
-/// What a cell's tasks count, and the flag that stops them.
+/// What a cell's tasks count (bytes and batches decoded; failed store requests or bodies,
+/// pipeline and probe, with the first one's error), the probe's answers, and the flag that
+/// stops them. The counters are sampled at the window's edges (a batch counted a moment late
+/// moves across an edge, which the window's length dwarfs) and read after the joins.
 #[derive(Debug, Default)]
 struct Shared {
     stop: AtomicBool,
-    /// Bytes of the batches decoded so far.
     bytes: AtomicU64,
-    /// Batches decoded so far.
     batches: AtomicU64,
-    /// Store requests or bodies that failed (pipeline and probe).
     failures: AtomicU64,
-    /// The probe's answers and when its next one is due.
     probes: Mutex<Probes>,
-    /// The first failure, for the report.
     first_error: Mutex<Option<String>>,
 }
 
 impl Shared {
     fn stopped(&self) -> bool {
-        // ORDERING: only a signal to end the loops; what the tasks counted is read after
-        // they are joined, or through the counters' own atomics.
-        self.stop.load(Ordering::Relaxed)
+        // ORDERING: only a signal to end the loops.
+        self.stop.load(Relaxed)
     }
 
     fn fail(&self, e: &object_store::Error) {
-        // ORDERING: a counter, read after the cell's tasks are joined.
-        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.failures.fetch_add(1, Relaxed);
         let mut first = self
             .first_error
             .lock()
@@ -469,18 +383,13 @@ impl Shared {
         first.get_or_insert_with(|| e.to_string());
     }
 
-    fn probes(&self) -> std::sync::MutexGuard<'_, Probes> {
+    fn probes(&self) -> MutexGuard<'_, Probes> {
         self.probes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Bytes and batches decoded so far.
     fn counts(&self) -> (u64, u64) {
-        // ORDERING: counters sampled at the window's edges; a batch counted a moment late
-        // moves from one window edge to the other, which the window's length dwarfs.
-        (
-            self.bytes.load(Ordering::Relaxed),
-            self.batches.load(Ordering::Relaxed),
-        )
+        (self.bytes.load(Relaxed), self.batches.load(Relaxed))
     }
 }
 
@@ -501,10 +410,7 @@ fn pipeline(
         shared,
     };
     futures::stream::unfold(Some(reader), move |state| async move {
-        let mut reader = state?;
-        if reader.shared.stopped() {
-            return None;
-        }
+        let mut reader = state.filter(|r| !r.shared.stopped())?;
         match reader.next_batch().await {
             Ok(Some(batch)) => {
                 let digest = decode(&batch, passes);
@@ -516,10 +422,10 @@ fn pipeline(
     })
 }
 
-/// A pipeline's reading state.
+/// A pipeline's reading state: the next object to open (mod [`OBJECTS`]) and the body being
+/// read.
 struct Reader {
     access: Access,
-    /// The next object to open (mod [`OBJECTS`]).
     next: usize,
     body: Option<Body>,
     batcher: Batcher,
@@ -536,10 +442,7 @@ impl Reader {
             }
             if let Some(body) = &mut self.body {
                 match body.next().await {
-                    Some(chunk) => {
-                        self.batcher.push(&chunk?);
-                        continue;
-                    }
+                    Some(chunk) => self.batcher.push(&chunk?),
                     None => {
                         self.body = None;
                         if let Some(batch) = self.batcher.rest() {
@@ -547,6 +450,7 @@ impl Reader {
                         }
                     }
                 }
+                continue;
             }
             if self.shared.stopped() {
                 return Ok(None);
@@ -569,9 +473,8 @@ async fn consume(
         match batch {
             Ok((len, d)) => {
                 digest ^= d;
-                // ORDERING: counters; see `Shared::counts`.
-                shared.bytes.fetch_add(len as u64, Ordering::Relaxed);
-                shared.batches.fetch_add(1, Ordering::Relaxed);
+                shared.bytes.fetch_add(len as u64, Relaxed);
+                shared.batches.fetch_add(1, Relaxed);
             }
             Err(e) => shared.fail(&e),
         }
@@ -609,12 +512,11 @@ async fn probe(access: Access, shared: Arc<Shared>) {
     }
 }
 
-/// The probes of a cell: those answered, and when the one in progress (or waiting) is due.
+/// The probes of a cell: those answered (when each was due, and its latency in ns), and when
+/// the next one is due (it may be overdue, or out and not answered yet).
 #[derive(Debug, Default)]
 struct Probes {
-    /// Every probe answered: when it was due, and its latency in ns.
     done: Vec<(Instant, f64)>,
-    /// When the next probe is due (it may be overdue, or out and not answered yet).
     due: Option<Instant>,
 }
 
@@ -627,59 +529,38 @@ impl Probes {
             .due
             .filter(|&due| due < end)
             .map(|due| (end - due).as_secs_f64() * 1e9);
-        let mut out: Vec<f64> = self
+        let answered = self
             .done
             .iter()
-            .filter(|&&(due, _)| due >= start && due < end)
-            .map(|&(_, ns)| ns)
-            .chain(overdue)
-            .collect();
+            .filter(|&&(due, _)| due >= start && due < end);
+        let mut out: Vec<f64> = answered.map(|&(_, ns)| ns).chain(overdue).collect();
         out.sort_by(f64::total_cmp);
         out
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// The rig and its cells.
-
 /// Everything the variants run on, built once per run of the study. Fields drop in order:
 /// the runtimes (and the stores' connections on them) before the server.
 struct Rig {
-    /// The one-runtime variant's store, used from its runtime's tasks.
+    /// The stores of one runtime (used from its tasks), of two runtimes (used only from the
+    /// I/O runtime), and the bridge's `IoStore` (also idle's).
     one_store: Arc<dyn ObjectStore>,
-    /// The two-runtime variant's store, used only from its I/O runtime.
     two_store: Arc<dyn ObjectStore>,
-    /// The bridge's store, an `IoStore` (also the idle variant's).
     bridge_store: Arc<dyn ObjectStore>,
-    /// The one runtime, with as many workers as the two others together.
+    /// One runtime has as many workers as the two others together: the CPU runtime as many
+    /// as rayon's global pool, the I/O runtime as the shared `IoRuntime`. The low-priority
+    /// CPU runtime is `cpu`'s shape at nice [`LOW_NICE`] (its I/O runtime is `io`).
     one: Runtime,
-    /// The two-runtime variant's CPU runtime, as many workers as rayon's global pool.
     cpu: Runtime,
-    /// The two-runtime variant's I/O runtime, as many workers as the shared `IoRuntime`.
     io: Runtime,
-    /// The low-priority two-runtime variant's CPU runtime: `cpu`'s shape at nice
-    /// [`LOW_NICE`] (its I/O runtime is `io`).
     cpu_low: Runtime,
-    /// The low-priority bridge variant's pool: rayon's global pool's size at nice
-    /// [`LOW_NICE`].
-    pool_low: Arc<rayon::ThreadPool>,
-    /// The pool of `BridgeYield`, at the default priority.
+    /// The pools of `BridgeYield` (at the default priority) and of `BridgeLow`.
     pool_yield: Arc<rayon::ThreadPool>,
-    /// Workers of each side.
+    pool_low: Arc<rayon::ThreadPool>,
     cpu_workers: usize,
     io_workers: usize,
     passes: u32,
     _server: Server,
-}
-
-fn runtime(workers: usize, name: &str) -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name(name)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    Ok(rt)
 }
 
 /// Lowers the calling thread to [`LOW_NICE`]; where the OS refuses (not Linux), the
@@ -688,16 +569,35 @@ fn lower_priority() {
     let _ = bridge::cpu::lower_thread_priority(LOW_NICE);
 }
 
-/// [`runtime`] with every thread at [`LOW_NICE`].
-fn low_runtime(workers: usize, name: &str) -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name(name)
-        .on_thread_start(lower_priority)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    Ok(rt)
+/// A rayon pool of `threads` threads named `name-i`, each running `start` first.
+fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<Arc<rayon::ThreadPool>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| start())
+        .build()
+        .map_err(io::Error::other)?;
+    Ok(Arc::new(pool))
+}
+
+/// Waits for one task of a cell until the deadline; tells whether it finished.
+type Joiner = Box<dyn FnOnce(Instant) -> bool>;
+
+fn bridge_joiner(mut task: bridge::Task<()>) -> Joiner {
+    Box::new(move |deadline: Instant| {
+        task.wait_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_some()
+    })
+}
+
+fn tokio_joiner(rt: &Runtime, task: tokio::task::JoinHandle<()>) -> Joiner {
+    let handle = rt.handle().clone();
+    Box::new(move |deadline: Instant| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        // The timer is made inside the runtime, whose timer it is.
+        let joined = handle.block_on(async move { tokio::time::timeout(left, task).await });
+        matches!(joined, Ok(Ok(())))
+    })
 }
 
 impl Rig {
@@ -709,29 +609,23 @@ impl Rig {
         let cpu_workers = rayon::current_num_threads();
         let io_workers = thread::available_parallelism().map_or(1, usize::from);
         warm_up_tokio(bridge::rt::IoRuntime::global().handle());
+        let cpu_low = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cpu_workers)
+            .thread_name("cpu-runtime-low")
+            .on_thread_start(lower_priority)
+            .enable_all()
+            .build()?;
+        warm_up_tokio(cpu_low.handle());
         Ok(Self {
-            one_store: server.store()?,
-            two_store: server.store()?,
-            bridge_store: server.io_store()?,
-            one: runtime(cpu_workers + io_workers, "one-runtime")?,
-            cpu: runtime(cpu_workers, "cpu-runtime")?,
-            io: runtime(io_workers, "io-runtime")?,
-            cpu_low: low_runtime(cpu_workers, "cpu-runtime-low")?,
-            pool_yield: Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(cpu_workers)
-                    .thread_name(|i| format!("pool-yield-{i}"))
-                    .build()
-                    .map_err(io::Error::other)?,
-            ),
-            pool_low: Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(cpu_workers)
-                    .thread_name(|i| format!("pool-low-{i}"))
-                    .start_handler(|_| lower_priority())
-                    .build()
-                    .map_err(io::Error::other)?,
-            ),
+            one_store: server.store(false)?,
+            two_store: server.store(false)?,
+            bridge_store: server.store(true)?,
+            one: harness::runtime(cpu_workers + io_workers, "one-runtime")?,
+            cpu: harness::runtime(cpu_workers, "cpu-runtime")?,
+            io: harness::runtime(io_workers, "io-runtime")?,
+            cpu_low,
+            pool_yield: pool(cpu_workers, "pool-yield", || ())?,
+            pool_low: pool(cpu_workers, "pool-low", lower_priority)?,
             cpu_workers,
             io_workers,
             passes,
@@ -739,87 +633,61 @@ impl Rig {
         })
     }
 
-    /// Starts `variant`'s probe and pipelines; returns one joiner per task, which waits for
-    /// it until a deadline and tells whether it finished.
+    /// Starts `variant`'s probe and pipelines; returns one joiner per task.
     fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
-        let mut joiners: Vec<Joiner> = Vec::new();
-        let tokio_task = |rt: &Runtime, task: tokio::task::JoinHandle<()>| -> Joiner {
-            let handle = rt.handle().clone();
-            Box::new(move |deadline: Instant| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                // The timer is made inside the runtime, whose timer it is.
-                let joined = handle.block_on(async move { tokio::time::timeout(left, task).await });
-                matches!(joined, Ok(Ok(())))
-            })
-        };
-        match variant {
-            Variant::Idle | Variant::Bridge | Variant::BridgeYield | Variant::BridgeLow => {
-                let access = Access::Here(Arc::clone(&self.bridge_store));
-                let mut task = bridge::spawn_io(probe(access, Arc::clone(shared)));
-                joiners.push(Box::new(move |deadline: Instant| {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    task.wait_timeout(left).is_some()
-                }));
+        use Variant::*;
+        let here = |store: &Arc<dyn ObjectStore>| Access::Here(Arc::clone(store));
+        let mut joiners: Vec<Joiner> = vec![match variant {
+            Idle | Bridge | BridgeYield | BridgeLow => {
+                let probe = probe(here(&self.bridge_store), Arc::clone(shared));
+                bridge_joiner(bridge::spawn_io(probe))
             }
-            Variant::One => {
-                let access = Access::Here(Arc::clone(&self.one_store));
-                let task = self.one.spawn(probe(access, Arc::clone(shared)));
-                joiners.push(tokio_task(&self.one, task));
+            One => {
+                let probe = probe(here(&self.one_store), Arc::clone(shared));
+                tokio_joiner(&self.one, self.one.spawn(probe))
             }
-            Variant::Two | Variant::TwoLow => {
-                let access = Access::Here(Arc::clone(&self.two_store));
-                let task = self.io.spawn(probe(access, Arc::clone(shared)));
-                joiners.push(tokio_task(&self.io, task));
+            Two | TwoLow => {
+                let probe = probe(here(&self.two_store), Arc::clone(shared));
+                tokio_joiner(&self.io, self.io.spawn(probe))
             }
+        }];
+        if variant == Idle {
+            return joiners;
         }
         for p in 0..PIPELINES {
             let shared = Arc::clone(shared);
-            match variant {
-                Variant::Idle => {}
-                Variant::One => {
-                    let access = Access::Here(Arc::clone(&self.one_store));
-                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let task = self.one.spawn(consume(batches, shared));
-                    joiners.push(tokio_task(&self.one, task));
+            let batches_of = |access| pipeline(access, p, self.passes, Arc::clone(&shared));
+            joiners.push(match variant {
+                Idle => unreachable!("idle runs no pipeline"),
+                One => {
+                    let batches = batches_of(here(&self.one_store));
+                    tokio_joiner(&self.one, self.one.spawn(consume(batches, shared)))
                 }
-                Variant::Two | Variant::TwoLow => {
-                    let cpu = if variant == Variant::Two {
+                Two | TwoLow => {
+                    let cpu = if variant == Two {
                         &self.cpu
                     } else {
                         &self.cpu_low
                     };
                     let access = Access::Spawned(self.io.handle().clone(), self.two_store.clone());
-                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let task = cpu.spawn(consume(batches, shared));
-                    joiners.push(tokio_task(cpu, task));
+                    let batches = batches_of(access);
+                    tokio_joiner(cpu, cpu.spawn(consume(batches, shared)))
                 }
-                Variant::BridgeLow | Variant::BridgeYield => {
-                    use bridge::cpu::ThreadPoolExt;
-                    let pool = if variant == Variant::BridgeLow {
+                BridgeLow | BridgeYield => {
+                    let pool = if variant == BridgeLow {
                         &self.pool_low
                     } else {
                         &self.pool_yield
                     };
-                    let access = Access::Here(Arc::clone(&self.bridge_store));
-                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
-                    let batches = pool.spawn_stream(batches, BOUND);
-                    let mut task = pool.spawn_future_task(consume(batches, shared));
-                    joiners.push(Box::new(move |deadline: Instant| {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        task.wait_timeout(left).is_some()
-                    }));
+                    let batches = pool.spawn_stream(batches_of(here(&self.bridge_store)), BOUND);
+                    bridge_joiner(pool.spawn_future_task(consume(batches, shared)))
                 }
-                Variant::Bridge => {
-                    let access = Access::Here(Arc::clone(&self.bridge_store));
-                    let batches = pipeline(access, p, self.passes, Arc::clone(&shared));
+                Bridge => {
+                    let batches = batches_of(here(&self.bridge_store));
                     let batches = bridge::stream::on_cpu(batches, BOUND);
-                    let mut task = bridge::cpu::spawn_future(consume(batches, shared));
-                    joiners.push(Box::new(move |deadline: Instant| {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        task.wait_timeout(left).is_some()
-                    }));
+                    bridge_joiner(bridge::cpu::spawn_future(consume(batches, shared)))
                 }
-            }
+            });
         }
         joiners
     }
@@ -837,14 +705,10 @@ impl Rig {
         let (bytes1, batches1) = shared.counts();
         let end = Instant::now();
         let probes = shared.probes().in_window(start, end);
-        // ORDERING: a signal; the tasks' counts are read after they are joined below.
-        shared.stop.store(true, Ordering::Relaxed);
+        shared.stop.store(true, Relaxed);
         let deadline = Instant::now() + STOP_TIMEOUT;
-        let stuck = joiners
-            .into_iter()
-            .map(|join| join(deadline))
-            .filter(|done| !done)
-            .count();
+        let stuck = joiners.into_iter().map(|join| join(deadline));
+        let stuck = stuck.filter(|done| !done).count();
         bridge::configure().yield_after_long_polls(false).apply();
         if stuck > 0 {
             return Err(io::Error::other(format!(
@@ -863,27 +727,23 @@ impl Rig {
             bytes: bytes1 - bytes0,
             batches: batches1 - batches0,
             window: end - start,
-            // ORDERING: read after every task was joined (the joins synchronize).
-            failures: shared.failures.load(Ordering::Relaxed),
+            // The joins above synchronize with every task's counts.
+            failures: shared.failures.load(Relaxed),
             first_error,
         })
     }
 }
 
-/// Waits for one task of a cell until the deadline; tells whether it finished.
-type Joiner = Box<dyn FnOnce(Instant) -> bool>;
-
-/// One variant's measured window in one round.
+/// One variant's measured window in one round: the latencies of the probes due in it (ns,
+/// sorted), the bytes and batches decoded in it, and the failed store requests or bodies in
+/// the whole cell.
 #[derive(Debug, Clone)]
 struct Cell {
     variant: Variant,
-    /// The latencies of the probes due in the window, ns, sorted.
     probes: Vec<f64>,
-    /// Bytes and batches decoded in the window.
     bytes: u64,
     batches: u64,
     window: Duration,
-    /// Failed store requests or bodies in the whole cell.
     failures: u64,
     first_error: Option<String>,
 }
@@ -897,20 +757,15 @@ impl Cell {
     /// Nanoseconds of the window per MiB decoded; `None` without a pipeline (idle), infinite
     /// if nothing was decoded.
     fn ns_per_mib(&self) -> Option<f64> {
-        if self.variant == Variant::Idle {
-            return None;
-        }
         let mib = self.bytes as f64 / f64::from(1u32 << 20);
-        Some(if mib > 0.0 {
+        let ns = if mib > 0.0 {
             self.window.as_secs_f64() * 1e9 / mib
         } else {
             f64::INFINITY
-        })
+        };
+        (self.variant != Variant::Idle).then_some(ns)
     }
 }
-
-// ---------------------------------------------------------------------------------------
-// The report.
 
 /// A measurement whose samples are `sample` of each variant's cells, in round order; a
 /// variant with no sample (idle's throughput) has no row.
@@ -918,13 +773,13 @@ fn measurement(
     cells: &[Cell],
     variants: &[Variant],
     rounds: usize,
-    sample: impl Fn(&Cell) -> Option<f64>,
+    sample: fn(&Cell) -> Option<f64>,
 ) -> Measurement {
     let of = |v: Variant| {
         cells
             .iter()
             .filter(move |c| c.variant == v)
-            .filter_map(&sample)
+            .filter_map(sample)
     };
     Measurement::of(
         rounds,
@@ -977,33 +832,29 @@ fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String 
     out
 }
 
-fn ms(ns: f64) -> f64 {
-    ns / 1e6
-}
-
 /// The summary table: per variant, the probes' p50, p99 and max over every window, the
 /// pipeline's throughput and the failures.
 fn summary(cells: &[Cell]) -> String {
-    let idle_p99 = {
+    let pooled = |v: Variant| {
         let mut all: Vec<f64> = cells
             .iter()
-            .filter(|c| c.variant == Variant::Idle)
+            .filter(|c| c.variant == v)
             .flat_map(|c| c.probes.iter().copied())
             .collect();
         all.sort_by(f64::total_cmp);
-        percentile(&all, 0.99)
+        all
     };
+    let idle_p99 = percentile(&pooled(Variant::Idle), 0.99);
     let mut out = String::from(
         "Summary (the probes of every measured window of the variant pooled; throughput is \
          the median over rounds):\n\n\
          | variant | probes | probe p50 ms | probe p99 ms | probe max ms | p99 / idle's | \
          pipeline MiB/s | batches decoded | failures |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
     for v in VARIANTS {
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.variant == v).collect();
-        let mut all: Vec<f64> = mine.iter().flat_map(|c| c.probes.iter().copied()).collect();
-        all.sort_by(f64::total_cmp);
+        let all = pooled(v);
         let mib_s: Vec<f64> = mine
             .iter()
             .filter_map(|c| c.ns_per_mib())
@@ -1011,27 +862,25 @@ fn summary(cells: &[Cell]) -> String {
             .collect();
         let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
         let failures: u64 = mine.iter().map(|c| c.failures).sum();
-        let batches: u64 = mine.iter().map(|c| c.batches).sum();
-        let _ = writeln!(
+        let batches = match mine.iter().map(|c| c.batches).sum::<u64>() {
+            _ if v == Variant::Idle => "-".to_owned(),
+            n => n.to_string(),
+        };
+        let p = |q| percentile(&all, q) / 1e6;
+        let _ = write!(
             out,
-            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.1}x | {throughput} | {} | {failures} |",
+            "\n| {} | {} | {:.2} | {:.2} | {:.2} | {:.1}x | {throughput} | {batches} | \
+             {failures} |",
             v.name(),
             all.len(),
-            ms(percentile(&all, 0.5)),
-            ms(percentile(&all, 0.99)),
-            ms(all.last().copied().unwrap_or(f64::NAN)),
+            p(0.5),
+            p(0.99),
+            all.last().copied().unwrap_or(f64::NAN) / 1e6,
             percentile(&all, 0.99) / idle_p99,
-            if v == Variant::Idle {
-                "-".to_owned()
-            } else {
-                batches.to_string()
-            },
         );
     }
     if let Some(e) = cells.iter().find_map(|c| c.first_error.as_deref()) {
-        let _ = write!(out, "\nThe first failure: {e}");
-    } else {
-        out.pop();
+        let _ = write!(out, "\n\nThe first failure: {e}");
     }
     out
 }
@@ -1052,7 +901,7 @@ fn varied() -> String {
     )
 }
 
-fn fixed(rig: &Rig, batch: Duration, plan: &Plan) -> String {
+fn fixed(rig: &Rig, batch: Duration, warm: Duration, window: Duration) -> String {
     format!(
         "{} CPUs. Threads: `{ONE}` {} workers; `{TWO}` {} CPU-runtime and {} I/O-runtime \
          workers; the bridge variants rayon's pool and the IoRuntime, as many. The store: \
@@ -1072,57 +921,66 @@ fn fixed(rig: &Rig, batch: Duration, plan: &Plan) -> String {
         rig.passes,
         batch.as_secs_f64() * 1e3,
         PROBE_EVERY.as_millis(),
-        plan.warm.as_millis(),
-        plan.window.as_millis(),
+        warm.as_millis(),
+        window.as_millis(),
     )
 }
 
 /// Runs the study: every variant once per round, reported as the probe's p99 and p50 and
 /// the pipeline's time per MiB.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let plan = Plan::of(settings);
+    // Rounds (each runs every variant once, in an order balanced across rounds), the time a
+    // cell settles (connections open, pipelines steady) and its measured window.
+    let (rounds, warm, window) = if settings.is_quick() {
+        (1, Duration::from_millis(150), Duration::from_millis(300))
+    } else {
+        (5, Duration::from_millis(300), Duration::from_millis(1_500))
+    };
     let full = object_bytes(0)[..BATCH].to_vec();
     let passes = harness::calibrate(BATCH_CPU, |n| decode(&full, n as u32)) as u32;
     let batch = harness::median_time(21, |_| decode(&full, passes));
     let rig = Rig::start(passes)?;
     let load_before = load_average();
     let threads_before = os_threads();
-    progress::measurement_started(plan.rounds, VARIANTS.iter().map(|v| v.name()));
+    progress::measurement_started(rounds, VARIANTS.iter().map(|v| v.name()));
     // Warm-up: each variant once (connections opened, runtimes and pools busy once).
     for v in VARIANTS {
-        rig.cell(v, plan.warm, plan.warm)?;
+        rig.cell(v, warm, warm)?;
     }
     progress::step_done(true);
     let mut cells = Vec::new();
-    for round in 0..plan.rounds {
+    for round in 0..rounds {
         for k in round_order(round, VARIANTS.len()) {
-            cells.push(rig.cell(VARIANTS[k], plan.warm, plan.window)?);
+            cells.push(rig.cell(VARIANTS[k], warm, window)?);
         }
         progress::step_done(false);
     }
-    let fixed = fixed(&rig, batch, &plan);
-    let p99_of = |variants: &[Variant]| {
-        rows(
-            "probe-p99",
-            &measurement(&cells, variants, plan.rounds, |c| Some(c.probe(0.99))),
-        )
+    let scenario = |name, varied, fixed, measure, variants: &[Variant], sample: fn(&Cell) -> _| {
+        let m = measurement(&cells, variants, rounds, sample);
+        ScenarioReport {
+            name,
+            varied,
+            fixed,
+            measure,
+            rows: rows(name, &m),
+            ..Default::default()
+        }
     };
-    let p99 = p99_of(&AT_DEFAULT);
-    let p99_low = p99_of(&AT_LOW);
-    let p50 = rows(
-        "probe-p50",
-        &measurement(&cells, &AT_DEFAULT, plan.rounds, |c| Some(c.probe(0.5))),
+    let same = || "the same rounds as `probe-p99`.".to_owned();
+    let p99 = Measure::ms("probe p99", Some(P99));
+    let p99_of = |c: &Cell| Some(c.probe(0.99));
+    let fixed = fixed(&rig, batch, warm, window);
+    let probe_p99 = scenario("probe-p99", varied(), fixed, p99, &AT_DEFAULT, p99_of);
+    let regression = regression_check(&probe_p99.rows);
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let batch_ms = batch.as_secs_f64() * 1e3;
+    let throughput = format!(
+        "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded (lower is \
+         faster; idle has no pipeline). Every batch is {} KiB of {batch_ms:.2} ms decode, so \
+         the {cpus} CPU-side threads bound it at about {:.1} ms/MiB.",
+        BATCH >> 10,
+        batch_ms * (1 << 20) as f64 / BATCH as f64 / cpus as f64,
     );
-    let throughput_of = |variants: &[Variant]| {
-        rows(
-            "throughput",
-            &measurement(&cells, variants, plan.rounds, Cell::ns_per_mib),
-        )
-    };
-    let throughput = throughput_of(&AT_DEFAULT);
-    let throughput_low = throughput_of(&AT_LOW);
-    let regression = regression_check(&p99);
-    let probes_per_window = plan.window.as_millis() / PROBE_EVERY.as_millis();
     let threads = format!(
         "Threads: {} in the process before measuring (everything started: the runtimes, \
          rayon's pool, the IoRuntime, the server, and what earlier studies left); load \
@@ -1132,135 +990,101 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         load_before.as_deref().unwrap_or("not read"),
         load_average().as_deref().unwrap_or("not read"),
     );
-    let note = regression_note(regression.as_ref(), &rig, batch);
-    let slices = slices_note();
-    let table = summary(&cells);
-    drop(rig);
-    Ok(vec![
+    let per_window = window.as_millis() / PROBE_EVERY.as_millis();
+    let notes = vec![
+        format!("About {per_window} probes per window."),
+        regression_note(regression.as_ref(), &rig, batch),
+        slices_note(),
+        threads,
+    ];
+    let p50 = Measure::ms("probe p50", Some(P50));
+    let p50_of = |c: &Cell| Some(c.probe(0.5));
+    let regression_goal = "one runtime shows the regression: its probe p99 at least 10x idle's";
+    let reports = vec![
         ScenarioReport {
-            name: "probe-p99",
-            varied: varied(),
-            fixed: fixed.clone(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the 99th percentile latency of the \
-                     probes due in that round's measured window (about one every 5 ms).",
-                ),
-                ..Measure::ms("probe p99")
-            },
             goals: probe_goals(),
-            judged: vec![Judged::once(
-                "one runtime shows the regression: its probe p99 at least 10x idle's",
-                regression,
-            )],
-            notes: vec![
-                format!("About {probes_per_window} probes per window."),
-                note,
-                slices,
-                threads,
-            ],
-            rows: p99,
-            ..Default::default()
+            judged: vec![Judged::once(regression_goal, regression)],
+            notes,
+            ..probe_p99
         },
+        scenario("probe-p50", varied(), same(), p50, &AT_DEFAULT, p50_of),
         ScenarioReport {
-            name: "probe-p50",
-            varied: varied(),
-            fixed: "the same rounds as `probe-p99`.".to_owned(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the median latency of the probes \
-                     due in that round's measured window.",
-                ),
-                ..Measure::ms("probe p50")
-            },
-            rows: p50,
-            ..Default::default()
-        },
-        ScenarioReport {
-            name: "throughput",
-            varied: varied(),
-            fixed: format!(
-                "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded \
-                 (lower is faster; idle has no pipeline). Every batch is {} KiB of \
-                 {:.2} ms decode, so the {} CPU-side threads bound it at about {:.1} ms/MiB.",
-                BATCH >> 10,
-                batch.as_secs_f64() * 1e3,
-                thread::available_parallelism().map_or(1, usize::from),
-                batch.as_secs_f64() * 1e3 * (1 << 20) as f64
-                    / BATCH as f64
-                    / thread::available_parallelism().map_or(1, usize::from) as f64,
-            ),
-            measure: throughput_measure(),
             goals: vec![throughput_goal()],
-            notes: vec![table],
-            rows: throughput,
-            ..Default::default()
+            notes: vec![summary(&cells)],
+            ..scenario(
+                "throughput",
+                varied(),
+                throughput,
+                THROUGHPUT,
+                &AT_DEFAULT,
+                Cell::ns_per_mib,
+            )
         },
         ScenarioReport {
-            name: "probe-p99-low-priority",
-            varied: varied_low(),
-            fixed: "the same rounds as `probe-p99`.".to_owned(),
-            measure: Measure {
-                sampling: Some(
-                    "One sample per round and variant: the 99th percentile latency of the \
-                     probes due in that round's measured window.",
-                ),
-                ..Measure::ms("probe p99")
-            },
             goals: probe_goals(),
             notes: vec![low_note()],
-            rows: p99_low,
-            ..Default::default()
+            ..scenario(
+                "probe-p99-low-priority",
+                varied_low(),
+                same(),
+                p99,
+                &AT_LOW,
+                p99_of,
+            )
         },
         ScenarioReport {
-            name: "throughput-low-priority",
-            varied: varied_low(),
-            fixed: "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
-            measure: throughput_measure(),
             goals: vec![throughput_goal()],
-            rows: throughput_low,
-            ..Default::default()
+            ..scenario(
+                "throughput-low-priority",
+                varied_low(),
+                "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
+                THROUGHPUT,
+                &AT_LOW,
+                Cell::ns_per_mib,
+            )
         },
-    ])
+    ];
+    drop(rig);
+    Ok(reports)
 }
+
+/// How the probe scenarios sample.
+const P99: &str = "One sample per round and variant: the 99th percentile latency of the probes \
+                   due in that round's measured window (about one every 5 ms).";
+const P50: &str = "One sample per round and variant: the median latency of the probes due in \
+                   that round's measured window.";
 
 /// The probe's goals, in both priority settings.
 fn probe_goals() -> Vec<Goal> {
     vec![
-        Goal {
-            peer: IDLE,
-            at_least: 1.0 / IDLE_SLACK,
-            text: "bridge's probe p99 within 1.5x of idle's",
-        },
-        Goal {
-            peer: TWO,
-            at_least: 1.0,
-            text: "bridge's probe p99 at or below two runtimes'",
-        },
+        Goal::new(
+            IDLE,
+            1.0 / IDLE_SLACK,
+            "bridge's probe p99 within 1.5x of idle's",
+        ),
+        Goal::new(TWO, 1.0, "bridge's probe p99 at or below two runtimes'"),
     ]
 }
 
 fn throughput_goal() -> Goal {
-    Goal {
-        peer: TWO,
-        at_least: THROUGHPUT_SLACK,
-        text: "bridge's pipeline throughput at least 0.95x two runtimes'",
-    }
+    Goal::new(
+        TWO,
+        THROUGHPUT_SLACK,
+        "bridge's pipeline throughput at least 0.95x two runtimes'",
+    )
 }
 
-fn throughput_measure() -> Measure {
-    Measure {
-        what: "pipeline",
-        unit: "ms",
-        per: "/MiB",
-        ns_per_unit: 1e6,
-        decimals: 2,
-        sampling: Some(
-            "One sample per round and variant: the measured window's wall time over the MiB \
-             its pipelines decoded in it.",
-        ),
-    }
-}
+const THROUGHPUT: Measure = Measure {
+    what: "pipeline",
+    unit: "ms",
+    per: "/MiB",
+    ns_per_unit: 1e6,
+    decimals: 2,
+    sampling: Some(
+        "One sample per round and variant: the measured window's wall time over the MiB its \
+         pipelines decoded in it.",
+    ),
+};
 
 fn varied_low() -> String {
     format!(
@@ -1363,12 +1187,12 @@ mod tests {
     #[test]
     fn every_access_reads_every_byte_of_an_object_and_answers_the_probe() {
         let server = Server::start().unwrap();
-        let io = runtime(1, "test-io").unwrap();
-        let cpu = runtime(1, "test-cpu").unwrap();
+        let io = harness::runtime(1, "test-io").unwrap();
+        let cpu = harness::runtime(1, "test-cpu").unwrap();
         let accesses = [
-            Access::Here(server.store().unwrap()),
-            Access::Spawned(io.handle().clone(), server.store().unwrap()),
-            Access::Here(server.io_store().unwrap()),
+            Access::Here(server.store(false).unwrap()),
+            Access::Spawned(io.handle().clone(), server.store(false).unwrap()),
+            Access::Here(server.store(true).unwrap()),
         ];
         for access in accesses {
             let body = cpu.block_on(async {
@@ -1390,9 +1214,9 @@ mod tests {
     #[test]
     fn a_pipeline_decodes_whole_objects_until_stopped() {
         let server = Server::start().unwrap();
-        let rt = runtime(1, "test").unwrap();
+        let rt = harness::runtime(1, "test").unwrap();
         let shared = Arc::new(Shared::default());
-        let access = Access::Here(server.store().unwrap());
+        let access = Access::Here(server.store(false).unwrap());
         // Pipeline 0 starts at object 0 (256 KiB: 4 batches), then object 1 (512 KiB: 8).
         let got: Vec<(usize, u64)> = rt.block_on(async {
             pipeline(access, 0, 1, Arc::clone(&shared))
@@ -1412,8 +1236,8 @@ mod tests {
             .collect();
         assert_eq!(got, expect);
         // Once stopped, a pipeline ends at its next batch.
-        shared.stop.store(true, Ordering::Relaxed);
-        let access = Access::Here(server.store().unwrap());
+        shared.stop.store(true, Relaxed);
+        let access = Access::Here(server.store(false).unwrap());
         let after = rt.block_on(pipeline(access, 0, 1, shared).count());
         assert_eq!(after, 0);
     }

@@ -3,11 +3,12 @@
 //! consumers differs: tasks on a fixed async-executor pool, tokio tasks, or one OS thread per
 //! consumer blocked in `recv_blocking`.
 
-use crate::harness::{Batch, MISSING, Settings, Variant, measure_ops};
+use crate::harness::{Batch, MISSING, Settings, Variant, measure};
 use crate::proc::os_threads;
 use crate::report::{BASELINE, Check, Goal, Judged, Measure, Row, ScenarioReport, rows, table};
 use async_executor::Executor;
 use bridge::oneshot::{self, Receiver, Sender};
+use futures::future::join_all;
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
@@ -20,7 +21,8 @@ use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-/// The consumer counts of the full run, each with its scenario's name.
+/// The consumer counts of the full run, each with its scenario's name; `--quick` leaves out
+/// 1,000 (it keeps the ends of the range and the count of the thread goal).
 const FULL: &[(u64, &str)] = &[
     (100, "consumers-100"),
     (1_000, "consumers-1000"),
@@ -28,20 +30,11 @@ const FULL: &[(u64, &str)] = &[
     (100_000, "consumers-100000"),
 ];
 
-/// The consumer counts of `--quick`: the ends of the range and the count of the thread goal.
-const QUICK: &[(u64, &str)] = &[
-    (100, "consumers-100"),
-    (10_000, "consumers-10000"),
-    (100_000, "consumers-100000"),
-];
-
 /// Producer threads; each owns the senders of a contiguous share of the consumers.
 const PRODUCERS: u64 = 2;
-
-/// The most consumers the thread-per-consumer driver runs with.
+/// The most consumers the thread-per-consumer driver runs with, and the stack of a consumer
+/// thread: small, so that 10,000 of them fit easily.
 const THREAD_LIMIT: u64 = 10_000;
-
-/// The stack of a consumer thread: small, so that 10,000 of them fit easily.
 const THREAD_STACK: usize = 64 * 1024;
 
 /// Once every blocking consumer has said it waits, the controller waits until the machine
@@ -67,14 +60,10 @@ const BATCH_SCALE: u32 = 5;
 /// slow machine.
 const STALL: Duration = Duration::from_secs(120);
 
-/// "Holds its rate": the pool's rate at every N is at least this fraction of its rate at the
-/// smallest N.
+/// Goals: "holds its rate", the pool's rate at every N is at least this fraction of its rate
+/// at the smallest N; the pool's rate over thread-per-consumer's at [`GAP_AT`] consumers.
 const HOLD: f64 = 0.5;
-
-/// The pool's rate over thread-per-consumer's at [`GAP_AT`] consumers must reach this.
 const GAP: f64 = 10.0;
-
-/// The consumer count of the gap goal.
 const GAP_AT: u64 = 10_000;
 
 // Driver names; the pool is `BASELINE` ("bridge"), the driver the ratios are taken against.
@@ -82,14 +71,12 @@ const POOL: &str = BASELINE;
 const TOKIO: &str = "tokio";
 const THREADS: &str = "thread-per-consumer";
 
-/// What runs the consumers.
+/// What runs the consumers: tasks on a fixed async-executor pool, tasks on a tokio
+/// multi-thread runtime, or one OS thread per consumer blocked in `recv_blocking`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Driver {
-    /// Tasks on a fixed async-executor pool.
     Pool,
-    /// Tasks on a tokio multi-thread runtime.
     Tokio,
-    /// One OS thread per consumer, blocked in `recv_blocking`.
     Threads,
 }
 
@@ -110,29 +97,22 @@ fn parallelism() -> usize {
     thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// What the consumers, the producers and the controller (the thread that runs the batch)
-/// share during one batch.
+/// What the `n` consumers, the producers and the controller (the thread that runs the batch,
+/// woken when a wave is ready or done) share during one batch: the consumers that said they
+/// wait and the items received, summed over the waves; the waves done and released to the
+/// producers; whether the batch was torn down early (producers then drop their senders
+/// unsent); and the current wave's first send and last receipt, in ns since `epoch`.
 #[derive(Debug)]
 struct Shared {
-    /// Consumers, so that counts can be split into waves.
     n: u64,
-    /// The zero of the timestamps below.
     epoch: Instant,
-    /// Consumers that said they wait, summed over the waves.
     waiting: AtomicU64,
-    /// Items received, summed over the waves.
     received: AtomicU64,
-    /// Waves whose last item was received.
     done: AtomicU64,
-    /// Waves the producers may send.
     released: AtomicU64,
-    /// Set when the batch is torn down early: producers then drop their senders unsent.
     aborted: AtomicBool,
-    /// Nanoseconds since `epoch` of the current wave's first send.
     first_send: AtomicU64,
-    /// Nanoseconds since `epoch` of the current wave's last receipt.
     last_receipt: AtomicU64,
-    /// The thread that runs the batch; woken when a wave is ready or done.
     controller: Thread,
 }
 
@@ -431,27 +411,11 @@ impl Consumers {
     fn finish(self) -> u64 {
         let add = |sum: u64, x: u64| sum.wrapping_add(x);
         match self {
-            Self::Pool(pool, tasks) => {
-                let sum = bridge::block_on(async {
-                    let mut sum = 0u64;
-                    for task in tasks {
-                        sum = add(sum, task.await);
-                    }
-                    sum
-                });
-                drop(pool);
-                sum
-            }
+            // The pool and the runtime drop after their consumers' sum.
+            Self::Pool(_pool, tasks) => bridge::block_on(join_all(tasks)).into_iter().fold(0, add),
             Self::Tokio(rt, handles) => {
-                let sum = rt.block_on(async {
-                    let mut sum = 0u64;
-                    for handle in handles {
-                        sum = add(sum, handle.await.unwrap_or(MISSING));
-                    }
-                    sum
-                });
-                drop(rt);
-                sum
+                let all = rt.block_on(join_all(handles)).into_iter();
+                all.map(|h| h.unwrap_or(MISSING)).fold(0, add)
             }
             Self::Threads(handles) => handles
                 .into_iter()
@@ -461,12 +425,11 @@ impl Consumers {
     }
 }
 
-/// What one batch reports besides its timing.
+/// What one batch reports besides its timing: the process's threads before the batch
+/// started anything, and when all consumers first waited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Census {
-    /// The process's threads before the batch started anything.
     before: Option<u32>,
-    /// The process's threads when all consumers first waited.
     peak: Option<u32>,
 }
 
@@ -490,13 +453,8 @@ fn settled_threads() -> Option<u32> {
 /// /proc/loadavg (`runnable/total`); `None` where it cannot be read.
 fn runnable() -> Option<u64> {
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
-    loadavg
-        .split_whitespace()
-        .nth(3)?
-        .split('/')
-        .next()?
-        .parse()
-        .ok()
+    let (runnable, _total) = loadavg.split_whitespace().nth(3)?.split_once('/')?;
+    runnable.parse().ok()
 }
 
 /// Waits until at most one thread more is runnable than `idle` (read before the batch
@@ -598,14 +556,12 @@ fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
     ))
 }
 
-/// The thread counts of one driver over its batches.
+/// The thread counts of one driver over its batches: the fewest and the most threads a
+/// batch started (peak minus before), and the most the process had at a batch's peak.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Threads {
-    /// The fewest threads a batch started (peak minus before).
     started_min: Option<u32>,
-    /// The most threads a batch started.
     started_max: Option<u32>,
-    /// The most threads the process had at a batch's peak.
     peak_max: Option<u32>,
 }
 
@@ -650,11 +606,11 @@ struct Cell {
 
 /// Runs the scenario of each consumer count.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let counts = if settings.rounds <= Settings::quick().rounds {
-        QUICK
-    } else {
-        FULL
-    };
+    let counts: Vec<(u64, &str)> = FULL
+        .iter()
+        .copied()
+        .filter(|&(n, _)| !settings.is_quick() || n != 1_000)
+        .collect();
     let settings = Settings {
         rounds: settings.rounds.min(MAX_ROUNDS),
         batch: settings.batch * BATCH_SCALE,
@@ -662,7 +618,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     };
     let mut reports = Vec::new();
     let mut cells = Vec::new();
-    for &(n, name) in counts {
+    for &(n, name) in &counts {
         let (report, mut at_n) = scenario(name, n, &settings)?;
         reports.push(report);
         cells.append(&mut at_n);
@@ -670,7 +626,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(last) = reports.last_mut() {
         last.notes.push(summary(&cells));
         last.notes.push(PUBLISHED.to_owned());
-        last.judged.push(hold_goal(&cells, counts));
+        last.judged.push(hold_goal(&cells, &counts));
     }
     Ok(reports)
 }
@@ -708,7 +664,7 @@ fn scenario(
     if threads_skipped.is_none() {
         variants.push(variant(Driver::Threads));
     }
-    let m = measure_ops(&mut variants, n, settings);
+    let m = measure(&mut variants, n, settings, None);
     drop(variants);
     let rows = rows(name, &m);
     let cells: Vec<Cell> = Driver::ALL
@@ -731,12 +687,12 @@ fn scenario(
         })
         .collect();
     let goals = if n == GAP_AT {
-        vec![Goal {
-            peer: THREADS,
-            at_least: GAP,
-            text: "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 \
+        vec![Goal::new(
+            THREADS,
+            GAP,
+            "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 \
                    consumers",
-        }]
+        )]
     } else {
         Vec::new()
     };
@@ -746,7 +702,7 @@ fn scenario(
         fixed: fixed(n),
         measure: Measure {
             per: "/item",
-            ..Measure::NS_PER_OP
+            ..Measure::default()
         },
         goals,
         notes: scenario_notes(&cells, &rows),

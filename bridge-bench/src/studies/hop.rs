@@ -3,50 +3,148 @@
 //! spawn_blocking, one hop at a time and 1,000 hops in flight, on an idle machine and on a
 //! busy one.
 
-use crate::busy::{Load, busy_frame, park_at_once_note};
-use crate::harness::warm_up_tokio;
-use crate::harness::{
-    Batch, MISSING, Settings, Variant, measure_ops_loaded, timed_in_task, warm_up_rayon,
-};
+use super::measured;
+use crate::busy::{Load, under_load};
+use crate::harness::{Batch, MISSING, Settings, Variant, timed_in_task};
+use crate::harness::{warm_up_rayon, warm_up_tokio};
 use crate::proc::{ThreadTally, os_threads, threads_note};
-use crate::report::{Goal, LoadGoal, ScenarioReport, busy_goals, rows};
+use crate::report::{Goal, ScenarioReport, table};
+use crate::stats::percentile;
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::time::Instant;
-use tokio::runtime::{Builder, Runtime};
+use std::thread;
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
 
 /// Hops in flight at once in `concurrent-1000`: one iteration starts them all, then awaits
 /// them in order.
 const HOPS: u64 = 1_000;
 
-/// The variants that wait for a hop by parking at once: the awaiting task returns Pending at
-/// its first poll and its tokio worker, with nothing else to run, parks; the pool threads
-/// that run the closure are rayon's (tokio-rayon, rayon+tokio-oneshot: the same as
-/// bridge::spawn's) or tokio's blocking pool, whose idle threads wait on a condition variable.
+/// The variants that wait for a hop by parking at once (see [`PARKS`]).
 const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blocking"];
 
+const PARKS: &str = "the awaiting task returns Pending at its first poll and its tokio worker, \
+                     with nothing else to run, parks; the closures run on rayon's global pool \
+                     (tokio-rayon and rayon+tokio-oneshot, like bridge::spawn) or on tokio's \
+                     blocking pool, whose idle threads wait on a condition variable.";
+
 /// Runs the two scenarios and their blocking forms (`.wait()` from a plain thread), then the
-/// two again under a background load, each on a fresh tokio
-/// runtime so that the threads one leaves behind do not count in the other.
+/// two again under a background load, each on a fresh tokio runtime so that the threads one
+/// leaves behind do not count in the other.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
     let mut reports = vec![
         one_at_a_time(settings, None)?,
         concurrent(settings, None)?,
-        wait_one_at_a_time(settings),
-        wait_concurrent(settings),
+        blocking(settings, 1),
+        blocking(settings, HOPS),
     ];
+    let split = split_note(
+        &warm_runtime()?,
+        if settings.is_quick() { 100 } else { 400 },
+    )?;
     let load = Load::start()?;
-    reports.push(one_at_a_time(settings, Some(&load))?);
+    let mut busy = one_at_a_time(settings, Some(&load))?;
+    busy.notes.push(split);
+    reports.push(busy);
     reports.push(concurrent(settings, Some(&load))?);
     Ok(reports)
+}
+
+/// Where a hop's time goes on a busy machine, as a note: `bridge::spawn` from a task of `rt`,
+/// one hop at a time, split into the pool's pickup (from the spawn to the closure's start on
+/// a rayon thread) and the return (from the closure's end to the awaiting task running
+/// again), under background work of four shapes. No peer: the split says which side waits,
+/// the shapes say what it waits for.
+fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let shapes = [
+        ("idle", 0, 0),
+        ("busy, every CPU", cpus, 0),
+        ("busy, every CPU, at nice 10", cpus, 10),
+        ("busy, one CPU free", cpus - 1, 0),
+    ];
+    split_hops(rt, hops)?;
+    let mut rows = Vec::new();
+    for (name, threads, nice) in shapes {
+        let load = (threads > 0)
+            .then(|| Load::start_threads(threads, nice))
+            .transpose()?;
+        thread::sleep(Duration::from_millis(50));
+        let (start, before) = (Instant::now(), load.as_ref().map_or(0, Load::kernels));
+        let (pickup, back) = split_hops(rt, hops)?;
+        let done = load.as_ref().map_or(0, Load::kernels) - before;
+        let kernels_per_s = done as f64 / start.elapsed().as_secs_f64();
+        drop(load);
+        let hop: Vec<f64> = pickup.iter().zip(&back).map(|(a, b)| a + b).collect();
+        let us = |v: &[f64], p| {
+            let mut sorted = v.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            format!("{:.1}", percentile(&sorted, p) / 1e3)
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        rows.push(vec![
+            name.to_owned(),
+            us(&pickup, 0.5),
+            us(&pickup, 0.99),
+            us(&back, 0.5),
+            us(&back, 0.99),
+            us(&hop, 0.5),
+            us(&hop, 0.99),
+            format!("{:.1}", mean(&hop) / 1e3),
+            format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)),
+            format!("{kernels_per_s:.0}"),
+        ]);
+    }
+    let head = [
+        "background",
+        "pickup p50",
+        "pickup p99",
+        "return p50",
+        "return p99",
+        "hop p50",
+        "hop p99",
+        "hop mean",
+        "pickup's share of the mean",
+        "background kernels/s",
+    ];
+    Ok(format!(
+        "Where a hop's time goes ({hops} hops of bridge::spawn, one at a time from a task; \
+         µs): the pool's pickup (from the spawn to the closure's start on a rayon thread) and \
+         the return (from the closure's end to the awaiting task running again), under \
+         background threads hashing in a loop: none; one per CPU, as in this scenario; one \
+         per CPU at nice 10 (bridge::cpu::lower_thread_priority); one fewer than the CPUs. \
+         The split says which side waits, the shapes what it waits for.\n\n{}",
+        table(&head, "---:", &rows).trim_end()
+    ))
+}
+
+/// `hops` hops of `bridge::spawn` one at a time from a task of `rt`: each one's pickup and
+/// return, in ns.
+fn split_hops(rt: &Runtime, hops: usize) -> io::Result<(Vec<f64>, Vec<f64>)> {
+    let task = rt.spawn(async move {
+        let (mut pickup, mut back) = (Vec::with_capacity(hops), Vec::with_capacity(hops));
+        for k in 0..hops {
+            let spawned = Instant::now();
+            let ran = bridge::spawn(move || {
+                std::hint::black_box(k);
+                Instant::now()
+            })
+            .await;
+            let resumed = Instant::now();
+            pickup.push((ran - spawned).as_nanos() as f64);
+            back.push((resumed - ran).as_nanos() as f64);
+        }
+        (pickup, back)
+    });
+    rt.block_on(task).map_err(io::Error::other)
 }
 
 /// A multi-thread runtime with the default worker count, every worker started and tokio's
 /// blocking pool holding one thread.
 fn warm_runtime() -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().build()?;
     warm_up_tokio(rt.handle());
     Ok(rt)
 }
@@ -63,11 +161,17 @@ fn hop_tokio_rayon(k: u64) -> tokio_rayon::AsyncRayonHandle<u64> {
 }
 
 fn hop_rayon_oneshot(k: u64) -> impl Future<Output = u64> + Send + 'static {
+    let rx = rayon_oneshot(k);
+    async move { rx.await.unwrap_or(MISSING) }
+}
+
+/// `rayon::spawn` of a job that sends `k` on a tokio oneshot; its receiver.
+fn rayon_oneshot(k: u64) -> tokio::sync::oneshot::Receiver<u64> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
         let _ = tx.send(k);
     });
-    async move { rx.await.unwrap_or(MISSING) }
+    rx
 }
 
 fn hop_spawn_blocking(k: u64) -> impl Future<Output = u64> + Send + 'static {
@@ -91,17 +195,15 @@ where
     })
 }
 
-/// The process's thread count before a scenario and around every batch of its variants.
+/// The process's thread count before a scenario (with the pools warmed up) and around every
+/// batch of its variants, one tally per variant in the order they were made.
 #[derive(Debug)]
 struct Census {
-    /// Before measuring, with the pools warmed up.
     base: Option<u32>,
-    /// One tally per variant, in the order the variants were made.
     tallies: RefCell<Vec<(&'static str, ThreadTally)>>,
 }
 
 impl Census {
-    /// Reads the thread count now, as the base.
     fn new() -> Self {
         Self {
             base: os_threads(),
@@ -129,13 +231,20 @@ impl Census {
         })
     }
 
-    /// The counts, as one paragraph.
-    fn note(&self) -> String {
-        threads_note(
-            self.base,
-            ", pools warmed up",
-            self.tallies.borrow().iter().copied(),
-        )
+    /// Measures the variants into `report`, the thread counts its first note.
+    fn measure(
+        &self,
+        report: ScenarioReport,
+        variants: &mut [Variant<'_>],
+        ops_per_iter: u64,
+        settings: &Settings,
+        load: Option<&Load>,
+    ) -> ScenarioReport {
+        let mut report = measured(report, variants, ops_per_iter, settings, load);
+        let tallies = self.tallies.borrow().clone();
+        let note = threads_note(self.base, ", pools warmed up", tallies);
+        report.notes.insert(0, note);
+        report
     }
 }
 
@@ -147,68 +256,39 @@ fn varied() -> String {
         .to_owned()
 }
 
-fn frame(rt: &Runtime, per_op: &str) -> String {
-    format!(
-        "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned on \
-         it, so each wake goes through tokio's scheduler; rayon's global pool of {} threads; \
-         both warmed up first. {per_op}",
-        rt.metrics().num_workers(),
-        rayon::current_num_threads(),
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn scenario(
-    name: &'static str,
-    fixed: String,
-    goals: Vec<Goal>,
-    ops_per_iter: u64,
-    variants: &mut [Variant<'_>],
-    census: &Census,
-    settings: &Settings,
-    load: Option<&Load>,
-) -> ScenarioReport {
-    let m = measure_ops_loaded(variants, ops_per_iter, settings, load);
-    let (goals, load_goals, mut notes): (_, Vec<LoadGoal>, _) = match load {
-        None => (goals, Vec::new(), Vec::new()),
-        Some(_) => (
-            Vec::new(),
-            busy_goals(PARK_AT_ONCE),
-            vec![park_at_once_note(
-                PARK_AT_ONCE,
-                "the awaiting task returns Pending at its first poll and its tokio worker, \
-                 with nothing else to run, parks; the closures run on rayon's global pool \
-                 (tokio-rayon and rayon+tokio-oneshot, like bridge::spawn) or on tokio's \
-                 blocking pool, whose idle threads wait on a condition variable.",
-            )],
-        ),
-    };
-    notes.insert(0, census.note());
+/// A scenario of awaiting code on `rt`: `per_op` says what an operation is.
+fn frame(name: &'static str, rt: &Runtime, per_op: &str, goals: Vec<Goal>) -> ScenarioReport {
     ScenarioReport {
         name,
         varied: varied(),
-        fixed,
+        fixed: format!(
+            "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned \
+             on it, so each wake goes through tokio's scheduler; rayon's global pool of {} \
+             threads; both warmed up first. {per_op}",
+            rt.metrics().num_workers(),
+            rayon::current_num_threads(),
+        ),
         goals,
-        load_goals,
-        notes,
-        rows: rows(name, &m),
         ..Default::default()
     }
 }
 
-fn peer_goals() -> Vec<Goal> {
-    vec![
-        Goal {
-            peer: "tokio-rayon",
-            at_least: 1.0,
-            text: "bridge no slower than tokio-rayon",
-        },
-        Goal {
-            peer: "rayon+tokio-oneshot",
-            at_least: 1.0,
-            text: "bridge no slower than rayon::spawn + tokio oneshot",
-        },
-    ]
+/// bridge no slower than each rayon peer; with `spawn_blocking`, also 10x cheaper than it.
+fn peer_goals(spawn_blocking: bool) -> Vec<Goal> {
+    let goal = Goal::new;
+    let mut goals = vec![
+        goal("tokio-rayon", 1.0, "bridge no slower than tokio-rayon"),
+        goal(
+            "rayon+tokio-oneshot",
+            1.0,
+            "bridge no slower than rayon::spawn + tokio oneshot",
+        ),
+    ];
+    if spawn_blocking {
+        let text = "bridge at least 10x cheaper than spawn_blocking";
+        goals.push(goal("spawn_blocking", 10.0, text));
+    }
+    goals
 }
 
 fn one_at_a_time(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
@@ -224,26 +304,11 @@ fn one_at_a_time(settings: &Settings, load: Option<&Load>) -> io::Result<Scenari
             timed_in_task(&rt, n, hop_spawn_blocking)
         }),
     ];
-    let (name, fixed) = busy_frame(
-        "one-at-a-time",
-        "one-at-a-time-busy",
-        frame(
-            &rt,
-            "Per operation: hop a closure that returns the operation's index, and await it \
-             before the next hop.",
-        ),
-        load,
-    );
-    Ok(scenario(
-        name,
-        fixed,
-        peer_goals(),
-        1,
-        &mut variants,
-        &census,
-        settings,
-        load,
-    ))
+    let per_op = "Per operation: hop a closure that returns the operation's index, and await \
+                  it before the next hop.";
+    let report = frame("one-at-a-time", &rt, per_op, peer_goals(false));
+    let report = under_load(report, "one-at-a-time-busy", load, PARK_AT_ONCE, PARKS);
+    Ok(census.measure(report, &mut variants, 1, settings, load))
 }
 
 fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
@@ -259,57 +324,18 @@ fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioRe
             all_at_once(&rt, n, hop_spawn_blocking)
         }),
     ];
-    let (name, fixed) = busy_frame(
-        "concurrent-1000",
-        "concurrent-1000-busy",
-        frame(
-            &rt,
-            &format!(
-                "Per iteration: start {HOPS} hops (closures returning their index), then \
-                 await them in the order started; one operation is one hop (batch time / \
-                 (iterations x {HOPS})), including its share of the Vec that holds the \
-                 handles."
-            ),
-        ),
-        load,
+    let per_op = format!(
+        "Per iteration: start {HOPS} hops (closures returning their index), then await them \
+         in the order started; one operation is one hop (batch time / (iterations x {HOPS})), \
+         including its share of the Vec that holds the handles."
     );
-    let mut goals = peer_goals();
-    goals.push(Goal {
-        peer: "spawn_blocking",
-        at_least: 10.0,
-        text: "bridge at least 10x cheaper than spawn_blocking",
-    });
-    Ok(scenario(
-        name,
-        fixed,
-        goals,
-        HOPS,
-        &mut variants,
-        &census,
-        settings,
-        load,
-    ))
+    let report = frame("concurrent-1000", &rt, &per_op, peer_goals(true));
+    let report = under_load(report, "concurrent-1000-busy", load, PARK_AT_ONCE, PARKS);
+    Ok(census.measure(report, &mut variants, HOPS, settings, load))
 }
 
-// The blocking forms: the caller is the study's own thread (no runtime), and it waits for each
-// hop with the variant's blocking wait.
-
-/// `bridge::spawn(..).wait()`.
-fn wait_bridge(k: u64) -> bridge::Task<u64> {
-    bridge::spawn(move || k)
-}
-
-/// `rayon::spawn` of a job that sends on a tokio oneshot, then `blocking_recv`.
-fn wait_rayon_oneshot(k: u64) -> tokio::sync::oneshot::Receiver<u64> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    rayon::spawn(move || {
-        let _ = tx.send(k);
-    });
-    rx
-}
-
-/// A batch of `iters` iterations of [`HOPS`] hops started at once (`hops` of them when
-/// `hops` is 1: one at a time), each then waited for in order with `wait`.
+/// A batch of `iters` iterations of `hops` hops started at once (one at a time when `hops`
+/// is 1), each then waited for in order with `wait`.
 fn blocking_batch<H>(
     iters: u64,
     hops: u64,
@@ -331,63 +357,51 @@ fn blocking_batch<H>(
     }
 }
 
-fn blocking_variants<'a>(census: &'a Census, hops: u64) -> [Variant<'a>; 3] {
-    [
+/// The blocking forms: the caller is the study's own thread (no runtime), and it waits for
+/// each hop with the variant's blocking wait; `hops` at once.
+fn blocking(settings: &Settings, hops: u64) -> ScenarioReport {
+    let census = Census::new();
+    let mut variants = [
         census.variant("bridge", move |n| {
-            blocking_batch(n, hops, wait_bridge, bridge::Task::wait)
+            blocking_batch(n, hops, hop_bridge, bridge::Task::wait)
         }),
         census.variant("tokio-rayon", move |n| {
             blocking_batch(n, hops, hop_tokio_rayon, futures::executor::block_on)
         }),
         census.variant("rayon+tokio-oneshot", move |n| {
-            blocking_batch(n, hops, wait_rayon_oneshot, |rx| {
+            blocking_batch(n, hops, rayon_oneshot, |rx| {
                 rx.blocking_recv().unwrap_or(MISSING)
             })
         }),
-    ]
-}
-
-fn blocking_frame(per_op: &str) -> String {
-    format!(
-        "the caller is a plain thread (no runtime) that waits with each variant's blocking \
-         wait: Task::wait, tokio's oneshot blocking_recv, tokio-rayon's handle under futures' \
-         block_on; rayon's global pool of {} threads, warmed up first. {per_op}",
-        rayon::current_num_threads(),
-    )
-}
-
-fn wait_one_at_a_time(settings: &Settings) -> ScenarioReport {
-    let census = Census::new();
-    let mut variants = blocking_variants(&census, 1);
-    scenario(
-        "wait-one-at-a-time",
-        blocking_frame(
+    ];
+    let (name, per_op) = if hops == 1 {
+        (
+            "wait-one-at-a-time",
             "Per operation: hop a closure that returns the operation's index, and wait for \
-             it before the next hop.",
+             it before the next hop."
+                .to_owned(),
+        )
+    } else {
+        (
+            "wait-concurrent-1000",
+            format!(
+                "Per iteration: start {HOPS} hops, then wait for them in the order started; \
+                 one operation is one hop."
+            ),
+        )
+    };
+    let report = ScenarioReport {
+        name,
+        varied: varied(),
+        fixed: format!(
+            "the caller is a plain thread (no runtime) that waits with each variant's \
+             blocking wait: Task::wait, tokio's oneshot blocking_recv, tokio-rayon's handle \
+             under futures' block_on; rayon's global pool of {} threads, warmed up first. \
+             {per_op}",
+            rayon::current_num_threads(),
         ),
-        peer_goals(),
-        1,
-        &mut variants,
-        &census,
-        settings,
-        None,
-    )
-}
-
-fn wait_concurrent(settings: &Settings) -> ScenarioReport {
-    let census = Census::new();
-    let mut variants = blocking_variants(&census, HOPS);
-    scenario(
-        "wait-concurrent-1000",
-        blocking_frame(&format!(
-            "Per iteration: start {HOPS} hops, then wait for them in the order started; one \
-             operation is one hop."
-        )),
-        peer_goals(),
-        HOPS,
-        &mut variants,
-        &census,
-        settings,
-        None,
-    )
+        goals: peer_goals(false),
+        ..Default::default()
+    };
+    census.measure(report, &mut variants, hops, settings, None)
 }

@@ -16,9 +16,7 @@
 use crate::harness::{self, Measurement, Settings};
 use crate::proc::{CpuTicks, load_average, os_threads};
 use crate::progress;
-use crate::report::{
-    BASELINE, Budget, Check, Judged, Measure, ScenarioReport, rows, table as table_of,
-};
+use crate::report::{BASELINE, Budget, Check, Judged, Measure, ScenarioReport, rows, table};
 use crate::stats::Summary;
 use bridge::cpu::ThreadPoolExt;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -26,64 +24,47 @@ use std::hint::black_box;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use tokio::runtime::{Builder, Runtime};
+use tokio::runtime::Runtime;
 
 /// Queries the load generator keeps outstanding: a new one goes out when one is answered or
 /// declared lost.
 const WINDOW: usize = 100;
-
 /// How long the upstream waits before it answers a query (a tokio timer, no CPU burnt). The
 /// published study saw ~51 ms average latency; a long delay also keeps the few hundred
-/// microseconds that the rig itself adds under load (generator, upstream, thread hops on a
-/// small machine) small against the 5% goal.
+/// microseconds that the rig itself adds under load small against the 5% goal.
 const DELAY: Duration = Duration::from_millis(50);
-
-/// Ingress threads of the dataplane, all receiving on one socket.
+/// Ingress threads of the dataplane, all receiving on one socket; threads of the rayon pool
+/// that runs the policy step.
 const INGRESS: usize = 2;
-
-/// Threads of the rayon pool that runs the policy step.
 const POLICY: usize = 2;
-
 /// A query unanswered this long after it was sent is lost. It is longer than the queue that
 /// sync mode builds (window x delay / ingress threads, 2.5 s), so a query that is merely
-/// slow is not counted as lost; see `lost_after_outlasts_the_sync_queue`.
+/// slow is not counted as lost.
 const LOST_AFTER: Duration = Duration::from_secs(4);
-
 /// Bytes of a query and of its answer: the query's id (u64 LE), the policy's verdict (u64 LE,
 /// filled in by the dataplane), padding.
 const QUERY: usize = 32;
-
 /// The receive buffer asked for on every socket of the study (Linux doubles it and caps it at
 /// `net.core.rmem_max`). The default (208 KiB) holds only 256 small datagrams; sync mode
 /// queues a whole window on the ingress socket, and the upstream takes bursts.
 const RCVBUF: usize = 4 << 20;
-
-/// How long the load generator's `recv` waits before it looks at the clock (to start the
-/// next query of its ramp, or to end).
+/// How long the load generator's `recv` waits before it looks at the clock, how often it
+/// looks for lost queries, and how long an ingress thread's `recv_from` waits before it looks
+/// at the stop flag.
 const LOAD_POLL: Duration = Duration::from_millis(1);
-
-/// How often the load generator looks for lost queries.
 const LOSS_SCAN: Duration = Duration::from_millis(5);
-
-/// How long an ingress thread's `recv_from` waits before it looks at the stop flag.
 const INGRESS_POLL: Duration = Duration::from_millis(20);
-
 /// Passes of the policy's hash over the query: a few microseconds of dependent multiplies.
 const POLICY_PASSES: u32 = 64;
-
 /// The most queries one load run sends, whatever the clock says.
 const MAX_QUERIES: u64 = 10_000_000;
-
 /// How far from its bound a mode may be (5%).
 const SLACK: f64 = 0.05;
-
-/// The published result: QPS flat at this value across io_workers.
+/// The published result: QPS flat at this value across io_workers, at this average latency.
 const PUBLISHED_QPS: f64 = 39_100.0;
-
-/// The published average latency, in milliseconds.
 const PUBLISHED_LATENCY_MS: f64 = 51.0;
 
 /// The io_workers values, each with its scenario's name.
@@ -97,39 +78,37 @@ const IO_WORKERS: [(usize, &str); 4] = [
 /// The name of sync mode's rows; split mode's rows are [`BASELINE`].
 const SYNC: &str = "sync run_blocking";
 
-/// How long and how often: the full run and the quick one.
+/// How long and how often: runs of each mode per io_workers value (the order of the modes
+/// alternates), how many of [`IO_WORKERS`] run, the load before a cell's measured window and
+/// that window (QPS and latency count its answers), and how long the unloaded upstream
+/// latency is probed, one query at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Plan {
-    /// Runs of each mode per io_workers value; the order of the modes alternates.
     rounds: usize,
-    /// How many of [`IO_WORKERS`] are run.
     io_values: usize,
-    /// Load before the measured window of a cell.
     warm: Duration,
-    /// The measured window of a cell: QPS and latency count the answers received in it.
     measure: Duration,
-    /// How long the unloaded upstream latency is probed, one query at a time.
     probe: Duration,
 }
 
 impl Plan {
-    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
     fn of(settings: &Settings) -> Self {
-        if settings.rounds <= Settings::quick().rounds {
+        let ms = Duration::from_millis;
+        if settings.is_quick() {
             Self {
                 rounds: 1,
                 io_values: 2,
-                warm: Duration::from_millis(200),
-                measure: Duration::from_millis(400),
-                probe: Duration::from_millis(200),
+                warm: ms(200),
+                measure: ms(400),
+                probe: ms(200),
             }
         } else {
             Self {
                 rounds: 3,
                 io_values: IO_WORKERS.len(),
-                warm: Duration::from_millis(500),
-                measure: Duration::from_millis(2000),
-                probe: Duration::from_millis(1000),
+                warm: ms(500),
+                measure: ms(2000),
+                probe: ms(1000),
             }
         }
     }
@@ -172,11 +151,6 @@ fn udp_socket() -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// The receive buffer the kernel gave a socket of [`udp_socket`], in bytes.
-fn granted_rcvbuf() -> io::Result<usize> {
-    Socket::from(udp_socket()?).recv_buffer_size()
-}
-
 /// A timeout of a socket with a read or write timeout (Unix reports `WouldBlock`).
 fn timed_out(e: &io::Error) -> bool {
     matches!(
@@ -207,18 +181,14 @@ fn policy(query: &[u8; QUERY]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for _ in 0..POLICY_PASSES {
         for &b in query {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
     h
 }
 
-// ---------------------------------------------------------------------------------------
-// The upstream: answers every datagram after DELAY.
-
-/// A UDP server on its own tokio runtime (1 worker) that echoes each datagram [`DELAY`]
-/// after it arrived. Dropping it shuts the runtime down and joins its thread.
+/// The upstream: a UDP server on its own tokio runtime (1 worker) that echoes each datagram
+/// [`DELAY`] after it arrived. Dropping it shuts the runtime down and joins its thread.
 struct Upstream {
     addr: SocketAddr,
     _runtime: Runtime,
@@ -226,7 +196,7 @@ struct Upstream {
 
 impl Upstream {
     fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("upstream")
             .enable_all()
@@ -255,18 +225,14 @@ async fn answer(socket: Arc<tokio::net::UdpSocket>) {
         match socket.recv_from(&mut buf).await {
             Ok((n, from)) => {
                 let due = tokio::time::Instant::now() + DELAY;
-                let datagram = buf[..n].to_vec();
-                let socket = Arc::clone(&socket);
+                let (datagram, socket) = (buf[..n].to_vec(), Arc::clone(&socket));
                 tokio::spawn(async move {
                     tokio::time::sleep_until(due).await;
                     let _ = socket.send_to(&datagram, from).await;
                 });
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
-                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
             Err(e) => {
                 eprintln!("io-vs-ingress: the upstream stops: {e}");
                 return;
@@ -274,9 +240,6 @@ async fn answer(socket: Arc<tokio::net::UdpSocket>) {
         }
     }
 }
-
-// ---------------------------------------------------------------------------------------
-// The dataplane: ingress threads, policy on rayon, upstream exchange on an IoRuntime.
 
 /// One upstream exchange on the I/O runtime: a fresh socket on an ephemeral port, the query
 /// (with the verdict in it) sent to the upstream, its answer awaited (at most
@@ -302,43 +265,28 @@ async fn exchange(
     }
 }
 
-/// What a dataplane's threads share.
+/// What a dataplane's threads share: the ingress socket (replies go out on it too, so they
+/// come from the address the client sent to), the dataplane's I/O runtime by handle (the
+/// [`Dataplane`] owns it, so that no task left on it can keep it alive), and the queries the
+/// dataplane dropped because an exchange or a reply failed (read after the joins).
 struct Shared {
     mode: Mode,
-    /// The ingress socket; replies go out on it too, so they come from the address the
-    /// client sent to.
     socket: UdpSocket,
     upstream: SocketAddr,
     pool: Arc<rayon::ThreadPool>,
-    /// The dataplane's I/O runtime, by handle: the [`Dataplane`] owns it, so that no task
-    /// left on it can keep it alive.
     io: bridge::rt::IoRuntime,
     stop: AtomicBool,
-    /// Queries the dataplane dropped: an exchange or a reply failed.
     failed: AtomicU64,
 }
 
 impl Shared {
-    fn fail(&self) {
-        // ORDERING: a counter read after the threads are joined (the join synchronizes).
-        self.failed.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Split mode's work on the I/O runtime: await the policy task, exchange with the upstream,
-/// send the answer to the client from the ingress socket. (A blocking `send_to` on a UDP
-/// socket: on loopback it hands the datagram to the receiver's queue, or drops it, and never
-/// waits.)
-async fn forward(
-    shared: Arc<Shared>,
-    query: [u8; QUERY],
-    verdict: bridge::Task<u64>,
-    client: SocketAddr,
-) {
-    let verdict = verdict.await;
-    match exchange(shared.upstream, query, verdict).await {
-        Ok(answer) if shared.socket.send_to(&answer, client).is_ok() => {}
-        _ => shared.fail(),
+    /// Replies `answer` (if the exchange succeeded) to `client`, or counts the query dropped.
+    /// A blocking `send_to` on a UDP socket: on loopback it hands the datagram to the
+    /// receiver's queue, or drops it, and never waits.
+    fn reply(&self, answer: io::Result<[u8; QUERY]>, client: SocketAddr) {
+        if !answer.is_ok_and(|a| self.socket.send_to(&a, client).is_ok()) {
+            self.failed.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -348,7 +296,7 @@ fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
     let mut buf = [0u8; 512];
     let mut received = 0u64;
     // ORDERING: only a signal to end the loop; what the thread did is published by its join.
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !shared.stop.load(Relaxed) {
         let (n, client) = match shared.socket.recv_from(&mut buf) {
             Ok(got) => got,
             Err(e) if timed_out(&e) => continue,
@@ -359,18 +307,20 @@ fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
         };
         received += 1;
         let verdict = shared.pool.spawn_task(move || policy(&query));
+        let upstream = shared.upstream;
         match shared.mode {
             Mode::Split => {
-                let task = forward(Arc::clone(&shared), query, verdict, client);
-                drop(shared.io.handle().spawn(task));
+                let shared = Arc::clone(&shared);
+                let io = shared.io.handle().clone();
+                drop(io.spawn(async move {
+                    let answer = exchange(upstream, query, verdict.await).await;
+                    shared.reply(answer, client);
+                }));
             }
             Mode::Sync => {
                 let verdict = verdict.wait();
-                let upstream = shared.upstream;
-                match shared.io.spawn(exchange(upstream, query, verdict)).wait() {
-                    Ok(answer) if shared.socket.send_to(&answer, client).is_ok() => {}
-                    _ => shared.fail(),
-                }
+                let answer = shared.io.spawn(exchange(upstream, query, verdict)).wait();
+                shared.reply(answer, client);
             }
         }
     }
@@ -438,55 +388,39 @@ impl Dataplane {
     }
 
     /// Stops the ingress threads (within [`INGRESS_POLL`]), joins them, then drops the I/O
-    /// runtime, which joins its workers.
+    /// runtime, which joins its workers (a task still on it is dropped).
     fn stop(mut self) -> io::Result<PlaneCounts> {
-        // ORDERING: see `ingress`; the joins below publish everything else.
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Relaxed);
         let mut counts = PlaneCounts::default();
         let mut first_error = None;
         for thread in self.threads.drain(..) {
-            match thread.join() {
-                Ok(Ok(n)) => counts.received += n,
-                Ok(Err(e)) => first_error = first_error.or(Some(e)),
-                Err(_) => {
-                    first_error =
-                        first_error.or_else(|| Some(io::Error::other("an ingress thread panicked")))
-                }
+            let joined = thread.join();
+            match joined.unwrap_or_else(|_| Err(io::Error::other("an ingress thread panicked"))) {
+                Ok(n) => counts.received += n,
+                Err(e) => first_error = first_error.or(Some(e)),
             }
         }
-        // Shuts the runtime down and joins its workers; a task still on it is dropped.
         drop(self.io);
-        // ORDERING: every thread that counted is joined (the ingress threads above, the
-        // runtime's workers by the drop).
-        counts.failed = self.shared.failed.load(Ordering::Relaxed);
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(counts),
-        }
+        // Every thread that counted is joined: the ingress threads above, the runtime's
+        // workers by the drop.
+        counts.failed = self.shared.failed.load(Relaxed);
+        first_error.map_or(Ok(counts), Err)
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// The load generator.
-
-/// What a load run counted.
+/// What a load run counted: queries sent, answered before [`LOST_AFTER`], not answered
+/// before it (or before the run's end), answers to queries already declared lost, sends
+/// that failed (the query then counts as lost), and the answers of the measured window with
+/// their summed latency in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct LoadOutcome {
-    /// Queries sent.
     sent: u64,
-    /// Queries answered before [`LOST_AFTER`].
     completed: u64,
-    /// Queries not answered before [`LOST_AFTER`] (or before the run's end).
     lost: u64,
-    /// Answers to queries already declared lost.
     late: u64,
-    /// Sends that failed (the query then counts as lost).
     send_errors: u64,
-    /// Answers received in the measured window.
     in_window: u64,
-    /// The summed latency of those answers, in seconds.
     latency_sum: f64,
-    /// The measured window.
     window: Duration,
 }
 
@@ -511,18 +445,11 @@ impl LoadOutcome {
     }
 }
 
-/// A query in flight.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    id: u64,
-    sent: Instant,
-}
-
-/// The generator's state: one slot per outstanding query. Query ids are
-/// `generation * window + slot`, so an answer finds its slot.
+/// The generator's state: one slot per outstanding query (its id and when it was sent).
+/// Query ids are `generation * window + slot`, so an answer finds its slot.
 struct Generator {
     socket: UdpSocket,
-    slots: Vec<Option<Pending>>,
+    slots: Vec<Option<(u64, Instant)>>,
     next_id: Vec<u64>,
     outstanding: usize,
     lost_after: Duration,
@@ -539,10 +466,7 @@ impl Generator {
         if self.socket.send(&query(id)).is_err() {
             self.out.send_errors += 1;
         }
-        self.slots[slot] = Some(Pending {
-            id,
-            sent: Instant::now(),
-        });
+        self.slots[slot] = Some((id, Instant::now()));
         self.outstanding += 1;
         self.out.sent += 1;
     }
@@ -556,29 +480,25 @@ impl Generator {
     ) -> Option<usize> {
         let id = id_of(datagram)?;
         let slot = (id % self.slots.len() as u64) as usize;
-        match self.slots[slot] {
-            Some(p) if p.id == id => {
-                self.slots[slot] = None;
-                self.outstanding -= 1;
-                self.out.completed += 1;
-                if now >= measured.0 && now < measured.1 {
-                    self.out.in_window += 1;
-                    self.out.latency_sum += (now - p.sent).as_secs_f64();
-                }
-                Some(slot)
-            }
-            _ => {
-                self.out.late += 1;
-                None
-            }
+        let Some((_, sent)) = self.slots[slot].filter(|&(pending, _)| pending == id) else {
+            self.out.late += 1;
+            return None;
+        };
+        self.slots[slot] = None;
+        self.outstanding -= 1;
+        self.out.completed += 1;
+        if now >= measured.0 && now < measured.1 {
+            self.out.in_window += 1;
+            self.out.latency_sum += (now - sent).as_secs_f64();
         }
+        Some(slot)
     }
 
     /// Declares lost the queries sent `lost_after` or more before `now`; returns their slots.
     fn expire(&mut self, now: Instant) -> Vec<usize> {
         let mut freed = Vec::new();
         for (slot, pending) in self.slots.iter_mut().enumerate() {
-            if pending.is_some_and(|p| now.duration_since(p.sent) >= self.lost_after) {
+            if pending.is_some_and(|(_, sent)| now.duration_since(sent) >= self.lost_after) {
                 *pending = None;
                 freed.push(slot);
             }
@@ -589,20 +509,17 @@ impl Generator {
     }
 }
 
-/// The shape of one load run.
+/// The shape of one load run: queries kept outstanding; the time the first `window` of
+/// them go out over, evenly spread (then the answers come back spread as well, instead of in
+/// bursts of a whole window that a measured window would count a whole burst more or less
+/// of); the load before the measured window (the ramp included); that window; and how long
+/// a query may go unanswered before it is lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Load {
-    /// Queries kept outstanding.
     window: usize,
-    /// The first `window` queries go out evenly spread over this time, not at once: then the
-    /// answers come back spread as well, instead of in bursts of a whole window that a
-    /// measured window would count a whole burst more or less of.
     ramp: Duration,
-    /// Load before the measured window (the ramp included).
     warm: Duration,
-    /// The measured window.
     measure: Duration,
-    /// A query unanswered this long is lost ([`LOST_AFTER`] in the study).
     lost_after: Duration,
 }
 
@@ -625,31 +542,25 @@ impl Load {
 /// `lost_after`). Bounded in time (`warm + measure + lost_after`, plus one poll) and in
 /// queries ([`MAX_QUERIES`]).
 fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
-    let Load {
-        window,
-        ramp,
-        warm,
-        measure,
-        lost_after,
-    } = load;
     let socket = udp_socket()?;
     socket.connect(target)?;
     socket.set_read_timeout(Some(LOAD_POLL))?;
+    let window = load.window;
     let mut g = Generator {
         socket,
         slots: vec![None; window],
         next_id: (0..window as u64).collect(),
         outstanding: 0,
-        lost_after,
+        lost_after: load.lost_after,
         out: LoadOutcome {
-            window: measure,
+            window: load.measure,
             ..LoadOutcome::default()
         },
     };
     let start = Instant::now();
-    let measured = (start + warm, start + warm + measure);
+    let measured = (start + load.warm, start + load.warm + load.measure);
     let until = measured.1;
-    let hard_end = until + lost_after + LOAD_POLL;
+    let hard_end = until + load.lost_after + LOAD_POLL;
     // Slots below `ramped` have been started; slot k starts at `start + ramp * k / window`.
     let mut ramped = 0usize;
     let mut buf = [0u8; 512];
@@ -658,7 +569,7 @@ fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
         let now = Instant::now();
         while ramped < window
             && now < until
-            && now >= start + ramp.mul_f64(ramped as f64 / window as f64)
+            && now >= start + load.ramp.mul_f64(ramped as f64 / window as f64)
         {
             g.send(ramped);
             ramped += 1;
@@ -669,10 +580,8 @@ fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
         match g.socket.recv(&mut buf) {
             Ok(n) => {
                 let now = Instant::now();
-                if let Some(slot) = g.complete(&buf[..n], now, measured) {
-                    if now < until {
-                        g.send(slot);
-                    }
+                if let Some(slot) = g.complete(&buf[..n], now, measured).filter(|_| now < until) {
+                    g.send(slot);
                 }
             }
             // A refused send (nobody listening yet or any more) comes back on recv.
@@ -702,18 +611,8 @@ fn run_load(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
         .map_err(|_| io::Error::other("the load generator panicked"))?
 }
 
-// ---------------------------------------------------------------------------------------
-// Cells, rounds and the report.
-
-/// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
-fn shares(ticks: CpuTicks) -> String {
-    match ticks.shares() {
-        (this, _) if this.is_nan() => "not read".to_owned(),
-        (this, others) => format!("{this:.0}% / {others:.0}%"),
-    }
-}
-
-/// One run of one mode at one io_workers value.
+/// One run of one mode at one io_workers value, with the OS threads around it and the CPU
+/// time of the machine and of this process during it.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     mode: Mode,
@@ -722,7 +621,6 @@ struct Cell {
     plane: PlaneCounts,
     threads_before: Option<u32>,
     threads_after: Option<u32>,
-    /// The CPU time of the machine and of this process during the cell.
     cpu: Option<CpuTicks>,
     wall: Duration,
 }
@@ -742,28 +640,25 @@ fn run_cell(
     let outcome = run_load(plane.addr, Load::new(WINDOW, plan.warm, plan.measure));
     let counts = plane.stop();
     drop(upstream);
-    let (load, plane) = (outcome?, counts?);
+    let cpu = CpuTicks::now().zip(cpu_before);
     Ok(Cell {
         mode,
         io_workers,
-        load,
-        plane,
+        load: outcome?,
+        plane: counts?,
         threads_before,
         threads_after: os_threads(),
-        cpu: CpuTicks::now()
-            .zip(cpu_before)
-            .map(|(after, before)| after.since(before)),
+        cpu: cpu.map(|(after, before)| after.since(before)),
         wall: started.elapsed(),
     })
 }
 
 /// The rig measured without the dataplane: the upstream's unloaded latency (one query at a
-/// time) and what the generator reaches against it directly with the full window.
+/// time, in seconds) and what the generator reaches against it directly with the full
+/// window.
 #[derive(Debug, Clone, Copy)]
 struct Baseline {
-    /// Latency of one query at a time, straight to the upstream, in seconds.
     unloaded: f64,
-    /// The full window straight to the upstream.
     direct: LoadOutcome,
 }
 
@@ -778,40 +673,26 @@ impl Baseline {
         })
     }
 
-    /// Split mode's Little's-law bound: window / latency, in queries per second.
-    fn split_bound(&self) -> f64 {
-        WINDOW as f64 / self.unloaded
-    }
-
-    /// Sync mode's bound: ingress threads / latency.
-    fn sync_bound(&self) -> f64 {
-        INGRESS as f64 / self.unloaded
-    }
-
+    /// The mode's bound in queries per second: Little's law for split mode (window /
+    /// latency), ingress threads / latency for sync mode.
     fn bound(&self, mode: Mode) -> f64 {
-        match mode {
-            Mode::Split => self.split_bound(),
-            Mode::Sync => self.sync_bound(),
-        }
+        let in_flight = match mode {
+            Mode::Split => WINDOW,
+            Mode::Sync => INGRESS,
+        };
+        in_flight as f64 / self.unloaded
     }
 }
 
-/// One mode's runs at one io_workers value, summed and summarized.
+/// One mode's runs at one io_workers value, summed: QPS of each round in round order, the
+/// load's and the dataplane's counts, and the CPU time of the cells where it could be read.
 #[derive(Debug, Clone, PartialEq)]
 struct Tally {
     mode: Mode,
     io_workers: usize,
-    /// QPS of each round, in round order.
     qps: Vec<f64>,
-    sent: u64,
-    completed: u64,
-    lost: u64,
-    late: u64,
-    send_errors: u64,
+    load: LoadOutcome,
     failed: u64,
-    in_window: u64,
-    latency_sum: f64,
-    /// The CPU time of its cells, summed over those where it could be read.
     cpu: CpuTicks,
 }
 
@@ -821,19 +702,22 @@ impl Tally {
             .iter()
             .filter(|c| c.mode == mode && c.io_workers == io_workers)
             .collect();
-        let sum = |f: fn(&Cell) -> u64| mine.iter().map(|c| f(c)).sum::<u64>();
+        let sum = |f: fn(&LoadOutcome) -> u64| mine.iter().map(|c| f(&c.load)).sum::<u64>();
         Self {
             mode,
             io_workers,
             qps: mine.iter().map(|c| c.load.qps()).collect(),
-            sent: sum(|c| c.load.sent),
-            completed: sum(|c| c.load.completed),
-            lost: sum(|c| c.load.lost),
-            late: sum(|c| c.load.late),
-            send_errors: sum(|c| c.load.send_errors),
-            failed: sum(|c| c.plane.failed),
-            in_window: sum(|c| c.load.in_window),
-            latency_sum: mine.iter().map(|c| c.load.latency_sum).sum(),
+            load: LoadOutcome {
+                sent: sum(|l| l.sent),
+                completed: sum(|l| l.completed),
+                lost: sum(|l| l.lost),
+                late: sum(|l| l.late),
+                send_errors: sum(|l| l.send_errors),
+                in_window: sum(|l| l.in_window),
+                latency_sum: mine.iter().map(|c| c.load.latency_sum).sum(),
+                window: Duration::ZERO,
+            },
+            failed: mine.iter().map(|c| c.plane.failed).sum(),
             cpu: mine
                 .iter()
                 .filter_map(|c| c.cpu)
@@ -845,34 +729,36 @@ impl Tally {
     fn qps(&self) -> f64 {
         Summary::of(&self.qps).map_or(f64::NAN, |s| s.median)
     }
+}
 
-    /// The average latency over every answer of the measured windows, in seconds.
-    fn latency(&self) -> f64 {
-        self.latency_sum / self.in_window as f64
+/// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
+fn shares(ticks: CpuTicks) -> String {
+    match ticks.shares() {
+        (this, _) if this.is_nan() => "not read".to_owned(),
+        (this, others) => format!("{this:.0}% / {others:.0}%"),
     }
 }
 
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
 /// The table of the study: one line per mode and io_workers value.
-fn table(tallies: &[Tally], base: &Baseline) -> String {
+fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
     let rows: Vec<Vec<String>> = tallies
         .iter()
         .map(|t| {
-            let s = Summary::of(&t.qps);
-            let bound = base.bound(t.mode);
+            let (min, max) = Summary::of(&t.qps).map_or((f64::NAN, f64::NAN), |s| (s.min, s.max));
+            let (bound, l) = (base.bound(t.mode), &t.load);
             vec![
                 t.io_workers.to_string(),
                 t.mode.label().to_owned(),
-                format!(
-                    "{:.0} ({:.0}-{:.0})",
-                    t.qps(),
-                    s.map_or(f64::NAN, |s| s.min),
-                    s.map_or(f64::NAN, |s| s.max)
-                ),
-                format!("{:.2}", t.latency() * 1e3),
-                format!("{} / {} / {}", t.sent, t.completed, t.lost),
+                format!("{:.0} ({min:.0}-{max:.0})", t.qps()),
+                format!("{:.2}", l.latency() * 1e3),
+                format!("{} / {} / {}", l.sent, l.completed, l.lost),
                 format!("{bound:.0}"),
                 pct(t.qps() / bound),
-                format!("{:.1}", t.qps() * t.latency()),
+                format!("{:.1}", t.qps() * l.latency()),
                 shares(t.cpu),
             ]
         })
@@ -888,98 +774,90 @@ fn table(tallies: &[Tally], base: &Baseline) -> String {
         "QPS x latency",
         "CPU: this process / others",
     ];
-    table_of(&head, "---:", &rows).trim_end().to_owned()
+    table(&head, "---:", &rows).trim_end().to_owned()
 }
 
 /// The study's goals, judged on the tallies.
 fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
-    let split: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Split).collect();
-    let sync: Vec<&Tally> = tallies.iter().filter(|t| t.mode == Mode::Sync).collect();
+    let of = |mode| -> Vec<&Tally> { tallies.iter().filter(|t| t.mode == mode).collect() };
+    let (split, sync) = (of(Mode::Split), of(Mode::Sync));
     let percents = |ts: &[&Tally], bound: f64| {
-        ts.iter()
-            .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let each = ts
+            .iter()
+            .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers));
+        each.collect::<Vec<_>>().join(", ")
     };
     // The achieved / bound furthest from 1 among `ts`, as the figure of a goal.
     let furthest = |ts: &[&Tally], bound: f64| {
-        ts.iter()
-            .map(|t| t.qps() / bound)
-            .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
-            .map_or("-".to_owned(), pct)
+        let ratios = ts.iter().map(|t| t.qps() / bound);
+        let worst = ratios.max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
+        worst.map_or("-".to_owned(), pct)
     };
-    let mut out = Vec::new();
+    let latency_ms = base.unloaded * 1e3;
 
-    let bound = base.split_bound();
-    let lost: u64 = split.iter().map(|t| t.lost).sum();
+    let bound = base.bound(Mode::Split);
+    let lost: u64 = split.iter().map(|t| t.load.lost).sum();
     let near = split.iter().all(|t| t.qps() >= (1.0 - SLACK) * bound);
-    out.push(Judged::once(
-        "split mode within 5% of the Little's-law bound (window / latency) with 0 lost",
-        (!split.is_empty()).then(|| Check {
-            met: near && lost == 0,
-            value: format!("{} of the bound, {lost} lost", furthest(&split, bound)),
-            bound: format!(">= {}, 0 lost", pct(1.0 - SLACK)),
-            detail: format!(
-                "achieved / bound {}, bound {WINDOW} / {:.2} ms = {bound:.0} QPS; lost {lost}",
-                percents(&split, bound),
-                base.unloaded * 1e3,
-            ),
-        }),
-    ));
+    let within = (!split.is_empty()).then(|| Check {
+        met: near && lost == 0,
+        value: format!("{} of the bound, {lost} lost", furthest(&split, bound)),
+        bound: format!(">= {}, 0 lost", pct(1.0 - SLACK)),
+        detail: format!(
+            "achieved / bound {}, bound {WINDOW} / {latency_ms:.2} ms = {bound:.0} QPS; lost \
+             {lost}",
+            percents(&split, bound),
+        ),
+    });
 
     let qps: Vec<f64> = split.iter().map(|t| t.qps()).collect();
-    let (lo, hi) = qps
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &q| {
-            (lo.min(q), hi.max(q))
-        });
+    let lo = qps.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = qps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let spread = (hi - lo) / hi;
-    out.push(Judged::once(
-        "split mode flat across io_workers (within 5%)",
-        (split.len() > 1).then(|| Check {
-            met: spread <= SLACK,
-            value: format!("spread {}", pct(spread)),
-            bound: format!("<= {}", pct(SLACK)),
-            detail: format!(
-                "median QPS {lo:.0} to {hi:.0} over io_workers {}, a spread of {}",
-                split
-                    .iter()
-                    .map(|t| t.io_workers.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                pct(spread),
-            ),
-        }),
-    ));
+    let workers: Vec<String> = split.iter().map(|t| t.io_workers.to_string()).collect();
+    let flat = (split.len() > 1).then(|| Check {
+        met: spread <= SLACK,
+        value: format!("spread {}", pct(spread)),
+        bound: format!("<= {}", pct(SLACK)),
+        detail: format!(
+            "median QPS {lo:.0} to {hi:.0} over io_workers {}, a spread of {}",
+            workers.join(", "),
+            pct(spread),
+        ),
+    });
 
-    let bound = base.sync_bound();
-    let at_bound = sync.iter().all(|t| (t.qps() / bound - 1.0).abs() <= SLACK);
-    out.push(Judged::once(
-        "sync mode bounded by ingress threads / latency (at it, within 5%)",
-        (!sync.is_empty()).then(|| Check {
-            met: at_bound,
-            value: format!("{} of the bound", furthest(&sync, bound)),
-            bound: format!("{}-{}", pct(1.0 - SLACK), pct(1.0 + SLACK)),
-            detail: format!(
-                "achieved / bound {}, bound {INGRESS} / {:.2} ms = {bound:.0} QPS; lost {}",
-                percents(&sync, bound),
-                base.unloaded * 1e3,
-                sync.iter().map(|t| t.lost).sum::<u64>(),
-            ),
-        }),
-    ));
-    out
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+    let bound = base.bound(Mode::Sync);
+    let lost: u64 = sync.iter().map(|t| t.load.lost).sum();
+    let bounded = (!sync.is_empty()).then(|| Check {
+        met: sync.iter().all(|t| (t.qps() / bound - 1.0).abs() <= SLACK),
+        value: format!("{} of the bound", furthest(&sync, bound)),
+        bound: format!("{}-{}", pct(1.0 - SLACK), pct(1.0 + SLACK)),
+        detail: format!(
+            "achieved / bound {}, bound {INGRESS} / {latency_ms:.2} ms = {bound:.0} QPS; lost \
+             {lost}",
+            percents(&sync, bound),
+        ),
+    });
+    vec![
+        Judged::once(
+            "split mode within 5% of the Little's-law bound (window / latency) with 0 lost",
+            within,
+        ),
+        Judged::once("split mode flat across io_workers (within 5%)", flat),
+        Judged::once(
+            "sync mode bounded by ingress threads / latency (at it, within 5%)",
+            bounded,
+        ),
+    ]
 }
 
 /// What the counts show beyond the goals, from the numbers.
 fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
-    let failed: u64 = tallies.iter().map(|t| t.failed).sum();
-    let late: u64 = tallies.iter().map(|t| t.late).sum();
-    let send_errors: u64 = tallies.iter().map(|t| t.send_errors).sum();
+    let sum = |f: fn(&Tally) -> u64| tallies.iter().map(f).sum::<u64>();
+    let (failed, late, send_errors) = (
+        sum(|t| t.failed),
+        sum(|t| t.load.late),
+        sum(|t| t.load.send_errors),
+    );
     format!(
         "Reading the numbers: without the dataplane (the generator straight to the upstream, \
          same window) the rig reaches {:.0} QPS, {} of the bound, at {:.2} ms: the ceiling of \
@@ -991,27 +869,25 @@ fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
          dataplane, {late} answers after their query was declared lost, {send_errors} failed \
          sends.",
         base.direct.qps(),
-        pct(base.direct.qps() / base.split_bound()),
+        pct(base.direct.qps() / base.bound(Mode::Split)),
         base.direct.latency() * 1e3,
-        WINDOW as f64 / base.sync_bound() * 1e3,
+        WINDOW as f64 / base.bound(Mode::Sync) * 1e3,
     )
 }
 
 /// The OS thread counts around the cells and the machine's load, as one paragraph.
 fn threads_note(cells: &[Cell], first: Option<u32>, load: [Option<String>; 2]) -> String {
-    let leaked = cells
-        .iter()
-        .filter(|c| matches!((c.threads_before, c.threads_after), (Some(b), Some(a)) if a > b))
-        .count();
-    let read = |x: Option<String>| x.unwrap_or_else(|| "not read".to_owned());
+    let grew =
+        |c: &&Cell| matches!((c.threads_before, c.threads_after), (Some(b), Some(a)) if a > b);
+    let leaked = cells.iter().filter(grew).count();
+    let [before, after] = load.map(|x| x.unwrap_or_else(|| "not read".to_owned()));
     format!(
         "Threads: {} before the first cell; {leaked} of {} cells ended with more threads than \
          they began with (each joins its ingress threads, IoRuntime, upstream and load \
-         thread). Load average (1/5/15 min) before the first cell {}, after the last {}.",
-        read(first.map(|n| n.to_string())),
+         thread). Load average (1/5/15 min) before the first cell {before}, after the last \
+         {after}.",
+        first.map_or("not read".to_owned(), |n| n.to_string()),
         cells.len(),
-        read(load[0].clone()),
-        read(load[1].clone()),
     )
 }
 
@@ -1058,31 +934,29 @@ fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
 /// Runs every io_workers value of the plan, both modes per round.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let plan = Plan::of(settings);
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(POLICY)
-            .thread_name(|k| format!("policy-{k}"))
-            .build()
-            .map_err(io::Error::other)?,
-    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(POLICY)
+        .thread_name(|k| format!("policy-{k}"))
+        .build()
+        .map_err(io::Error::other)?;
+    let pool = Arc::new(pool);
     // Every policy thread runs a job before anything is measured.
     for _ in 0..100 {
         pool.broadcast(|_| black_box(()));
     }
-    let rcvbuf = granted_rcvbuf()?;
-    let variants = [Mode::Split.variant(), Mode::Sync.variant()];
+    // The kernel's grant of the receive buffer asked for.
+    let rcvbuf = Socket::from(udp_socket()?).recv_buffer_size()?;
+    const MODES: [Mode; 2] = [Mode::Split, Mode::Sync];
+    let variants = MODES.map(Mode::variant);
     // The progress bar: the baseline counts as the first scenario's calibration step, then
     // one step per round.
     progress::measurement_started(plan.rounds, variants.into_iter());
     let base = Baseline::measure(&plan)?;
     progress::step_done(true);
     let fixed = fixed(&plan, &base, rcvbuf);
-    let first_threads = os_threads();
-    let first_load = load_average();
+    let (first_threads, first_load) = (os_threads(), load_average());
 
-    let mut cells = Vec::new();
-    let mut reports = Vec::new();
-    let mut tallies = Vec::new();
+    let (mut cells, mut reports, mut tallies) = (Vec::new(), Vec::new(), Vec::new());
     for (k, &(io_workers, name)) in IO_WORKERS[..plan.io_values].iter().enumerate() {
         if k > 0 {
             progress::measurement_started(plan.rounds, variants.into_iter());
@@ -1091,7 +965,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         let mut mine = Vec::new();
         for round in 0..plan.rounds {
             let order = if round % 2 == 0 {
-                [Mode::Split, Mode::Sync]
+                MODES
             } else {
                 [Mode::Sync, Mode::Split]
             };
@@ -1100,18 +974,16 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             }
             progress::step_done(false);
         }
-        let here: Vec<Tally> = [Mode::Split, Mode::Sync]
-            .into_iter()
-            .map(|mode| Tally::of(mode, io_workers, &mine))
-            .collect();
-        let samples = |mode: Mode| -> Vec<f64> {
-            mine.iter()
-                .filter(|c| c.mode == mode)
+        let here = MODES.map(|mode| Tally::of(mode, io_workers, &mine));
+        let samples = |mode| {
+            (mine.iter().filter(|c| c.mode == mode))
                 .map(|c| c.load.ns_per_query())
                 .collect()
         };
-        let modes = [Mode::Split, Mode::Sync].map(|mode| (mode.variant(), samples(mode)));
-        let m = Measurement::of(plan.rounds, modes);
+        let m = Measurement::of(
+            plan.rounds,
+            MODES.map(|mode| (mode.variant(), samples(mode))),
+        );
         let wall: f64 = mine.iter().map(|c| c.wall.as_secs_f64()).sum();
         reports.push(ScenarioReport {
             name,
@@ -1119,15 +991,15 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             fixed: fixed.clone(),
             measure: Measure {
                 per: "/query",
-                ..Measure::NS_PER_OP
+                ..Measure::default()
             },
             budgets: vec![Budget {
-                max_ns: 1e9 / ((1.0 - SLACK) * base.split_bound()),
+                max_ns: 1e9 / ((1.0 - SLACK) * base.bound(Mode::Split)),
                 text: "split mode (bridge) within 5% of the Little's-law bound window / latency",
             }],
             notes: vec![format!(
                 "{}\n\nThis scenario's {} cells took {wall:.1} s.",
-                table(&here, &base),
+                tally_table(&here, &base),
                 mine.len()
             )],
             rows: rows(name, &m),
@@ -1137,17 +1009,12 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         cells.extend(mine);
     }
     if let Some(last) = reports.last_mut() {
-        last.notes.push(format!(
-            "All io_workers values:\n\n{}",
-            table(&tallies, &base)
-        ));
+        let all = tally_table(&tallies, &base);
+        last.notes.push(format!("All io_workers values:\n\n{all}"));
         last.judged = goals(&tallies, &base);
         last.notes.push(diagnosis(&tallies, &base));
-        last.notes.push(threads_note(
-            &cells,
-            first_threads,
-            [first_load, load_average()],
-        ));
+        let load = [first_load, load_average()];
+        last.notes.push(threads_note(&cells, first_threads, load));
     }
     Ok(reports)
 }
@@ -1155,15 +1022,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pool() -> Arc<rayon::ThreadPool> {
-        Arc::new(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(POLICY)
-                .build()
-                .unwrap(),
-        )
-    }
 
     #[test]
     fn queries_carry_their_id_and_policy_depends_on_them() {
@@ -1179,8 +1037,7 @@ mod tests {
         let upstream = Upstream::start().unwrap();
         let load = Load::new(8, Duration::from_millis(30), Duration::from_millis(100));
         let out = run_load(upstream.addr, load).unwrap();
-        assert_eq!(out.lost, 0);
-        assert_eq!(out.sent, out.completed);
+        assert_eq!((out.lost, out.sent), (0, out.completed));
         assert!(out.in_window > 0);
         // Every answer takes the upstream's delay.
         assert!(out.latency() >= DELAY.as_secs_f64());
@@ -1195,7 +1052,8 @@ mod tests {
             measure: Duration::from_millis(100),
             probe: Duration::ZERO,
         };
-        let pool = pool();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(POLICY).build();
+        let pool = Arc::new(pool.unwrap());
         for mode in [Mode::Split, Mode::Sync] {
             let cell = run_cell(mode, 1, &plan, &pool).unwrap();
             assert_eq!(cell.load.lost, 0, "{mode:?}");

@@ -2,9 +2,11 @@
 //! `run(&Settings) -> io::Result<Vec<ScenarioReport>>` and list it in [`ALL`].
 
 use crate::busy::Load;
-use crate::harness::{Settings, Variant, measure_loaded};
-use crate::report::ScenarioReport;
+use crate::harness::{Settings, Variant, measure};
+use crate::report::{Row, ScenarioReport, rows};
+use crate::stats::{Summary, ratio};
 use std::io;
+use tokio::runtime::Runtime;
 
 pub mod cpu_async;
 mod echo;
@@ -26,57 +28,85 @@ pub struct Study {
     pub run: fn(&Settings) -> io::Result<Vec<ScenarioReport>>,
 }
 
+const fn study(name: &'static str, run: fn(&Settings) -> io::Result<Vec<ScenarioReport>>) -> Study {
+    Study { name, run }
+}
+
 /// Every study, in the order `all` runs them.
 pub const ALL: &[Study] = &[
-    Study {
-        name: "oneshot",
-        run: oneshot::run,
-    },
-    Study {
-        name: "hop",
-        run: hop::run,
-    },
-    Study {
-        name: "run",
-        run: run::run,
-    },
-    Study {
-        name: "no-runtime",
-        run: no_runtime::run,
-    },
-    Study {
-        name: "fan-out",
-        run: fan_out::run,
-    },
-    Study {
-        name: "io-vs-ingress",
-        run: io_vs_ingress::run,
-    },
-    Study {
-        name: "wrong-pool",
-        run: wrong_pool::run,
-    },
-    Study {
-        name: "overload",
-        run: overload::run,
-    },
-    Study {
-        name: "cpu-async",
-        run: cpu_async::run,
-    },
+    study("oneshot", oneshot::run),
+    study("hop", hop::run),
+    study("run", run::run),
+    study("no-runtime", no_runtime::run),
+    study("fan-out", fan_out::run),
+    study("io-vs-ingress", io_vs_ingress::run),
+    study("wrong-pool", wrong_pool::run),
+    study("overload", overload::run),
+    study("cpu-async", cpu_async::run),
 ];
 
-/// Measures `variants` (under `load`, if any) and frames the result as scenario `name`.
+/// Measures `variants` (each iteration `ops_per_iter` operations, under `load` if any) into
+/// the rows of `report`, whose frame, goals and notes the caller gives.
 pub fn measured(
-    name: &'static str,
-    varied: impl Into<String>,
-    fixed: impl Into<String>,
+    report: ScenarioReport,
     variants: &mut [Variant<'_>],
+    ops_per_iter: u64,
     settings: &Settings,
     load: Option<&Load>,
 ) -> ScenarioReport {
-    let m = measure_loaded(variants, settings, load);
-    ScenarioReport::measured(name, varied, fixed, &m)
+    let m = measure(variants, ops_per_iter, settings, load);
+    ScenarioReport {
+        rows: rows(report.name, &m),
+        ..report
+    }
+}
+
+/// A current-thread runtime with I/O and timers, as bridge builds them.
+pub fn current_thread() -> io::Result<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+thread_local! {
+    /// The raw per-thread way to run a future: a current-thread runtime built on first use
+    /// and kept by the calling thread.
+    pub static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
+}
+
+/// The published penalty of a shared multi-thread runtime against a current-thread runtime
+/// per thread (percent), which the run and no-runtime studies check.
+pub const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
+
+/// Where a penalty in percent lies against the published range.
+pub fn placement(percent: f64) -> &'static str {
+    let (low, high) = PUBLISHED_PENALTY;
+    match percent {
+        p if p.is_nan() => "not measured",
+        p if p <= 0.0 => "none (no slower than the runtime per thread)",
+        p if p < low => "below the published range",
+        p if p <= high => "within the published range",
+        _ => "above the published range",
+    }
+}
+
+/// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
+/// ratios (round k of both ran side by side), and the rounds where `a` was slower, of all.
+pub fn paired(a: &Row, b: &Row) -> (f64, f64, usize, usize) {
+    let per_round: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
+        .map(|(&x, &y)| ratio(x, y))
+        .collect();
+    let slower = per_round.iter().filter(|&&r| r > 1.0).count();
+    let median = Summary::of(&per_round).map_or(f64::NAN, |s| s.median);
+    (
+        ratio(a.ns.median, b.ns.median),
+        median,
+        slower,
+        per_round.len(),
+    )
 }
 
 /// The route a `run_blocking` call made here takes, as a note: the one place the studies

@@ -7,11 +7,10 @@
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
 use super::echo::{EchoServer, MESSAGE};
-use super::route_note;
-use crate::harness::warm_up_tokio;
-use crate::harness::{Batch, MISSING, Settings, Variant, measure, timed};
-use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find, rows};
-use crate::stats::{Summary, ratio};
+use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
+use crate::harness::{self, Batch, MISSING, Settings, Variant, timed};
+use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find};
+use crate::stats::ratio;
 use futures::future::join_all;
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -26,7 +25,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Handle, Runtime};
 
 /// `yield_now` calls per call in the yielding workload.
 const YIELDS: u32 = 4;
@@ -37,10 +36,6 @@ const RAYON_THREADS: usize = 2;
 /// Calls per caller thread and strategy in the untimed warm-up pass before each scenario,
 /// which also counts the polls of the call's future.
 const WARM_CALLS: u64 = 200;
-
-/// The published penalty of the shared one-worker runtime against a current-thread runtime
-/// (percent).
-const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
 
 // Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
 const PER_CALL: &str = "rt per call";
@@ -107,10 +102,6 @@ impl Strategy {
 }
 
 thread_local! {
-    /// The raw per-thread way: a current-thread runtime built on first use and kept by the
-    /// calling thread.
-    static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
-
     /// This thread's open connections to the echo server, per strategy: each is registered
     /// with the runtime that strategy drives it with, so it can only be reused by it.
     static CONNS: RefCell<[Vec<TcpStream>; Strategy::ALL.len()]> = RefCell::new(Default::default());
@@ -124,11 +115,6 @@ thread_local! {
 fn close_conns() {
     CONNS.with_borrow_mut(|all| all.iter_mut().for_each(Vec::clear));
     STD_CONNS.with_borrow_mut(Vec::clear);
-}
-
-/// A current-thread runtime with I/O and timers, as bridge builds them.
-fn current_thread() -> io::Result<Runtime> {
-    Builder::new_current_thread().enable_all().build()
 }
 
 /// What one call does.
@@ -197,13 +183,8 @@ struct Env {
 
 /// Runs the scenarios.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let shared = Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("shared1")
-        .enable_all()
-        .build()?;
-    warm_up_tokio(shared.handle());
-    warm_up_tokio(bridge::rt::IoRuntime::global().handle());
+    let shared = harness::runtime(1, "shared1")?;
+    harness::warm_up_tokio(bridge::rt::IoRuntime::global().handle());
     let server = EchoServer::start()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(RAYON_THREADS)
@@ -419,21 +400,6 @@ impl<F: Future> Future for Counted<F> {
     }
 }
 
-/// The ratio of `a`'s median to `b`'s, and the median of their per-round ratios (round k of
-/// both ran side by side).
-fn ratios(a: &Row, b: &Row) -> (f64, f64) {
-    let per_round: Vec<f64> = a
-        .samples
-        .iter()
-        .zip(&b.samples)
-        .map(|(&x, &y)| ratio(x, y))
-        .collect();
-    (
-        ratio(a.ns.median, b.ns.median),
-        Summary::of(&per_round).map_or(f64::NAN, |s| s.median),
-    )
-}
-
 fn percent(r: f64) -> f64 {
     (r - 1.0) * 100.0
 }
@@ -496,21 +462,16 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     // Before measuring: every caller thread opens its connections and builds its runtimes
     // for every strategy, so that no measured call pays for them.
     let polls = warm_up(caller, env, workload);
-    let m = measure(&mut variants, settings);
-    drop(variants);
-    let rows = rows(spec.name, &m);
     let route = match caller {
         Caller::Thread => route_note(),
         Caller::Rayon(pool) => pool.install(route_note),
     };
-    let mut notes = vec![route, against_shared(&rows)];
-    notes.extend(polls.as_ref().map(polls_note));
     let report = ScenarioReport {
         name: spec.name,
         varied: VARIED.to_owned(),
         measure: Measure {
             per: "/call",
-            ..Measure::NS_PER_OP
+            ..Measure::default()
         },
         fixed: format!(
             "the caller: {}; per call: {}. The echo server runs in this process on 127.0.0.1, \
@@ -527,10 +488,12 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
             std::thread::available_parallelism().map_or(0, usize::from),
         ),
         goals: vec![goal(workload)],
-        notes,
-        rows,
+        notes: vec![route],
         ..Default::default()
     };
+    let mut report = measured(report, &mut variants, 1, settings, None);
+    report.notes.push(against_shared(&report.rows));
+    report.notes.extend(polls.as_ref().map(polls_note));
     Done {
         spec,
         report,
@@ -544,17 +507,17 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
 /// other call is held to the published penalty.
 fn goal(workload: Workload) -> Goal {
     match workload {
-        Workload::Yield => Goal {
-            peer: PER_THREAD,
-            at_least: 0.5,
-            text: "a future that wakes itself: bridge::run_blocking within 2x rt per thread",
-        },
-        Workload::Ready | Workload::Tcp { .. } => Goal {
-            peer: PER_THREAD,
-            at_least: 1.0 / (1.0 + PUBLISHED_PENALTY.1 / 100.0),
-            text: "bridge::run_blocking within the published penalty: at most 1.17x rt per \
+        Workload::Yield => Goal::new(
+            PER_THREAD,
+            0.5,
+            "a future that wakes itself: bridge::run_blocking within 2x rt per thread",
+        ),
+        Workload::Ready | Workload::Tcp { .. } => Goal::new(
+            PER_THREAD,
+            1.0 / (1.0 + PUBLISHED_PENALTY.1 / 100.0),
+            "bridge::run_blocking within the published penalty: at most 1.17x rt per \
                    thread",
-        },
+        ),
     }
 }
 
@@ -568,7 +531,7 @@ fn against_shared(rows: &[Row]) -> String {
     };
     let mut first = true;
     for row in rows.iter().filter(|r| r.variant != SHARED) {
-        let (r, paired) = ratios(row, shared);
+        let (r, paired, ..) = paired(row, shared);
         let _ = write!(
             out,
             "{} {} {r:.2}x ({paired:.2}x)",
@@ -624,22 +587,6 @@ fn polls_note(polls: &Polls) -> String {
     )
 }
 
-/// Where a penalty in percent lies against the published range.
-fn placement(percent: f64) -> &'static str {
-    let (low, high) = PUBLISHED_PENALTY;
-    if percent.is_nan() {
-        "not measured"
-    } else if percent <= 0.0 {
-        "none (shared1 no slower)"
-    } else if percent < low {
-        "below the published range"
-    } else if percent <= high {
-        "within the published range"
-    } else {
-        "above the published range"
-    }
-}
-
 /// The shared one-worker runtime's penalty against a current-thread runtime, per scenario.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Penalty {
@@ -658,7 +605,7 @@ struct Penalty {
 fn penalty(rows: &[Row]) -> Option<Penalty> {
     let shared = find(rows, SHARED)?;
     let local = find(rows, PER_THREAD)?;
-    let (r, paired) = ratios(shared, local);
+    let (r, paired, ..) = paired(shared, local);
     let per_call = find(rows, PER_CALL).map_or(f64::NAN, |c| ratio(shared.ns.median, c.ns.median));
     let bridge = find(rows, BASELINE).map_or(f64::NAN, |b| ratio(b.ns.median, local.ns.median));
     Some(Penalty {
@@ -785,11 +732,7 @@ mod tests {
     #[test]
     fn every_strategy_runs_every_workload() {
         let server = EchoServer::start().unwrap();
-        let shared = Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let shared = harness::runtime(1, "shared1").unwrap();
         let env = Env {
             shared,
             addr: server.addr,
@@ -830,10 +773,8 @@ mod tests {
         assert_eq!(placement(17.0), "within the published range");
         let done_with = |spec: &'static Spec, shared: f64| Done {
             spec,
-            report: ScenarioReport::measured(
+            report: ScenarioReport::of(
                 spec.name,
-                "",
-                "",
                 &Measurement::of(1, [(PER_THREAD, vec![10_000.0]), (SHARED, vec![shared])]),
             ),
             polls: Some([2.0, 3.0, 4.0, 5.0, 6.0]),

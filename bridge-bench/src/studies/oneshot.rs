@@ -3,9 +3,9 @@
 //! cross-thread; the two hand-offs from rayon again on a busy machine.
 
 use super::measured;
-use crate::busy::{Load, busy_frame, park_at_once_note};
+use crate::busy::{Load, under_load};
 use crate::harness::{MISSING, Settings, Variant, timed, timed_on, warm_up_rayon};
-use crate::report::{Goal, ScenarioReport, busy_goals};
+use crate::report::{Goal, ScenarioReport};
 use std::hint::black_box;
 use std::io;
 use tokio::runtime::{Builder, Runtime};
@@ -110,23 +110,22 @@ fn same_thread(settings: &Settings) -> ScenarioReport {
         local!("oneshot", oneshot::channel, rx => rx.try_recv().ok()),
         local!("crossbeam", || crossbeam_channel::bounded(1), rx => rx.try_recv().ok()),
     ];
-    ScenarioReport {
-        goals: vec![Goal {
-            peer: "oneshot",
-            at_least: 1.0,
-            text: "bridge no slower than the oneshot crate",
-        }],
-        ..measured(
-            "same-thread",
-            "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2, \
-             crossbeam-channel bounded(1)).",
-            "one thread; per operation: create a channel of u64, send, take the value with \
-             try_recv, drop both halves; inputs and results pass through black_box.",
-            &mut variants,
-            settings,
-            None,
-        )
-    }
+    let report = ScenarioReport {
+        name: "same-thread",
+        varied: "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2, \
+                 crossbeam-channel bounded(1))."
+            .to_owned(),
+        fixed: "one thread; per operation: create a channel of u64, send, take the value with \
+                try_recv, drop both halves; inputs and results pass through black_box."
+            .to_owned(),
+        goals: vec![Goal::new(
+            "oneshot",
+            1.0,
+            "bridge no slower than the oneshot crate",
+        )],
+        ..Default::default()
+    };
+    measured(report, &mut variants, 1, settings, None)
 }
 
 /// Spawns `f` as a task of the current runtime.
@@ -141,16 +140,16 @@ fn await_current_thread(settings: &Settings, rt: &Runtime) -> ScenarioReport {
         hop!(rt, on_task, "futures", futures::channel::oneshot::channel),
         hop!(rt, on_task, "oneshot", oneshot::channel),
     ];
-    measured(
-        "await-current-thread",
-        ASYNC_CHANNELS,
-        "one tokio current-thread runtime, all work on one thread; per operation: create a \
-         channel of u64, tokio::spawn a task that sends, await the receiver (pending first, so \
-         it registers a waker that the sending task wakes).",
-        &mut variants,
-        settings,
-        None,
-    )
+    let report = ScenarioReport {
+        name: "await-current-thread",
+        varied: ASYNC_CHANNELS.to_owned(),
+        fixed: "one tokio current-thread runtime, all work on one thread; per operation: create \
+                a channel of u64, tokio::spawn a task that sends, await the receiver (pending \
+                first, so it registers a waker that the sending task wakes)."
+            .to_owned(),
+        ..Default::default()
+    };
+    measured(report, &mut variants, 1, settings, None)
 }
 
 fn rayon_to_async(settings: &Settings, rt: &Runtime, load: Option<&Load>) -> ScenarioReport {
@@ -165,32 +164,22 @@ fn rayon_to_async(settings: &Settings, rt: &Runtime, load: Option<&Load>) -> Sce
         ),
         hop!(rt, rayon::spawn, "oneshot", oneshot::channel),
     ];
-    let (name, fixed) = busy_frame(
-        "rayon-to-async",
-        "rayon-to-async-busy",
-        format!(
+    let report = ScenarioReport {
+        name: "rayon-to-async",
+        varied: ASYNC_CHANNELS.to_owned(),
+        fixed: format!(
             "a tokio current-thread runtime (the awaiting task is the block_on future on the \
              main thread: the wake from rayon unparks that thread directly) and rayon's global \
              pool of {} threads, warmed up first; per operation: create a channel of u64, \
              rayon::spawn a job that sends, await the receiver.",
             rayon::current_num_threads()
         ),
-        load,
-    );
-    ScenarioReport {
-        load_goals: load.map_or_else(Vec::new, |_| busy_goals(ASYNC_PARK_AT_ONCE)),
-        notes: load
-            .map(|_| {
-                park_at_once_note(
-                    ASYNC_PARK_AT_ONCE,
-                    "each receiver returns Pending at its first poll and the current-thread \
-                     runtime then parks the main thread on its driver, with no spin.",
-                )
-            })
-            .into_iter()
-            .collect(),
-        ..measured(name, ASYNC_CHANNELS, fixed, &mut variants, settings, load)
-    }
+        ..Default::default()
+    };
+    let why = "each receiver returns Pending at its first poll and the current-thread runtime \
+               then parks the main thread on its driver, with no spin.";
+    let report = under_load(report, "rayon-to-async-busy", load, ASYNC_PARK_AT_ONCE, why);
+    measured(report, &mut variants, 1, settings, load)
 }
 
 fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport {
@@ -203,17 +192,6 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
         hop!("std-mpsc", std::sync::mpsc::channel, rx => rx.recv()),
         Variant::new(FLOOR, |n| timed(n, park_unpark_hop)),
     ];
-    let (name, fixed) = busy_frame(
-        "rayon-to-blocking",
-        "rayon-to-blocking-busy",
-        format!(
-            "no async runtime; rayon's global pool of {} threads, warmed up first; per \
-             operation: create a channel of u64, rayon::spawn a job that sends, block the main \
-             thread on the receiver.",
-            rayon::current_num_threads()
-        ),
-        load,
-    );
     let floor = "bridge no slower than a bare park/unpark hop (this machine's wake-up floor, \
                  measured in the same run; it replaces \"5x faster than tokio's \
                  blocking_recv\", whose ratio is the machine's wake-up cost)";
@@ -224,40 +202,30 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
         ),
         (FLOOR, floor),
     ];
-    ScenarioReport {
+    let report = ScenarioReport {
+        name: "rayon-to-blocking",
+        varied: "the channel and its blocking receive: bridge recv_blocking, tokio \
+                 blocking_recv, futures via futures::executor::block_on, the oneshot crate's \
+                 recv, crossbeam bounded(1) recv, std::sync::mpsc recv (std-mpsc); and the \
+                 floor of any receive that parks (park/unpark floor: the job stores the value \
+                 in a shared atomic and unparks the main thread, which parks until it sees it)."
+            .to_owned(),
+        fixed: format!(
+            "no async runtime; rayon's global pool of {} threads, warmed up first; per \
+             operation: create a channel of u64, rayon::spawn a job that sends, block the main \
+             thread on the receiver.",
+            rayon::current_num_threads()
+        ),
         goals: goals
-            .into_iter()
-            .filter(|_| load.is_none())
-            .map(|(peer, text)| Goal {
-                peer,
-                at_least: 1.0,
-                text,
-            })
-            .collect(),
-        load_goals: load.map_or_else(Vec::new, |_| busy_goals(BLOCKING_PARK_AT_ONCE)),
-        notes: load
-            .map(|_| {
-                park_at_once_note(
-                    BLOCKING_PARK_AT_ONCE,
-                    "tokio's blocking_recv and futures' block_on park the thread after one \
-                     poll, the oneshot crate's and std's mpsc recv as soon as their waker or \
-                     thread is registered, the park/unpark floor at once. crossbeam's recv \
-                     spins and yields before it parks, as bridge's recv_blocking spins first.",
-                )
-            })
-            .into_iter()
-            .collect(),
-        ..measured(
-            name,
-            "the channel and its blocking receive: bridge recv_blocking, tokio blocking_recv, \
-             futures via futures::executor::block_on, the oneshot crate's recv, crossbeam \
-             bounded(1) recv, std::sync::mpsc recv (std-mpsc); and the floor of any receive \
-             that parks (park/unpark floor: the job stores the value in a shared atomic and \
-             unparks the main thread, which parks until it sees it).",
-            fixed,
-            &mut variants,
-            settings,
-            load,
-        )
-    }
+            .map(|(peer, text)| Goal::new(peer, 1.0, text))
+            .to_vec(),
+        ..Default::default()
+    };
+    let why = "tokio's blocking_recv and futures' block_on park the thread after one poll, the \
+               oneshot crate's and std's mpsc recv as soon as their waker or thread is \
+               registered, the park/unpark floor at once. crossbeam's recv spins and yields \
+               before it parks, as bridge's recv_blocking spins first.";
+    let busy = "rayon-to-blocking-busy";
+    let report = under_load(report, busy, load, BLOCKING_PARK_AT_ONCE, why);
+    measured(report, &mut variants, 1, settings, load)
 }

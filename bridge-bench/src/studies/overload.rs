@@ -1,36 +1,28 @@
 //! The overload study: an async service offered more CPU work than the machine can do.
 //!
-//! A tokio multi-thread runtime with [`WORKERS`] workers serves requests that each carry an
-//! [`BODY`]-byte body, run one CPU step over it (hashing it, calibrated at start to about
-//! [`STEP_TARGET`]) and then make one loopback read that a backend answers [`DELAY`] later.
-//! The machine's capacity is known from the calibration: the CPU threads that can run steps
-//! at once (the CPUs, rayon's threads and the runtime's workers, whichever is fewest) over
-//! the step's time. Requests arrive at a fixed rate from 0.5x to 2x that capacity, open
-//! loop: a generator thread outside the runtime spawns each request as its own task when it
-//! is due, whatever became of the earlier ones, and every latency is measured from the
-//! request's scheduled arrival, so a generator that fell behind cannot hide queueing
-//! (coordinated omission). Alongside, I/O-only probe requests (the read alone) arrive at
-//! [`PROBE_RATE`] per second on the same runtime: their latency shows whether the runtime's
-//! workers stay responsive under the CPU load.
+//! A tokio runtime with [`WORKERS`] workers serves requests that each carry a [`BODY`]-byte
+//! body, run one CPU step over it (a hash, calibrated to about [`STEP_TARGET`]) and then make
+//! one loopback read that a backend answers [`DELAY`] later. Capacity is the CPU threads that
+//! can run steps at once (the fewest of the CPUs, rayon's threads and the runtime's workers)
+//! over the step's time. Requests arrive at 0.5x to 2x that capacity, open loop: a generator
+//! thread spawns each request as its own task when it is due, and every latency counts from
+//! the scheduled arrival, so a generator that fell behind cannot hide queueing (coordinated
+//! omission). I/O-only probes (the read alone) arrive at [`PROBE_RATE`] per second beside
+//! them: their latency shows whether the runtime's workers stay responsive.
 //!
-//! Where the CPU step runs is what we vary: inline on the tokio worker, on tokio's blocking
-//! pool (`spawn_blocking`), on rayon through `bridge::spawn` without a bound, and through a
-//! `bridge::cpu::Limit` that either waits for room (`limit.spawn(f).await`: the task waits
-//! in line) or sheds (`try_spawn`, answering "busy" at once when full).
-//!
-//! Every cell's process builds rayon's global pool before anything uses it, as the guide
-//! advises for a service's CPU pool: with a start handler that lowers each pool thread to
-//! nice [`POOL_NICE`] (`bridge::cpu::lower_thread_priority`), so that a tokio worker that
-//! wakes gets a CPU before the pool's threads. One contrast variant, `bridge::spawn` on a
-//! pool built without the handler (nice 0, the default), shows what the priority changes.
+//! What we vary is where the CPU step runs: inline on the tokio worker, `spawn_blocking`,
+//! `bridge::spawn` without a bound, and through a `bridge::cpu::Limit` that waits for room
+//! (`limit.spawn(f).await`) or sheds (`try_spawn`, answering "busy" when full). Every cell's
+//! process builds rayon's global pool as the guide advises for a service: a start handler
+//! lowers each pool thread to nice [`POOL_NICE`], so a tokio worker that wakes gets a CPU
+//! first; one contrast variant keeps the pool at nice 0.
 //!
 //! Each (variant, load) cell runs in a fresh copy of this binary ([`in_child`]), so that its
-//! peak memory (`VmHWM` of /proc/self/status) is its own, and no thread, queue or kept heap
-//! of one cell is left for the next.
+//! peak memory (`VmHWM`) is its own and nothing of one cell is left for the next.
 
 use crate::busy::kernel;
-use crate::harness::{self, warm_up_tokio};
-use crate::harness::{Measurement, Settings, child_reply, child_spec, in_child, warm_up_rayon};
+use crate::harness::{self, Measurement, Settings, warm_up_rayon};
+use crate::harness::{child_reply, child_spec, in_child};
 use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
 use crate::progress;
 use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
@@ -45,58 +37,42 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::runtime::{Builder, Runtime};
 
 /// The study's name, on the command line and for its child processes.
 const STUDY: &str = "overload";
-
 /// Workers of the service's tokio runtime.
 const WORKERS: usize = 2;
-
 /// The backend's answer time: it replies this long after it received a request.
 const DELAY: Duration = Duration::from_millis(2);
-
 /// The CPU time one step is calibrated to on an idle thread.
 const STEP_TARGET: Duration = Duration::from_millis(1);
-
-/// Bytes of a request's body: allocated (and written) when the request arrives, hashed by
-/// its CPU step and freed after it, so every request waiting for its step holds one.
+/// Bytes of a request's body: written when the request arrives, hashed by its CPU step and
+/// freed after it, so every request waiting for its step holds one.
 const BODY: usize = 8 * 1024;
-
 /// I/O-only probe requests per second, whatever the load.
 const PROBE_RATE: f64 = 200.0;
-
 /// The nice value of rayon's pool threads in every cell but the contrast variant's.
 const POOL_NICE: u8 = 10;
-
 /// The bound of the limited variants per rayon thread: `Limit::new(4 x threads)`.
 const BOUND_PER_THREAD: usize = 4;
-
-/// How long after the arrival window closes the requests still in flight may finish before
-/// the latencies are read; one still unfinished counts with its latency so far.
+/// How long after the arrival window the requests in flight may finish before the latencies
+/// are read; one still unfinished counts with its latency so far.
 const GRACE: Duration = Duration::from_millis(100);
-
 /// The longest a cell waits for its requests to drain once they are told to stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Connections to the backend opened (and used once) before a cell starts; more are opened
 /// when a read finds none idle.
 const WARM_CONNECTIONS: usize = 32;
-
-/// The most the bounded variants' I/O-only p99 at 2x may exceed their own at 0.5x (goal).
+/// Goals: the most the bounded variants' I/O-only p99 at 2x may exceed their own at 0.5x;
+/// the most the unbounded `bridge::spawn`'s throughput may exceed theirs at 0.5x-0.9x; how
+/// much an unbounded queue at the end of the window must exceed the one at its middle to
+/// count as growing with the run's length (one that grows linearly from empty doubles).
 const IO_SLACK: f64 = 1.5;
-
-/// The most the unbounded `bridge::spawn`'s throughput may exceed the bounded variants' at
-/// 0.5x-0.9x (goal).
 const THROUGHPUT_SLACK: f64 = 1.05;
-
-/// How much an unbounded variant's queue at the end of the window must exceed the one at its
-/// middle to count as growing with the run's length (goal); a queue that grows linearly
-/// from empty doubles.
 const GROWTH: f64 = 1.5;
 
 /// The offered loads of the full run, as multiples of capacity, with the name of the
-/// scenario that charts each one's I/O-only p99.
+/// scenario that charts each one's I/O-only p99; the quick run takes those the goals need.
 const LOADS: [(f64, &str); 5] = [
     (0.5, "io-p99-at-0.5x"),
     (0.9, "io-p99-at-0.9x"),
@@ -104,8 +80,6 @@ const LOADS: [(f64, &str); 5] = [
     (1.5, "io-p99-at-1.5x"),
     (2.0, "io-p99-at-2x"),
 ];
-
-/// The loads of the quick run: those the goals need.
 const QUICK_LOADS: [f64; 3] = [0.5, 0.9, 2.0];
 
 /// Where a request's CPU step runs.
@@ -113,16 +87,14 @@ const QUICK_LOADS: [f64; 3] = [0.5, 0.9, 2.0];
 enum Variant {
     /// On the tokio worker that polls the request.
     Inline,
-    /// On tokio's blocking pool, `spawn_blocking`.
     SpawnBlocking,
-    /// On rayon's global pool, `bridge::spawn`, no bound.
+    /// `bridge::spawn`, no bound.
     Bridge,
-    /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0):
-    /// the contrast to the pool at [`POOL_NICE`] that every other variant runs on.
+    /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0).
     BridgeNice0,
-    /// Through a `bridge::cpu::Limit`: `limit.spawn(f).await`, whose task waits for room.
+    /// `limit.spawn(f).await` of a `bridge::cpu::Limit`, whose task waits for room.
     Wait,
-    /// Through a `bridge::cpu::Limit`: `try_spawn`, answering "busy" at once when full.
+    /// `try_spawn` of a `bridge::cpu::Limit`, answering "busy" at once when full.
     Shed,
 }
 
@@ -137,7 +109,6 @@ const VARIANTS: [Variant; 6] = [
 ];
 
 impl Variant {
-    /// The variant's name in the tables.
     fn name(self) -> &'static str {
         match self {
             Self::Inline => "inline",
@@ -149,55 +120,24 @@ impl Variant {
         }
     }
 
-    /// Whether it goes through a `bridge::cpu::Limit`.
     fn bounded(self) -> bool {
         matches!(self, Self::Wait | Self::Shed)
     }
 
-    /// The nice value its cell's process asks for rayon's pool threads: `None` leaves them at
-    /// the default priority.
+    /// The nice value its cell's process asks for rayon's pool threads (`None`: the default).
     fn pool_nice(self) -> Option<u8> {
         (self != Self::BridgeNice0).then_some(POOL_NICE)
     }
 }
 
-/// How long and which loads: the full run and the quick one.
-#[derive(Debug, Clone, PartialEq)]
-struct Plan {
-    /// The offered loads, as multiples of capacity.
-    loads: Vec<f64>,
-    /// The arrival window of every cell.
-    window: Duration,
-}
-
-impl Plan {
-    /// The quick plan for the quick settings (few rounds), the full plan otherwise.
-    fn of(settings: &Settings) -> Self {
-        if settings.rounds <= Settings::quick().rounds {
-            Self {
-                loads: QUICK_LOADS.to_vec(),
-                window: Duration::from_millis(600),
-            }
-        } else {
-            Self {
-                loads: LOADS.iter().map(|&(load, _)| load).collect(),
-                window: Duration::from_secs(4),
-            }
-        }
-    }
-}
-
-/// What a cell runs, handed to its child process.
+/// What a cell runs, handed to its child process: full requests per second, the arrival
+/// window, the passes of [`kernel`] in one CPU step and the limit of the bounded variants.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 struct Spec {
     variant: Variant,
-    /// Full requests per second.
     rate: f64,
-    /// The arrival window.
     window_ms: u64,
-    /// Passes of [`kernel`] over the body in one CPU step.
     passes: u32,
-    /// The limit of the bounded variants.
     bound: usize,
 }
 
@@ -207,24 +147,21 @@ impl Spec {
     }
 }
 
-/// What one cell measured; its child hands it back to the parent.
+/// What one cell measured; its child hands it back to the parent. Latencies are in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 struct Outcome {
-    /// Full requests that arrived (all of them in the window).
+    /// Full requests that arrived (all of them in the window), served (CPU step and read
+    /// done) within the window, and answered "busy" (shed variant).
     arrived: f64,
-    /// Full requests served (CPU step and read done) within the window.
     served_in_window: f64,
-    /// Full requests answered "busy" (shed variant), of those that arrived.
     shed: f64,
     /// Requests (full or probe) whose read or step failed.
     errors: f64,
-    /// Latency percentiles of the served full requests, ns; those unfinished at the cutoff
-    /// count with their latency so far.
+    /// Latency percentiles of the served full requests and of the I/O-only probes; those
+    /// unfinished at the cutoff (counted apart) count with their latency so far.
     full_p50: f64,
     full_p99: f64,
-    /// Full requests (not shed) still unfinished at the cutoff.
     full_unfinished: f64,
-    /// Latency percentiles of the I/O-only probes, ns, likewise.
     io_p50: f64,
     io_p99: f64,
     io_unfinished: f64,
@@ -240,22 +177,20 @@ struct Outcome {
     hwm_kib: f64,
     /// The process's OS threads when the window closed.
     threads_end: f64,
-    /// The most the generator spawned a request after it was due, ns.
+    /// The most the generator spawned a request after it was due.
     generator_lag: f64,
     /// The share of all CPUs' time during the window used by this process and by everything
-    /// else (other processes, the kernel's own work), in percent; NaN if not read.
+    /// else, in percent; NaN if not read.
     cpu_this: f64,
     cpu_others: f64,
-    /// How long after the middle and the end of the window the generator read the queue,
-    /// ns: a generator starved of CPU reads it late, when more steps have finished.
+    /// How long after the middle and the end of the window the generator read the queue: a
+    /// generator starved of CPU reads it late, when more steps have finished.
     half_late: f64,
     end_late: f64,
-    /// The lowest and the highest nice value of rayon's pool threads, each read on its
-    /// thread once the pool had started; NaN if not read.
+    /// The lowest and highest nice value of rayon's pool threads, each read on its thread;
+    /// NaN if not read; and the threads on which lowering the priority failed.
     pool_nice_lo: f64,
     pool_nice_hi: f64,
-    /// Pool threads on which lowering the priority failed (always 0 for a pool left at the
-    /// default priority, which does not ask).
     pool_refused: f64,
 }
 
@@ -298,8 +233,11 @@ fn pool_builder(nice: Option<u8>, refused: &Arc<AtomicU64>) -> rayon::ThreadPool
 /// The lowest and the highest of the pool threads' nice values; NaN for both if any of them
 /// could not be read.
 fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
-    let read: Option<Vec<f64>> = nices.iter().map(|n| n.map(f64::from)).collect();
-    match read {
+    match nices
+        .iter()
+        .map(|n| n.map(f64::from))
+        .collect::<Option<Vec<_>>>()
+    {
         Some(read) if !read.is_empty() => (
             read.iter().copied().fold(f64::INFINITY, f64::min),
             read.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -309,15 +247,12 @@ fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
 }
 
 /// Builds rayon's global pool for a cell of `variant` ([`pool_builder`]) and starts its
-/// threads; returns the lowest and highest nice value they run at, each read on its thread,
-/// and the threads on which lowering the priority failed.
+/// threads; returns the nice range they run at and the threads that refused to lower it.
 fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
     let refused = Arc::new(AtomicU64::new(0));
-    pool_builder(variant.pool_nice(), &refused)
-        .build_global()
-        .map_err(io::Error::other)?;
-    // A thread runs its start handler before any job, so after a broadcast every handler has
-    // run.
+    let builder = pool_builder(variant.pool_nice(), &refused);
+    builder.build_global().map_err(io::Error::other)?;
+    // A thread runs its start handler before any job, so after a broadcast all have run.
     warm_up_rayon();
     let (lo, hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
     Ok((lo, hi, refused.load(Relaxed) as f64))
@@ -337,22 +272,19 @@ impl Backend {
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let accept = thread::Builder::new()
             .name("backend-accept".to_owned())
-            .spawn({
-                let stop = Arc::clone(&stop);
-                move || {
-                    for stream in listener.incoming() {
-                        if stop.load(Relaxed) {
-                            return;
-                        }
-                        let Ok(stream) = stream else { continue };
-                        // A connection whose thread cannot start is dropped: its reads fail
-                        // and are counted as errors.
-                        let _ = thread::Builder::new()
-                            .name("backend".to_owned())
-                            .stack_size(64 * 1024)
-                            .spawn(move || serve(stream));
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if stopped.load(Relaxed) {
+                        return;
+                    }
+                    // A connection whose thread cannot start is dropped: its reads fail and
+                    // are counted as errors.
+                    if let Ok(stream) = stream {
+                        let serving = thread::Builder::new().name("backend".to_owned());
+                        let _ = serving.stack_size(64 * 1024).spawn(move || serve(stream));
                     }
                 }
             })?;
@@ -366,14 +298,13 @@ impl Backend {
 
 /// Answers requests on one connection until the client closes it.
 fn serve(mut stream: std::net::TcpStream) {
-    if stream.set_nodelay(true).is_err() {
-        return;
-    }
     let mut request = [0u8; 8];
-    while stream.read_exact(&mut request).is_ok() {
-        thread::sleep(DELAY);
-        if stream.write_all(&request).is_err() {
-            return;
+    if stream.set_nodelay(true).is_ok() {
+        while stream.read_exact(&mut request).is_ok() {
+            thread::sleep(DELAY);
+            if stream.write_all(&request).is_err() {
+                return;
+            }
         }
     }
 }
@@ -396,20 +327,23 @@ struct Connections {
 }
 
 impl Connections {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<tokio::net::TcpStream>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new connection to the backend.
+    async fn connect(addr: SocketAddr) -> io::Result<tokio::net::TcpStream> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
     /// One loopback read: write the request's id, read it back [`DELAY`] later.
     async fn read(&self, id: u64) -> io::Result<()> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+        let idle = self.idle().pop();
         let mut stream = match idle {
             Some(stream) => stream,
-            None => {
-                let stream = tokio::net::TcpStream::connect(self.addr).await?;
-                stream.set_nodelay(true)?;
-                stream
-            }
+            None => Self::connect(self.addr).await?,
         };
         stream.write_all(&id.to_le_bytes()).await?;
         let mut reply = [0u8; 8];
@@ -417,17 +351,13 @@ impl Connections {
         if u64::from_le_bytes(reply) != id {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "wrong reply"));
         }
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(stream);
+        self.idle().push(stream);
         Ok(())
     }
 }
 
-/// A latency slot not yet filled.
+/// A latency slot not yet filled, and the slot of a request answered "busy".
 const PENDING: u64 = 0;
-/// The slot of a request answered "busy".
 const SHED: u64 = u64::MAX;
 
 /// What the requests of one cell share.
@@ -439,17 +369,16 @@ struct Service {
     /// Set after the cutoff: what is still queued skips its step and read, so the cell
     /// drains at once.
     stop: AtomicBool,
-    /// Full requests spawned so far.
+    /// Full requests spawned, shed, and whose CPU step finished, so far.
     arrived: AtomicU64,
     shed: AtomicU64,
-    /// CPU steps finished.
     steps_done: AtomicU64,
     errors: AtomicU64,
     /// Request tasks spawned and not yet ended.
     outstanding: AtomicU64,
-    /// Each full request's latency in ns (at least 1), [`PENDING`] or [`SHED`].
+    /// Each full request's and each probe's latency in ns (at least 1), [`PENDING`] or
+    /// [`SHED`].
     full: Vec<AtomicU64>,
-    /// Each probe's latency in ns (at least 1), or [`PENDING`].
     probes: Vec<AtomicU64>,
 }
 
@@ -480,10 +409,17 @@ impl Service {
         hash
     }
 
-    /// Records a latency into `slot`.
-    fn record(slot: &AtomicU64, at: Instant) {
-        let ns = at.elapsed().as_nanos().min(u128::from(SHED - 1)) as u64;
-        slot.store(ns.max(1), Relaxed);
+    /// Ends a request with its read: its latency into `slot`, or an error.
+    async fn read(&self, id: u64, slot: &AtomicU64, at: Instant) {
+        match self.backend.read(id).await {
+            Ok(()) => {
+                let ns = at.elapsed().as_nanos().min(u128::from(SHED - 1)) as u64;
+                slot.store(ns.max(1), Relaxed);
+            }
+            Err(_) => {
+                self.errors.fetch_add(1, Relaxed);
+            }
+        }
     }
 }
 
@@ -491,109 +427,102 @@ impl Service {
 async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u8>) {
     let _ends = Ends(Arc::clone(&service));
     let s = Arc::clone(&service);
-    let hash = match service.variant {
-        Variant::Inline => service.run_step(body),
-        Variant::SpawnBlocking => {
-            match tokio::task::spawn_blocking(move || s.run_step(body)).await {
-                Ok(hash) => hash,
-                Err(_) => {
-                    service.errors.fetch_add(1, Relaxed);
-                    return;
-                }
-            }
-        }
-        Variant::Bridge | Variant::BridgeNice0 => bridge::spawn(move || s.run_step(body)).await,
-        Variant::Wait | Variant::Shed => {
-            let Some(limit) = &service.limit else {
+    let work = move || s.run_step(body);
+    let hash = match (service.variant, &service.limit) {
+        (Variant::Inline, _) => work(),
+        (Variant::SpawnBlocking, _) => match tokio::task::spawn_blocking(work).await {
+            Ok(hash) => hash,
+            Err(_) => {
                 service.errors.fetch_add(1, Relaxed);
                 return;
-            };
-            if service.variant == Variant::Wait {
-                limit.spawn(move || s.run_step(body)).await
-            } else {
-                match limit.try_spawn(move || s.run_step(body)) {
-                    Ok(task) => task.await,
-                    Err(refused) => {
-                        drop(refused);
-                        service.shed.fetch_add(1, Relaxed);
-                        service.full[id].store(SHED, Relaxed);
-                        return;
-                    }
-                }
             }
+        },
+        (Variant::Bridge | Variant::BridgeNice0, _) => bridge::spawn(work).await,
+        (Variant::Wait, Some(limit)) => limit.spawn(work).await,
+        (Variant::Shed, Some(limit)) => match limit.try_spawn(work) {
+            Ok(task) => task.await,
+            Err(_) => {
+                service.shed.fetch_add(1, Relaxed);
+                service.full[id].store(SHED, Relaxed);
+                return;
+            }
+        },
+        (Variant::Wait | Variant::Shed, None) => {
+            service.errors.fetch_add(1, Relaxed);
+            return;
         }
     };
     black_box(hash);
-    if service.stop.load(Relaxed) {
-        return;
-    }
-    match service.backend.read(id as u64).await {
-        Ok(()) => Service::record(&service.full[id], at),
-        Err(_) => {
-            service.errors.fetch_add(1, Relaxed);
-        }
+    if !service.stop.load(Relaxed) {
+        service.read(id as u64, &service.full[id], at).await;
     }
 }
 
 /// An I/O-only probe: the read alone.
 async fn probe(service: Arc<Service>, id: usize, at: Instant) {
     let _ends = Ends(Arc::clone(&service));
-    match service.backend.read(1 << 40 | id as u64).await {
-        Ok(()) => Service::record(&service.probes[id], at),
-        Err(_) => {
-            service.errors.fetch_add(1, Relaxed);
-        }
-    }
+    service
+        .read(1 << 40 | id as u64, &service.probes[id], at)
+        .await;
 }
 
-/// The service's runtime: [`WORKERS`] workers, every worker started, its blocking pool
-/// holding one thread.
-fn service_runtime() -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(WORKERS)
-        .thread_name("service")
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    Ok(rt)
+/// The latencies of `slots` (request `k` due at `due(k)`) at the cutoff: what has not
+/// finished counts with its latency so far (and in the returned count); shed requests do not
+/// count. Sorted.
+fn latencies(
+    slots: &[AtomicU64],
+    due: impl Fn(usize) -> Instant,
+    cutoff: Instant,
+) -> (Vec<f64>, f64) {
+    let mut unfinished = 0.0;
+    let mut out: Vec<f64> = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(k, slot)| match slot.load(Relaxed) {
+            SHED => None,
+            PENDING => {
+                unfinished += 1.0;
+                Some((cutoff - due(k)).as_nanos() as f64)
+            }
+            ns => Some(ns as f64),
+        })
+        .collect();
+    out.sort_by(f64::total_cmp);
+    (out, unfinished)
 }
 
 /// Runs one cell in this process: a backend, a service runtime, the open-loop generator on
 /// this thread, then the cutoff and a drain.
 fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let backend = Backend::start()?;
-    let rt = service_runtime()?;
+    let rt = harness::runtime(WORKERS, "service")?;
     let window = spec.window().as_secs_f64();
     let n_full = (spec.rate * window).floor() as usize;
     let n_probes = (PROBE_RATE * window).floor() as usize;
-    let connections = rt.block_on(async {
+    let idle = rt.block_on(async {
         let mut idle = Vec::with_capacity(WARM_CONNECTIONS);
         for _ in 0..WARM_CONNECTIONS {
-            let stream = tokio::net::TcpStream::connect(backend.addr).await?;
-            stream.set_nodelay(true)?;
-            idle.push(stream);
+            idle.push(Connections::connect(backend.addr).await?);
         }
-        io::Result::Ok(Connections {
-            addr: backend.addr,
-            idle: Mutex::new(idle),
-        })
+        io::Result::Ok(idle)
     })?;
+    let slots = |n| (0..n).map(|_| AtomicU64::new(PENDING)).collect();
     let service = Arc::new(Service {
         variant: spec.variant,
         passes: spec.passes,
-        limit: spec
-            .variant
-            .bounded()
-            .then(|| bridge::cpu::Limit::new(spec.bound)),
-        backend: connections,
+        limit: (spec.variant.bounded()).then(|| bridge::cpu::Limit::new(spec.bound)),
+        backend: Connections {
+            addr: backend.addr,
+            idle: Mutex::new(idle),
+        },
         stop: AtomicBool::new(false),
         arrived: AtomicU64::new(0),
         shed: AtomicU64::new(0),
         steps_done: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         outstanding: AtomicU64::new(0),
-        full: (0..n_full).map(|_| AtomicU64::new(PENDING)).collect(),
-        probes: (0..n_probes).map(|_| AtomicU64::new(PENDING)).collect(),
+        full: slots(n_full),
+        probes: slots(n_probes),
     });
     // Every warm connection makes one read, so the backend's threads are running.
     rt.block_on(async {
@@ -610,23 +539,20 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     })?;
 
     let handle = rt.handle().clone();
-    let full_at = |k: usize| Duration::from_secs_f64(k as f64 / spec.rate);
-    let probe_at = |k: usize| Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
-    let rss_start_kib = self_status("VmRSS");
-    let t0 = Instant::now() + Duration::from_millis(5);
-    let half = t0 + spec.window() / 2;
-    let end = t0 + spec.window();
-    let (mut next_full, mut next_probe) = (0usize, 0usize);
     let mut out = Outcome {
-        rss_start_kib,
+        rss_start_kib: self_status("VmRSS"),
         ..Outcome::default()
     };
-    let mut half_seen = false;
+    let t0 = Instant::now() + Duration::from_millis(5);
+    let full_at = |k: usize| t0 + Duration::from_secs_f64(k as f64 / spec.rate);
+    let probe_at = |k: usize| t0 + Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
+    let (half, end) = (t0 + spec.window() / 2, t0 + spec.window());
+    let (mut next_full, mut next_probe, mut half_seen) = (0, 0, false);
     let cpu_start = CpuTicks::now();
     loop {
         let now = Instant::now();
-        while next_full < n_full && t0 + full_at(next_full) <= now {
-            let at = t0 + full_at(next_full);
+        while next_full < n_full && full_at(next_full) <= now {
+            let at = full_at(next_full);
             out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
             // The body arrives with the request: written here, on the generator's thread.
             let body = vec![next_full as u8 | 1; BODY];
@@ -635,8 +561,8 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             handle.spawn(full_request(Arc::clone(&service), next_full, at, body));
             next_full += 1;
         }
-        while next_probe < n_probes && t0 + probe_at(next_probe) <= now {
-            let at = t0 + probe_at(next_probe);
+        while next_probe < n_probes && probe_at(next_probe) <= now {
+            let at = probe_at(next_probe);
             out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
             service.outstanding.fetch_add(1, Relaxed);
             handle.spawn(probe(Arc::clone(&service), next_probe, at));
@@ -649,24 +575,19 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             out.limit_max = out.limit_max.max(limit.in_flight() as f64);
         }
         if !half_seen && now >= half {
-            out.queued_half = queued;
-            out.half_late = (sampled - half).as_nanos() as f64;
+            (out.queued_half, out.half_late) = (queued, (sampled - half).as_nanos() as f64);
             half_seen = true;
         }
         if now >= end {
-            out.queued_end = queued;
-            out.end_late = (sampled - end).as_nanos() as f64;
+            (out.queued_end, out.end_late) = (queued, (sampled - end).as_nanos() as f64);
             break;
         }
-        let mut due = end;
+        let mut due = if half_seen { end } else { half };
         if next_full < n_full {
-            due = due.min(t0 + full_at(next_full));
+            due = due.min(full_at(next_full));
         }
         if next_probe < n_probes {
-            due = due.min(t0 + probe_at(next_probe));
-        }
-        if !half_seen {
-            due = due.min(half);
+            due = due.min(probe_at(next_probe));
         }
         thread::sleep(due.saturating_duration_since(Instant::now()));
     }
@@ -681,42 +602,22 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     // The cutoff: what has not finished counts with its latency so far.
     let cutoff = Instant::now();
     out.hwm_kib = self_status("VmHWM");
-    let so_far = |at: Instant| (cutoff - at).as_nanos() as f64;
-    let mut full = Vec::with_capacity(n_full);
-    for (k, slot) in service.full.iter().enumerate() {
-        let at = t0 + full_at(k);
-        match slot.load(Relaxed) {
-            SHED => {}
-            PENDING => {
-                out.full_unfinished += 1.0;
-                full.push(so_far(at));
-            }
-            ns => {
-                if full_at(k) + Duration::from_nanos(ns) <= spec.window() {
-                    out.served_in_window += 1.0;
-                }
-                full.push(ns as f64);
-            }
-        }
-    }
-    let mut io = Vec::with_capacity(n_probes);
-    for (k, slot) in service.probes.iter().enumerate() {
-        match slot.load(Relaxed) {
-            PENDING => {
-                out.io_unfinished += 1.0;
-                io.push(so_far(t0 + probe_at(k)));
-            }
-            ns => io.push(ns as f64),
-        }
-    }
-    full.sort_by(f64::total_cmp);
-    io.sort_by(f64::total_cmp);
+    let (full, full_unfinished) = latencies(&service.full, full_at, cutoff);
+    let (io, io_unfinished) = latencies(&service.probes, probe_at, cutoff);
+    out.served_in_window = service
+        .full
+        .iter()
+        .enumerate()
+        .filter(|(k, slot)| {
+            let ns = slot.load(Relaxed);
+            ns != SHED && ns != PENDING && full_at(*k) + Duration::from_nanos(ns) <= end
+        })
+        .count() as f64;
     out.arrived = n_full as f64;
     out.shed = service.shed.load(Relaxed) as f64;
-    out.full_p50 = percentile(&full, 0.5);
-    out.full_p99 = percentile(&full, 0.99);
-    out.io_p50 = percentile(&io, 0.5);
-    out.io_p99 = percentile(&io, 0.99);
+    (out.full_p50, out.full_p99) = (percentile(&full, 0.5), percentile(&full, 0.99));
+    (out.io_p50, out.io_p99) = (percentile(&io, 0.5), percentile(&io, 0.99));
+    (out.full_unfinished, out.io_unfinished) = (full_unfinished, io_unfinished);
 
     service.stop.store(true, Relaxed);
     let drain = Instant::now();
@@ -751,16 +652,17 @@ impl Cell {
     fn throughput(&self) -> f64 {
         self.out.served_in_window / self.window.as_secs_f64()
     }
-
-    fn busy_per_s(&self) -> f64 {
-        self.out.shed / self.window.as_secs_f64()
-    }
 }
 
 fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
     cells
         .iter()
         .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
+}
+
+/// The cells of `variants` at `load`, if every one was measured.
+fn all_at<'a>(cells: &'a [Cell], variants: &[Variant], load: f64) -> Option<Vec<&'a Cell>> {
+    variants.iter().map(|&v| find(cells, v, load)).collect()
 }
 
 /// A queue length read `late` ns after its moment, with the delay when it is over 10 ms.
@@ -782,41 +684,36 @@ fn mib(kib: f64) -> String {
 
 /// The table of one load: a line per variant.
 fn table(cells: &[Cell], load: f64, bound: usize) -> String {
+    let rate = cells.iter().find(|c| (c.load - load).abs() < 1e-9);
     let mut out = format!(
         "At {load}x capacity ({:.0} full requests/s offered, {PROBE_RATE:.0} I/O-only probes/s):\n\n\
          | variant | completed req/s | busy req/s | full p50 ms | full p99 ms | unfinished | \
          I/O-only p99 ms | queued at ½ window | queued at end | in the limit, max (bound \
          {bound}) | OS threads | peak RSS MiB (growth) | CPU: this process / others |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | \
-         ---: |\n",
-        cells
-            .iter()
-            .find(|c| (c.load - load).abs() < 1e-9)
-            .map_or(f64::NAN, |c| c.rate),
+         ---: |",
+        rate.map_or(f64::NAN, |c| c.rate),
     );
-    for variant in VARIANTS {
-        let Some(c) = find(cells, variant, load) else {
-            continue;
-        };
+    for c in VARIANTS.into_iter().filter_map(|v| find(cells, v, load)) {
         let o = &c.out;
-        let _ = writeln!(
+        let in_limit = if c.variant.bounded() {
+            format!("{:.0}", o.limit_max)
+        } else {
+            "-".to_owned()
+        };
+        let _ = write!(
             out,
-            "| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {:.0} | {} (+{}) | \
-             {:.0}% / {:.0}% |",
-            variant.name(),
+            "\n| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {in_limit} | {:.0} | {} \
+             (+{}) | {:.0}% / {:.0}% |",
+            c.variant.name(),
             c.throughput(),
-            c.busy_per_s(),
+            o.shed / c.window.as_secs_f64(),
             ms(o.full_p50),
             ms(o.full_p99),
             o.full_unfinished,
             ms(o.io_p99),
             sample(o.queued_half, o.half_late),
             sample(o.queued_end, o.end_late),
-            if variant.bounded() {
-                format!("{:.0}", o.limit_max)
-            } else {
-                "-".to_owned()
-            },
             o.threads_end,
             mib(o.hwm_kib),
             mib(o.hwm_kib - o.rss_start_kib),
@@ -824,22 +721,19 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
             o.cpu_others,
         );
     }
-    out.pop();
     out
 }
 
 /// How much of the CPUs everything else took during `cells`: `; others' CPU in these cells
 /// up to N%`, empty if not read.
 fn others(cells: &[&Cell]) -> String {
-    let max = cells
+    let finite = cells
         .iter()
         .map(|c| c.out.cpu_others)
-        .filter(|x| x.is_finite())
-        .fold(f64::NAN, f64::max);
-    if max.is_finite() {
-        format!("; others' CPU in these cells up to {max:.0}%")
-    } else {
-        String::new()
+        .filter(|x| x.is_finite());
+    match finite.fold(f64::NAN, f64::max) {
+        max if max.is_finite() => format!("; others' CPU in these cells up to {max:.0}%"),
+        _ => String::new(),
     }
 }
 
@@ -851,166 +745,128 @@ const GOALS: [&str; 4] = [
     "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
 ];
 
-/// The study's goals, checked against the cells of this run: each met (`Some(true)`), missed
-/// or not measured (`None`), with the numbers behind it, then the short figure: the value
-/// (the worst case among the cells it judges) and the bound.
-fn goals(cells: &[Cell], bound: usize) -> Vec<(Option<bool>, String, String, String)> {
-    let bounded = [Variant::Wait, Variant::Shed];
-    let unbounded = [
-        Variant::Bridge,
-        Variant::BridgeNice0,
-        Variant::SpawnBlocking,
-        Variant::Inline,
-    ];
-    let at = |vs: &[Variant], load| -> Option<Vec<&Cell>> {
-        vs.iter().map(|&v| find(cells, v, load)).collect()
+/// The study's goals, checked against the cells of this run (`None` where not measured):
+/// each with the numbers behind it, the worst value among the cells it judges, and its bound.
+fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
+    use Variant::{Bridge, BridgeNice0, Inline, Shed, SpawnBlocking, Wait};
+    let bounded = [Wait, Shed];
+    let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], value, bound| {
+        let (each, others) = (each.join(", "), others(involved));
+        let detail = format!("{each}; {needed}{others}");
+        Some(Check {
+            met,
+            value,
+            bound,
+            detail,
+        })
     };
-    let joined = |parts: Vec<String>| parts.join(", ");
-    let none = || (None, String::new(), String::new(), String::new());
     let mut out = Vec::new();
-
-    out.push(match (at(&bounded, 0.5), at(&bounded, 2.0)) {
-        (Some(lo), Some(hi)) => {
-            let pairs: Vec<(&Cell, f64, f64)> = lo
-                .iter()
-                .zip(&hi)
-                .map(|(l, h)| (*h, l.out.io_p99, h.out.io_p99))
-                .collect();
-            let detail = pairs.iter().map(|&(c, l, h)| {
-                let name = c.variant.name();
-                format!(
-                    "{name} {} ms at 2x against {} ms at 0.5x = {:.2}x",
-                    ms(h),
-                    ms(l),
-                    h / l
+    out.push(
+        match (all_at(cells, &bounded, 0.5), all_at(cells, &bounded, 2.0)) {
+            (Some(lo), Some(hi)) => {
+                let ratio = |(l, h): (&&Cell, &&Cell)| h.out.io_p99 / l.out.io_p99;
+                let each = lo.iter().zip(&hi).map(|(l, h)| {
+                    let (lo, hi) = (ms(l.out.io_p99), ms(h.out.io_p99));
+                    let times = ratio((l, h));
+                    format!(
+                        "{} {hi} ms at 2x against {lo} ms at 0.5x = {times:.2}x",
+                        h.variant.name()
+                    )
+                });
+                let worst = lo.iter().zip(&hi).map(ratio).fold(f64::NAN, f64::max);
+                let met = lo.iter().zip(&hi).all(|p| ratio(p) <= IO_SLACK);
+                let needed = format!("needed at most {IO_SLACK:.2}x");
+                let value = format!("highest {worst:.2}x");
+                check(
+                    met,
+                    each.collect(),
+                    needed,
+                    &[lo, hi].concat(),
+                    value,
+                    format!("<= {IO_SLACK:.2}x"),
                 )
-            });
-            let worst = pairs
-                .iter()
-                .map(|&(_, l, h)| h / l)
-                .fold(f64::NAN, f64::max);
-            (
-                Some(pairs.iter().all(|&(_, l, h)| h <= IO_SLACK * l)),
-                format!(
-                    "{}; needed at most {IO_SLACK:.2}x{}",
-                    joined(detail.collect()),
-                    others(&[lo, hi].concat())
-                ),
-                format!("highest {worst:.2}x"),
-                format!("<= {IO_SLACK:.2}x"),
+            }
+            _ => None,
+        },
+    );
+    out.push(all_at(cells, &bounded, 2.0).and_then(|hi| {
+        let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
+        let each = hi
+            .iter()
+            .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
+        let mut each: Vec<String> = each.collect();
+        each[0].insert_str(
+            0,
+            "tasks in the limit, queued or running, at every generator tick: ",
+        );
+        let met = hi.iter().all(|c| c.out.limit_max <= bound as f64);
+        let value = format!("highest {worst:.0}");
+        check(
+            met,
+            each,
+            format!("bound {bound}"),
+            &hi,
+            value,
+            format!("<= {bound}"),
+        )
+    }));
+    let unbounded = [Bridge, BridgeNice0, SpawnBlocking, Inline];
+    out.push(all_at(cells, &unbounded, 2.0).and_then(|grow| {
+        let growth = |c: &Cell| c.out.queued_end / c.out.queued_half;
+        let each = grow.iter().map(|c| {
+            let (o, g) = (&c.out, growth(c));
+            let (h, e) = (
+                sample(o.queued_half, o.half_late),
+                sample(o.queued_end, o.end_late),
+            );
+            format!(
+                "{} {h} at ½ window, {e} at its end ({g:.2}x)",
+                c.variant.name()
             )
-        }
-        _ => none(),
-    });
-
-    out.push(match at(&bounded, 2.0) {
-        Some(hi) => {
-            let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
-            let detail = hi
-                .iter()
-                .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
-            (
-                Some(hi.iter().all(|c| c.out.limit_max <= bound as f64)),
-                format!(
-                    "tasks in the limit, queued or running, at every generator tick: {}; bound \
-                     {bound}{}",
-                    joined(detail.collect()),
-                    others(&hi)
-                ),
-                format!("highest {worst:.0}"),
-                format!("<= {bound}"),
-            )
-        }
-        None => none(),
-    });
-
-    out.push(match at(&unbounded, 2.0) {
-        Some(grow) => {
-            let growth = |c: &Cell| c.out.queued_end / c.out.queued_half;
-            let detail = grow.iter().map(|c| {
-                format!(
-                    "{} {} at ½ window, {} at its end ({:.2}x)",
-                    c.variant.name(),
-                    sample(c.out.queued_half, c.out.half_late),
-                    sample(c.out.queued_end, c.out.end_late),
-                    growth(c)
-                )
-            });
-            let worst = grow.iter().map(|c| growth(c)).fold(f64::NAN, f64::min);
-            (
-                Some(grow.iter().all(|c| {
-                    c.out.queued_end >= GROWTH * c.out.queued_half
-                        && c.out.queued_end > 4.0 * bound as f64
-                })),
-                format!(
-                    "{}; needed at least {GROWTH:.1}x from the middle to the end, and over 4x the \
-                     bound{}",
-                    joined(detail.collect()),
-                    others(&grow)
-                ),
-                format!("lowest {worst:.2}x"),
-                format!(">= {GROWTH:.1}x, to over {}", 4 * bound),
-            )
-        }
-        None => none(),
-    });
-
-    let mut detail = Vec::new();
-    let mut involved = Vec::new();
+        });
+        let worst = grow.iter().map(|c| growth(c)).fold(f64::NAN, f64::min);
+        let met = grow.iter().all(|c| {
+            c.out.queued_end >= GROWTH * c.out.queued_half && c.out.queued_end > 4.0 * bound as f64
+        });
+        let needed = format!(
+            "needed at least {GROWTH:.1}x from the middle to the end, and over 4x the bound"
+        );
+        let value = format!("lowest {worst:.2}x");
+        let bound = format!(">= {GROWTH:.1}x, to over {}", 4 * bound);
+        check(met, each.collect(), needed, &grow, value, bound)
+    }));
+    let (mut costs, mut each, mut involved) = (Vec::new(), Vec::new(), Vec::new());
     for load in [0.5, 0.9] {
         for v in bounded {
-            if let (Some(base), Some(c)) =
-                (find(cells, Variant::Bridge, load), find(cells, v, load))
-            {
-                involved.extend([base, c]);
-                let cost = base.throughput() / c.throughput();
-                detail.push((
-                    cost,
-                    format!(
-                        "{} at {load}x: {:.0} req/s against {:.0}, {cost:.3}x",
-                        v.name(),
-                        c.throughput(),
-                        base.throughput()
-                    ),
+            if let Some([base, c]) = all_at(cells, &[Bridge, v], load).as_deref() {
+                involved.extend([*base, *c]);
+                let (base, mine) = (base.throughput(), c.throughput());
+                costs.push(base / mine);
+                let cost = base / mine;
+                each.push(format!(
+                    "{} at {load}x: {mine:.0} req/s against {base:.0}, {cost:.3}x",
+                    v.name()
                 ));
             }
         }
     }
-    out.push(if detail.is_empty() {
-        none()
+    out.push(if costs.is_empty() {
+        None
     } else {
-        let worst = detail.iter().map(|d| d.0).fold(f64::NAN, f64::max);
-        (
-            Some(detail.iter().all(|d| d.0 <= THROUGHPUT_SLACK)),
-            format!(
-                "{}; needed at most {THROUGHPUT_SLACK:.2}x{}",
-                joined(detail.into_iter().map(|d| d.1).collect()),
-                others(&involved)
-            ),
-            format!("highest {worst:.3}x"),
+        let worst = costs.iter().copied().fold(f64::NAN, f64::max);
+        let met = costs.iter().all(|&c| c <= THROUGHPUT_SLACK);
+        let needed = format!("needed at most {THROUGHPUT_SLACK:.2}x");
+        let value = format!("highest {worst:.3}x");
+        check(
+            met,
+            each,
+            needed,
+            &involved,
+            value,
             format!("<= {THROUGHPUT_SLACK:.2}x"),
         )
     });
     out
-}
-
-/// The study's goals on this run, for the report (which counts them over the runs).
-fn judged(cells: &[Cell], bound: usize) -> Vec<Judged> {
-    GOALS
-        .iter()
-        .zip(goals(cells, bound))
-        .map(|(text, (verdict, detail, value, bound))| {
-            Judged::once(
-                *text,
-                verdict.map(|met| Check {
-                    met,
-                    value,
-                    bound,
-                    detail,
-                }),
-            )
-        })
-        .collect()
 }
 
 /// The nice value the pool threads of each cell ran at, as read on them: the cells whose
@@ -1032,18 +888,18 @@ fn pool_note(cells: &[Cell]) -> String {
         })
         .collect();
     let refused: f64 = cells.iter().map(|c| c.out.pool_refused).sum();
+    let named = if off.is_empty() {
+        String::new()
+    } else {
+        format!(" (not in {})", off.join(", "))
+    };
     format!(
         "The pool's priority, read on each of its threads (/proc/thread-self/stat): as set up \
-         (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{}; \
+         (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{named}; \
          lower_thread_priority({POOL_NICE}) failed on {refused:.0} pool threads.",
         Variant::BridgeNice0.name(),
         cells.len() - off.len(),
         cells.len(),
-        if off.is_empty() {
-            String::new()
-        } else {
-            format!(" (not in {})", off.join(", "))
-        },
     )
 }
 
@@ -1110,7 +966,8 @@ fn reading(cells: &[Cell]) -> String {
     out
 }
 
-fn varied() -> String {
+/// What the variants differ in; `table` says what the scenario's table shows.
+fn varied(table: &str) -> String {
     format!(
         "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool at nice \
          {POOL_NICE}, no bound); `{}` awaits bridge::cpu::Limit::spawn (waits for room, FIFO), `{}` \
@@ -1119,8 +976,7 @@ fn varied() -> String {
          the priority handler, so its threads run at the default priority (nice 0) like every \
          other thread: the contrast; `{}` is tokio::task::spawn_blocking; `{}` runs it on the \
          tokio worker that polls the request (tokio's workers and blocking threads run at the \
-         default priority in every cell). This table: the p99 latency of the I/O-only probes, \
-         in ms.",
+         default priority in every cell). This table: the p99 latency of {table}, in ms.",
         Variant::Bridge.name(),
         Variant::Wait.name(),
         Variant::Shed.name(),
@@ -1130,9 +986,16 @@ fn varied() -> String {
     )
 }
 
-fn fixed(plan: &Plan, passes: u32, cost: Duration, capacity: f64, bound: usize) -> String {
+fn fixed(
+    loads: &[f64],
+    window: Duration,
+    passes: u32,
+    cost: Duration,
+    capacity: f64,
+    bound: usize,
+) -> String {
     let cpus = thread::available_parallelism().map_or(0, usize::from);
-    let loads: Vec<String> = plan.loads.iter().map(f64::to_string).collect();
+    let loads: Vec<String> = loads.iter().map(f64::to_string).collect();
     format!(
         "{cpus} CPUs; the service is a tokio multi-thread runtime with {WORKERS} workers; \
          rayon's global pool has {} threads, built in each cell's process with a start handler \
@@ -1154,36 +1017,21 @@ fn fixed(plan: &Plan, passes: u32, cost: Duration, capacity: f64, bound: usize) 
         cost.as_secs_f64() * 1e3,
         DELAY.as_millis(),
         loads.join(", "),
-        plan.window.as_millis(),
+        window.as_millis(),
         GRACE.as_millis(),
     )
 }
 
 /// The scenario name of the I/O-only p99 at `load`.
 fn scenario_name(load: f64) -> &'static str {
-    LOADS
-        .iter()
-        .find(|&&(l, _)| (l - load).abs() < 1e-9)
-        .map_or("io-p99", |&(_, name)| name)
+    let named = LOADS.iter().find(|&&(l, _)| (l - load).abs() < 1e-9);
+    named.map_or("io-p99", |&(_, name)| name)
 }
 
-/// How the tables of the scenarios sample: one cell per variant and run, each in its own
-/// process.
+/// How the scenarios sample: one p99 per cell, each in its own process.
 const SAMPLING: &str = "One cell per variant and load (and per run), each in a fresh process, \
                         its value from all of that cell's requests; variants run in an order \
                         rotated per load.";
-
-/// The samples of the I/O-only scenarios: one p99 per cell.
-const IO_P99: Measure = Measure {
-    sampling: Some(SAMPLING),
-    ..Measure::ms("I/O-only p99")
-};
-
-/// The samples of the full-request scenario: one p99 per cell.
-const FULL_P99: Measure = Measure {
-    sampling: Some(SAMPLING),
-    ..Measure::ms("full-request p99")
-};
 
 /// The measurement of one value per variant (one sample each) from the cells at `load`.
 fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {
@@ -1199,16 +1047,19 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec: Spec = spec?;
         // Before anything uses rayon: the pool is built once per process.
-        let (nice_lo, nice_hi, refused) = set_up_global_pool(spec.variant)?;
-        let out = Outcome {
-            pool_nice_lo: nice_lo,
-            pool_nice_hi: nice_hi,
-            pool_refused: refused,
+        let (pool_nice_lo, pool_nice_hi, pool_refused) = set_up_global_pool(spec.variant)?;
+        child_reply(&Outcome {
+            pool_nice_lo,
+            pool_nice_hi,
+            pool_refused,
             ..run_cell(&spec)?
-        };
-        child_reply(&out);
+        });
     }
-    let plan = Plan::of(settings);
+    let (loads, window) = if settings.is_quick() {
+        (QUICK_LOADS.to_vec(), Duration::from_millis(600))
+    } else {
+        (LOADS.map(|(load, _)| load).to_vec(), Duration::from_secs(4))
+    };
     warm_up_rayon();
     let passes = calibrate_passes();
     let mut body = vec![1u8; BODY];
@@ -1220,7 +1071,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let load_before = load_average();
 
     let mut cells = Vec::new();
-    for (k, &load) in plan.loads.iter().enumerate() {
+    for (k, &load) in loads.iter().enumerate() {
         progress::measurement_started(VARIANTS.len(), VARIANTS.iter().map(|v| v.name()));
         progress::step_done(true);
         for j in 0..VARIANTS.len() {
@@ -1228,16 +1079,17 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             let spec = Spec {
                 variant,
                 rate: load * capacity,
-                window_ms: plan.window.as_millis() as u64,
+                window_ms: window.as_millis() as u64,
                 passes,
                 bound,
             };
             let out = in_child(STUDY, &spec)?;
+            let rate = spec.rate;
             cells.push(Cell {
                 variant,
                 load,
-                rate: spec.rate,
-                window: plan.window,
+                rate,
+                window,
                 out,
             });
             progress::step_done(false);
@@ -1245,26 +1097,26 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     }
     let load_after = load_average();
 
-    let fixed = fixed(&plan, passes, cost, capacity, bound);
-    let mut reports: Vec<ScenarioReport> = plan
-        .loads
+    let first = fixed(&loads, window, passes, cost, capacity, bound);
+    let mut reports: Vec<ScenarioReport> = loads
         .iter()
         .enumerate()
         .map(|(k, &load)| {
             let name = scenario_name(load);
+            let fixed = if k == 0 {
+                first.clone()
+            } else {
+                format!(
+                    "as in `{}`, at {load}x capacity ({:.0} full requests/s offered).",
+                    scenario_name(loads[0]),
+                    load * capacity
+                )
+            };
             ScenarioReport {
                 name,
-                varied: varied(),
-                fixed: if k == 0 {
-                    fixed.clone()
-                } else {
-                    format!(
-                        "as in `{}`, at {load}x capacity ({:.0} full requests/s offered).",
-                        scenario_name(plan.loads[0]),
-                        load * capacity
-                    )
-                },
-                measure: IO_P99,
+                varied: varied("the I/O-only probes"),
+                fixed,
+                measure: Measure::ms("I/O-only p99", Some(SAMPLING)),
                 notes: vec![table(&cells, load, bound)],
                 rows: rows(name, &measurement(&cells, load, |o| o.io_p99)),
                 ..Default::default()
@@ -1272,22 +1124,18 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         })
         .collect();
     // Both plans end at 2x.
-    let top = 2.0;
     let name = "full-p99-at-2x";
+    let judged = GOALS.iter().zip(goals(&cells, bound));
     reports.push(ScenarioReport {
         name,
-        varied: varied().replace(
-            "This table: the p99 latency of the I/O-only probes, in ms.",
-            "This table: the p99 latency of the full requests served (not shed), in ms.",
-        ),
-        fixed: format!(
-            "the cells at {top}x capacity of the scenarios above; a request still unanswered \
-             at the cutoff counts with its latency so far."
-        ),
-        goals: Vec::new(),
-        budgets: Vec::new(),
-        measure: FULL_P99,
-        judged: judged(&cells, bound),
+        varied: varied("the full requests served (not shed)"),
+        fixed: "the cells at 2x capacity of the scenarios above; a request still unanswered at \
+                the cutoff counts with its latency so far."
+            .to_owned(),
+        measure: Measure::ms("full-request p99", Some(SAMPLING)),
+        judged: judged
+            .map(|(text, check)| Judged::once(*text, check))
+            .collect(),
         notes: vec![
             pool_note(&cells),
             reading(&cells),
@@ -1299,7 +1147,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 load_after.as_deref().unwrap_or("not read"),
             ),
         ],
-        rows: rows(name, &measurement(&cells, top, |o| o.full_p99)),
+        rows: rows(name, &measurement(&cells, 2.0, |o| o.full_p99)),
         ..Default::default()
     });
     Ok(reports)
@@ -1394,10 +1242,17 @@ mod tests {
                 healthy(3000.0 * load, 2e6),
             ));
         }
-        let checked = goals(&cells, 8);
-        let verdicts: Vec<Option<bool>> = checked.iter().map(|g| g.0).collect();
-        assert_eq!(verdicts, [Some(false), Some(true), Some(true), Some(false)]);
-        let detail = &checked[0].1;
+        let verdicts = |cells: &[Cell]| -> Vec<Option<bool>> {
+            goals(cells, 8)
+                .iter()
+                .map(|g| g.as_ref().map(|c| c.met))
+                .collect()
+        };
+        assert_eq!(
+            verdicts(&cells),
+            [Some(false), Some(true), Some(true), Some(false)]
+        );
+        let detail = goals(&cells, 8)[0].clone().unwrap().detail;
         assert!(
             detail.contains("bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x"),
             "{detail}"
@@ -1409,11 +1264,10 @@ mod tests {
                 c.out.queued_end = c.out.queued_half;
             }
         }
-        assert_eq!(goals(&flat, 8)[2].0, Some(false));
+        assert_eq!(verdicts(&flat)[2], Some(false));
         // Without the cells at 2x, those goals are not measured.
         cells.retain(|c| c.load < 1.0);
-        let verdicts: Vec<Option<bool>> = goals(&cells, 8).into_iter().map(|g| g.0).collect();
-        assert_eq!(verdicts, [None, None, None, Some(false)]);
+        assert_eq!(verdicts(&cells), [None, None, None, Some(false)]);
     }
 
     #[test]

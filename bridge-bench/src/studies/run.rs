@@ -4,14 +4,10 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use super::echo::{EchoServer, MESSAGE};
-use super::route_note;
-use crate::busy::{Load, busy_frame, park_at_once_note};
-use crate::harness::{self, warm_up_tokio};
-use crate::harness::{MISSING, Settings, Variant, measure_loaded, timed, timed_in_task, timed_on};
-use crate::report::{
-    BASELINE, Budget, Goal, LoadGoal, Row, ScenarioReport, busy_goals, find, rows,
-};
-use crate::stats::{Summary, ratio};
+use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
+use crate::busy::{Load, under_load};
+use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
+use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
@@ -22,23 +18,17 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Handle, Runtime};
 
 /// Request/response round trips per call in `no-runtime-tcp`, on the one connection the call
 /// opens. One value keeps the run short.
 const ROUND_TRIPS: u64 = 4;
-
 /// Workers of the multi-thread runtime in `multi-thread-task`.
 const TASK_WORKERS: usize = 2;
-
 /// The per-call budget of `bridge::run_blocking` for a ready future on a plain thread.
 const READY_BUDGET_NS: f64 = 150.0;
-
 /// How much slower than the raw alternative bridge may be in the two task scenarios.
 const TASK_SLACK: f64 = 1.2;
-
-/// The shared-runtime penalty against a runtime per thread, as published (percent).
-const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
 
 // Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
 const HANDLE: &str = "handle.block_on";
@@ -49,44 +39,34 @@ const PRE_SPAWNED: &str = "pre-spawned worker";
 const PRE_SPAWNED_MPSC: &str = "pre-spawned worker (mpsc)";
 const FRESH_THREAD: &str = "thread per call";
 
-thread_local! {
-    /// The raw per-thread way: a current-thread runtime built on first use and kept by the
-    /// calling thread.
-    static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
-}
-
-/// The variants of no-runtime-tcp-busy that wait by parking at once: Handle::block_on
-/// parks the calling thread after one poll until a runtime worker wakes it; a current-thread
-/// runtime (kept or per call) parks the thread in its own epoll wait.
+/// The variants of no-runtime-tcp-busy that wait by parking at once (see the note).
 const TCP_PARK_AT_ONCE: &[&str] = &[HANDLE, THREAD_LOCAL, PER_CALL];
 
-/// The variants of current-thread-task-busy that wait by parking at once: the pre-spawned
-/// worker with std mpsc both ways (its worker and the caller park in recv), and the thread
-/// per call (the caller parks in join). Not the pre-spawned worker that answers on a bridge
-/// oneshot: its recv_blocking spins first.
+/// The variants of current-thread-task-busy that wait by parking at once (see the note):
+/// not the pre-spawned worker that answers on a bridge oneshot, whose recv_blocking spins.
 const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
 
 /// Runs the scenarios on an idle machine (current-thread-task in three calling patterns),
 /// current-thread-task with all CPUs but one busy, then no-runtime-tcp and
 /// current-thread-task with every CPU busy.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let workers = thread::available_parallelism().map_or(1, usize::from);
-    let shared = Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(shared.handle());
-    warm_up_tokio(bridge::rt::IoRuntime::global().handle());
+    let shared = harness::runtime(cpus(), "shared")?;
+    harness::warm_up_tokio(bridge::rt::IoRuntime::global().handle());
+    let paused = Settings {
+        // Fewer rounds: the paused pattern's batches sleep between bursts.
+        rounds: (settings.rounds / 4).max(3),
+        ..*settings
+    };
     let mut reports = vec![
         no_runtime_ready(settings, &shared),
         no_runtime_tcp(settings, &shared, None)?,
         multi_thread_task(settings)?,
         current_thread_task(settings, None, Pattern::Batches)?,
         current_thread_task(settings, None, Pattern::Steady)?,
-        current_thread_task(&paused_settings(settings), None, Pattern::Paused)?,
+        current_thread_task(&paused, None, Pattern::Paused)?,
     ];
     if cpus() > 1 {
-        let one_free = Load::start_threads(cpus() - 1)?;
+        let one_free = Load::start_threads(cpus() - 1, 0)?;
         reports.push(current_thread_task(
             settings,
             Some(&one_free),
@@ -108,11 +88,6 @@ fn cpus() -> usize {
     thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// A current-thread runtime with I/O and timers, as bridge builds them.
-fn current_thread() -> io::Result<Runtime> {
-    Builder::new_current_thread().enable_all().build()
-}
-
 /// The future every ready-future call runs: ready at its first poll, with `i` through
 /// `black_box`.
 fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
@@ -120,78 +95,14 @@ fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
     async move { i }
 }
 
-/// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
-/// ratios (round k of both ran side by side) and the rounds where `a` was slower.
+/// `a` against `b` in the same run, in words (see [`paired`]).
 fn compare(a: &Row, b: &Row) -> String {
-    let per_round: Vec<f64> = a
-        .samples
-        .iter()
-        .zip(&b.samples)
-        .map(|(&x, &y)| ratio(x, y))
-        .collect();
-    let slower = per_round.iter().filter(|&&r| r > 1.0).count();
-    let paired = Summary::of(&per_round).map_or(f64::NAN, |s| s.median);
+    let (r, median, slower, rounds) = paired(a, b);
+    let (a, b) = (&a.variant, &b.variant);
     format!(
-        "{} / {} = {:.2}x (per-round ratios: median {paired:.2}x; {} slower in {slower} of {} \
-         rounds)",
-        a.variant,
-        b.variant,
-        ratio(a.ns.median, b.ns.median),
-        a.variant,
-        per_round.len()
+        "{a} / {b} = {r:.2}x (per-round ratios: median {median:.2}x; {a} slower in {slower} of \
+         {rounds} rounds)"
     )
-}
-
-/// One scenario: measure, then frame the rows; `notes` reads the rows.
-#[allow(clippy::too_many_arguments)]
-fn scenario(
-    name: &'static str,
-    varied: &str,
-    fixed: String,
-    goals: Vec<Goal>,
-    budgets: Vec<Budget>,
-    notes: impl FnOnce(&[Row]) -> Vec<String>,
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-) -> ScenarioReport {
-    loaded_scenario(
-        name,
-        varied,
-        fixed,
-        (goals, budgets, Vec::new()),
-        notes,
-        variants,
-        settings,
-        None,
-    )
-}
-
-/// [`scenario`] under `load`, if any, with `goals` the goals, budgets and load goals.
-#[allow(clippy::too_many_arguments)]
-fn loaded_scenario(
-    name: &'static str,
-    varied: &str,
-    fixed: String,
-    goals: (Vec<Goal>, Vec<Budget>, Vec<LoadGoal>),
-    notes: impl FnOnce(&[Row]) -> Vec<String>,
-    variants: &mut [Variant<'_>],
-    settings: &Settings,
-    load: Option<&Load>,
-) -> ScenarioReport {
-    let m = measure_loaded(variants, settings, load);
-    let rows = rows(name, &m);
-    let (goals, budgets, load_goals) = goals;
-    ScenarioReport {
-        name,
-        varied: varied.to_owned(),
-        fixed,
-        goals,
-        budgets,
-        load_goals,
-        notes: notes(&rows),
-        rows,
-        ..Default::default()
-    }
 }
 
 fn shared_frame(shared: &Runtime) -> String {
@@ -201,11 +112,16 @@ fn shared_frame(shared: &Runtime) -> String {
          thread-local rt.block_on keeps a current-thread runtime per thread, rt per call \
          builds one per call.",
         shared.metrics().num_workers(),
-        bridge::rt::IoRuntime::global()
-            .handle()
-            .metrics()
-            .num_workers(),
+        io_workers(),
     )
+}
+
+/// Workers of bridge's shared I/O runtime.
+fn io_workers() -> usize {
+    bridge::rt::IoRuntime::global()
+        .handle()
+        .metrics()
+        .num_workers()
 }
 
 fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
@@ -221,47 +137,43 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
             timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(ready(i)))))
         }),
         Variant::new(PER_CALL, |n| {
-            timed(n, |i| {
-                current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))))
-            })
+            let call = |i| current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))));
+            timed(n, call)
         }),
     ];
-    let route = route_note();
-    scenario(
-        "no-runtime-ready",
-        "how a plain thread runs the future: bridge::run_blocking (polled here with \
-         the handle of bridge's shared multi-thread I/O runtime); raw \
-         Handle::block_on of a shared \
-         multi-thread runtime; a current-thread runtime cached in a thread_local!; a \
-         current-thread runtime built per call.",
-        format!(
+    let report = ScenarioReport {
+        name: "no-runtime-ready",
+        varied: "how a plain thread runs the future: bridge::run_blocking (polled here with the \
+                 handle of bridge's shared multi-thread I/O runtime); raw Handle::block_on of a \
+                 shared multi-thread runtime; a current-thread runtime cached in a \
+                 thread_local!; a current-thread runtime built per call."
+            .to_owned(),
+        fixed: format!(
             "the main thread, no runtime entered; per call: a future that is ready at its first \
              poll (async move {{ i }}, i through black_box), its output through black_box; {}",
             shared_frame(shared)
         ),
-        Vec::new(),
-        vec![Budget {
+        budgets: vec![Budget {
             max_ns: READY_BUDGET_NS,
             text: "bridge::run_blocking at most 150 ns per call",
         }],
-        |rows| {
-            let mut notes = vec![route.clone()];
-            if let (Some(bridge), Some(raw)) = (find(rows, BASELINE), find(rows, HANDLE)) {
-                notes.push(format!(
-                    "Absolute: bridge::run_blocking {:.1} ns per call (median; min-max \
-                     {:.1}-{:.1}), raw handle.block_on {:.1} ns; {}.",
-                    bridge.ns.median,
-                    bridge.ns.min,
-                    bridge.ns.max,
-                    raw.ns.median,
-                    compare(bridge, raw)
-                ));
-            }
-            notes
-        },
-        &mut variants,
-        settings,
-    )
+        notes: vec![route_note()],
+        ..Default::default()
+    };
+    let mut report = measured(report, &mut variants, 1, settings, None);
+    if let (Some(bridge), Some(raw)) = (find(&report.rows, BASELINE), find(&report.rows, HANDLE)) {
+        let absolute = format!(
+            "Absolute: bridge::run_blocking {:.1} ns per call (median; min-max {:.1}-{:.1}), \
+             raw handle.block_on {:.1} ns; {}.",
+            bridge.ns.median,
+            bridge.ns.min,
+            bridge.ns.max,
+            raw.ns.median,
+            compare(bridge, raw)
+        );
+        report.notes.push(absolute);
+    }
+    report
 }
 
 /// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] request/response round trips of
@@ -298,22 +210,6 @@ async fn try_exchange(addr: SocketAddr, i: u64) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Where the penalty `percent` lies against the published range.
-fn against_published(percent: f64) -> &'static str {
-    let (low, high) = PUBLISHED_PENALTY;
-    if percent.is_nan() {
-        "not measured"
-    } else if percent <= 0.0 {
-        "does not show up (no slower than the thread-local runtime)"
-    } else if percent < low {
-        "shows up, below the published range"
-    } else if percent <= high {
-        "shows up, within the published range"
-    } else {
-        "shows up, above the published range"
-    }
-}
-
 fn penalty_note(rows: &[Row]) -> String {
     let (low, high) = PUBLISHED_PENALTY;
     let mut out = format!(
@@ -321,24 +217,18 @@ fn penalty_note(rows: &[Row]) -> String {
          as {low:.0}-{high:.0}%), from the medians of this run:"
     );
     let Some(local) = find(rows, THREAD_LOCAL) else {
-        out.push_str(" not measured.");
-        return out;
+        return out + " not measured.";
     };
-    for (k, name) in [HANDLE, BASELINE].into_iter().enumerate() {
-        let Some(row) = find(rows, name) else {
-            continue;
-        };
-        let percent = (ratio(row.ns.median, local.ns.median) - 1.0) * 100.0;
-        let _ = write!(
-            out,
-            "{} {name} {percent:+.1}%, {}; {}",
-            if k == 0 { "" } else { ";" },
-            against_published(percent),
-            compare(row, local)
-        );
+    let each = [HANDLE, BASELINE]
+        .into_iter()
+        .filter_map(|name| find(rows, name));
+    for (k, row) in each.enumerate() {
+        let percent = (paired(row, local).0 - 1.0) * 100.0;
+        let sep = if k == 0 { "" } else { ";" };
+        let (name, placed, compared) = (&row.variant, placement(percent), compare(row, local));
+        let _ = write!(out, "{sep} {name} {percent:+.1}%, {placed}; {compared}");
     }
-    out.push('.');
-    out
+    out + "."
 }
 
 fn no_runtime_tcp(
@@ -358,71 +248,42 @@ fn no_runtime_tcp(
             timed(n, |i| CACHED.with(|rt| rt.block_on(exchange(addr, i))))
         }),
         Variant::new(PER_CALL, |n| {
-            timed(n, |i| {
-                current_thread().map_or(MISSING, |rt| rt.block_on(exchange(addr, i)))
-            })
+            let call = |i| current_thread().map_or(MISSING, |rt| rt.block_on(exchange(addr, i)));
+            timed(n, call)
         }),
     ];
-    let route = route_note();
-    let (name, fixed) = busy_frame(
-        "no-runtime-tcp",
-        "no-runtime-tcp-busy",
-        tcp_frame(shared),
-        load,
-    );
-    let report = loaded_scenario(
-        name,
-        "which runtime drives the call's socket from a plain thread: bridge::run_blocking \
-         (polled here, the socket on bridge's shared multi-thread I/O runtime, whose workers \
-         wake this thread); raw \
-         Handle::block_on of a shared multi-thread runtime (polled here, the socket on the \
-         study's own runtime, whose workers wake this thread); a current-thread runtime cached in a thread_local! (this thread polls \
-         its own epoll); a current-thread runtime built per call.",
-        fixed,
-        (
-            Vec::new(),
-            Vec::new(),
-            load.map_or_else(Vec::new, |_| busy_goals(TCP_PARK_AT_ONCE)),
+    let report = ScenarioReport {
+        name: "no-runtime-tcp",
+        varied: "which runtime drives the call's socket from a plain thread: \
+                 bridge::run_blocking (polled here, the socket on bridge's shared multi-thread \
+                 I/O runtime, whose workers wake this thread); raw Handle::block_on of a \
+                 shared multi-thread runtime (polled here, the socket on the study's own \
+                 runtime, whose workers wake this thread); a current-thread runtime cached in \
+                 a thread_local! (this thread polls its own epoll); a current-thread runtime \
+                 built per call."
+            .to_owned(),
+        fixed: format!(
+            "the main thread, no runtime entered; per call: connect to an echo server on \
+             127.0.0.1 (in this process, on a runtime of its own), {ROUND_TRIPS} sequential \
+             round trips of {MESSAGE}-byte messages, then close; {}",
+            shared_frame(shared)
         ),
-        |rows| {
-            let mut notes = vec![route.clone(), penalty_note(rows)];
-            if load.is_some() {
-                notes.push(park_at_once_note(
-                    TCP_PARK_AT_ONCE,
-                    "Handle::block_on parks the calling thread after one poll until a \
-                     worker of the shared runtime wakes it, and a current-thread runtime, \
-                     kept or built per call, parks the thread in its own epoll wait; none \
-                     spins.",
-                ));
-            }
-            notes
-        },
-        &mut variants,
-        settings,
-        load,
-    );
+        notes: vec![route_note()],
+        ..Default::default()
+    };
+    let why = "Handle::block_on parks the calling thread after one poll until a worker of the \
+               shared runtime wakes it, and a current-thread runtime, kept or built per call, \
+               parks the thread in its own epoll wait; none spins.";
+    let report = under_load(report, "no-runtime-tcp-busy", load, TCP_PARK_AT_ONCE, why);
+    let mut report = measured(report, &mut variants, 1, settings, load);
+    report.notes.insert(1, penalty_note(&report.rows));
     drop(server.runtime);
     Ok(report)
 }
 
-fn tcp_frame(shared: &Runtime) -> String {
-    format!(
-        "the main thread, no runtime entered; per call: connect to an echo server on \
-         127.0.0.1 (in this process, on a runtime of its own), {ROUND_TRIPS} sequential \
-         round trips of {MESSAGE}-byte messages, then close; {}",
-        shared_frame(shared)
-    )
-}
-
 fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(TASK_WORKERS)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    let route = rt
-        .block_on(rt.spawn(async { route_note() }))
-        .map_err(io::Error::other)?;
+    let rt = harness::runtime(TASK_WORKERS, "task")?;
+    let route = rt.block_on(rt.spawn(async { route_note() }));
     let mut variants = [
         Variant::new(BASELINE, |n| {
             timed_in_task(&rt, n, |i| async move {
@@ -431,18 +292,18 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
         }),
         Variant::new(BLOCK_IN_PLACE, |n| {
             timed_in_task(&rt, n, |i| async move {
-                black_box(tokio::task::block_in_place(|| {
-                    Handle::current().block_on(ready(i))
-                }))
+                let raw = || Handle::current().block_on(ready(i));
+                black_box(tokio::task::block_in_place(raw))
             })
         }),
     ];
-    Ok(scenario(
-        "multi-thread-task",
-        "bridge::run_blocking (on a worker: block_in_place, then the ambient handle's \
-         block_on) against the raw tokio::task::block_in_place(|| \
-         Handle::current().block_on(..)).",
-        format!(
+    let report = ScenarioReport {
+        name: "multi-thread-task",
+        varied: "bridge::run_blocking (on a worker: block_in_place, then the ambient handle's \
+                 block_on) against the raw tokio::task::block_in_place(|| \
+                 Handle::current().block_on(..))."
+            .to_owned(),
+        fixed: format!(
             "a tokio multi-thread runtime with {TASK_WORKERS} workers and enable_all, warmed \
              up first (1,000 tasks ran on its workers, its blocking pool ran a closure); the \
              calling code is a task spawned on it; per call: a future that is ready at its \
@@ -451,16 +312,15 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
              hand off: the numbers are the cost around a block_in_place with nothing to hand \
              off, the same for both variants."
         ),
-        vec![Goal {
-            peer: BLOCK_IN_PLACE,
-            at_least: 1.0 / TASK_SLACK,
-            text: "bridge at most 1.2x raw block_in_place + Handle::block_on",
-        }],
-        Vec::new(),
-        |_| vec![route.clone()],
-        &mut variants,
-        settings,
-    ))
+        goals: vec![Goal::new(
+            BLOCK_IN_PLACE,
+            1.0 / TASK_SLACK,
+            "bridge at most 1.2x raw block_in_place + Handle::block_on",
+        )],
+        notes: vec![route.map_err(io::Error::other)?],
+        ..Default::default()
+    };
+    Ok(measured(report, &mut variants, 1, settings, None))
 }
 
 /// What decides the cost of a handoff on a small machine.
@@ -485,45 +345,35 @@ impl Worker {
         let (jobs, queue) = mpsc::channel::<Job>();
         let thread = thread::Builder::new()
             .name("pre-spawned".to_owned())
-            .spawn(move || {
-                for job in queue {
-                    runtime.block_on(job);
-                }
-            })?;
+            .spawn(move || queue.into_iter().for_each(|job| runtime.block_on(job)))?;
         Ok(Self {
             jobs: Some(jobs),
             thread: Some(thread),
         })
     }
 
-    /// Sends `future` to the worker and blocks this thread until its output is back; `None`
-    /// if the worker is gone.
-    fn run<F>(&self, future: F) -> Option<F::Output>
+    /// Sends `future` to the worker and blocks this thread until its output is back, on a
+    /// bridge oneshot or, with `std_mpsc`, on a std mpsc channel (so both sides of the hand-off
+    /// park at once in a std mpsc recv); `None` if the worker is gone.
+    fn run<F>(&self, future: F, std_mpsc: bool) -> Option<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (tx, rx) = bridge::oneshot::channel();
-        let job: Job = Box::pin(async move {
-            let _ = tx.send(future.await);
-        });
-        self.jobs.as_ref()?.send(job).ok()?;
-        rx.recv_blocking().ok()
-    }
-
-    /// Like [`run`](Self::run), but the output comes back on a std mpsc channel, so both
-    /// sides of the hand-off park at once in a std mpsc recv.
-    fn run_mpsc<F>(&self, future: F) -> Option<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (tx, rx) = mpsc::channel();
-        let job: Job = Box::pin(async move {
-            let _ = tx.send(future.await);
-        });
-        self.jobs.as_ref()?.send(job).ok()?;
-        rx.recv().ok()
+        let send = |job: Job| self.jobs.as_ref()?.send(job).ok();
+        if std_mpsc {
+            let (tx, rx) = mpsc::channel();
+            send(Box::pin(async move {
+                let _ = tx.send(future.await);
+            }))?;
+            rx.recv().ok()
+        } else {
+            let (tx, rx) = bridge::oneshot::channel();
+            send(Box::pin(async move {
+                let _ = tx.send(future.await);
+            }))?;
+            rx.recv_blocking().ok()
+        }
     }
 }
 
@@ -544,12 +394,9 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    thread::Builder::new()
-        .spawn(move || current_thread().ok().map(|rt| rt.block_on(future)))
-        .ok()?
-        .join()
-        .ok()
-        .flatten()
+    let thread =
+        thread::Builder::new().spawn(move || current_thread().ok().map(|rt| rt.block_on(future)));
+    thread.ok()?.join().ok().flatten()
 }
 
 /// How the `block_on` body of current-thread-task calls.
@@ -568,14 +415,6 @@ enum Pattern {
 /// Untimed calls before each batch of the steady pattern.
 const STEADY_WARM: u64 = 1_000;
 
-/// Rounds of the paused pattern, from the run's: its batches sleep between bursts.
-fn paused_settings(settings: &Settings) -> Settings {
-    Settings {
-        rounds: (settings.rounds / 4).max(3),
-        ..*settings
-    }
-}
-
 fn current_thread_task(
     settings: &Settings,
     load: Option<&Load>,
@@ -584,7 +423,7 @@ fn current_thread_task(
     let rt = current_thread()?;
     let worker = Worker::start()?;
     // The worker's runtime and thread start before measuring.
-    let _ = worker.run(async {});
+    let _ = worker.run(async {}, false);
     let route = rt.block_on(async { route_note() });
     let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
         Pattern::Batches => timed_on(&rt, n, async |i| op(i)),
@@ -600,12 +439,12 @@ fn current_thread_task(
         }),
         Variant::new(PRE_SPAWNED, |n| {
             calls(n, &mut |i| {
-                black_box(worker.run(ready(i)).unwrap_or(MISSING))
+                black_box(worker.run(ready(i), false).unwrap_or(MISSING))
             })
         }),
         Variant::new(PRE_SPAWNED_MPSC, |n| {
             calls(n, &mut |i| {
-                black_box(worker.run_mpsc(ready(i)).unwrap_or(MISSING))
+                black_box(worker.run(ready(i), true).unwrap_or(MISSING))
             })
         }),
     ];
@@ -619,88 +458,63 @@ fn current_thread_task(
     // All CPUs busy, or all but one: on two CPUs the caller and the handoff worker then share
     // the one left, though the machine does not count as saturated.
     let all_busy = load.is_some_and(|load| load.threads() >= cpus());
+    let in_batches = "in batches, one variant's after another's";
+    let steady = "in a steady loop (each batch after 1,000 untimed calls)";
     let (name, how) = match (pattern, load) {
-        (Pattern::Batches, None) => (
-            "current-thread-task",
-            "in batches, one variant's after another's",
-        ),
-        (Pattern::Steady, None) => (
-            "current-thread-task-steady",
-            "in a steady loop (each batch after 1,000 untimed calls)",
-        ),
+        (Pattern::Batches, None) => ("current-thread-task", in_batches),
+        (Pattern::Steady, None) => ("current-thread-task-steady", steady),
         (Pattern::Paused, None) => (
             "current-thread-task-paused",
             "in bursts of 400 calls, each after a pause of 2-17 ms in which the caller sleeps \
              (the pauses are not timed)",
         ),
-        (_, Some(_)) if all_busy => (
-            "current-thread-task-busy",
-            "in batches, one variant's after another's",
-        ),
-        (_, Some(_)) => (
-            "current-thread-task-one-busy",
-            "in a steady loop (each batch after 1,000 untimed calls)",
-        ),
+        (_, Some(_)) if all_busy => ("current-thread-task", in_batches),
+        (_, Some(_)) => ("current-thread-task-one-busy", steady),
     };
-    let fixed = format!(
-        "a tokio current-thread runtime with enable_all, the calling code is its block_on \
-         body on the main thread, calling {how}; per call: a future that is ready at its \
-         first poll (async move {{ i }}, i through black_box), its output through black_box; \
-         bridge's IoRuntime::global has {} workers, warmed up first; the pre-spawned worker \
-         (one thread for both of its variants) ran one job first.",
-        bridge::rt::IoRuntime::global()
-            .handle()
-            .metrics()
-            .num_workers()
-    );
-    let fixed = match load {
-        None => fixed,
-        Some(load) => format!("{fixed} All of it on {}", load.describe()),
-    };
-    let goals = if all_busy {
-        Vec::new()
-    } else {
-        vec![Goal {
-            peer: PRE_SPAWNED,
-            at_least: 1.0 / TASK_SLACK,
-            text: "bridge at most 1.2x a pre-spawned worker thread",
-        }]
-    };
-    Ok(loaded_scenario(
+    let report = ScenarioReport {
         name,
-        "how the block_on body of a current-thread runtime (which must not be blocked in \
-         place) gets a future run elsewhere: bridge::run_blocking (a pooled handoff worker \
-         polls it; the caller waits on a bridge oneshot); a pre-spawned worker (a std thread \
-         with its own current-thread runtime, fed boxed futures over a std mpsc channel, \
-         answering on a bridge oneshot); the same answering on a std mpsc channel; where the \
-         batches allow it, a thread per call.",
-        fixed,
-        (
-            goals,
-            Vec::new(),
-            if all_busy {
-                busy_goals(TASK_PARK_AT_ONCE)
-            } else {
-                Vec::new()
-            },
+        varied: "how the block_on body of a current-thread runtime (which must not be blocked \
+                 in place) gets a future run elsewhere: bridge::run_blocking (a pooled handoff \
+                 worker polls it; the caller waits on a bridge oneshot); a pre-spawned worker \
+                 (a std thread with its own current-thread runtime, fed boxed futures over a \
+                 std mpsc channel, answering on a bridge oneshot); the same answering on a std \
+                 mpsc channel; where the batches allow it, a thread per call."
+            .to_owned(),
+        fixed: format!(
+            "a tokio current-thread runtime with enable_all, the calling code is its block_on \
+             body on the main thread, calling {how}; per call: a future that is ready at its \
+             first poll (async move {{ i }}, i through black_box), its output through \
+             black_box; bridge's IoRuntime::global has {} workers, warmed up first; the \
+             pre-spawned worker (one thread for both of its variants) ran one job first.",
+            io_workers()
         ),
-        |_| {
-            let mut notes = vec![route.clone(), WAKE_NOTE.to_owned()];
-            if all_busy {
-                notes.push(park_at_once_note(
-                    TASK_PARK_AT_ONCE,
-                    "the pre-spawned worker with std mpsc both ways parks in recv on both \
-                     sides, and a thread per call is joined, which parks the caller; the \
-                     pre-spawned worker that answers on a bridge oneshot does not count, as \
-                     its recv_blocking spins first.",
-                ));
-            }
-            notes
+        goals: vec![Goal::new(
+            PRE_SPAWNED,
+            1.0 / TASK_SLACK,
+            "bridge at most 1.2x a pre-spawned worker thread",
+        )],
+        notes: vec![route, WAKE_NOTE.to_owned()],
+        ..Default::default()
+    };
+    let why = "the pre-spawned worker with std mpsc both ways parks in recv on both sides, and \
+               a thread per call is joined, which parks the caller; the pre-spawned worker \
+               that answers on a bridge oneshot does not count, as its recv_blocking spins \
+               first.";
+    let report = match load {
+        // One CPU left free: the goals of an idle machine, the load named in the frame.
+        Some(load) if !all_busy => ScenarioReport {
+            fixed: format!("{} All of it on {}", report.fixed, load.describe()),
+            ..report
         },
-        &mut variants,
-        settings,
-        load,
-    ))
+        _ => under_load(
+            report,
+            "current-thread-task-busy",
+            load,
+            TASK_PARK_AT_ONCE,
+            why,
+        ),
+    };
+    Ok(measured(report, &mut variants, 1, settings, load))
 }
 
 #[cfg(test)]
@@ -710,16 +524,14 @@ mod tests {
 
     #[test]
     fn penalty_placement_and_paired_rounds() {
+        assert_eq!(placement(3.0), "below the published range");
+        assert_eq!(placement(17.0), "within the published range");
         assert_eq!(
-            against_published(3.0),
-            "shows up, below the published range"
-        );
-        assert_eq!(
-            against_published(17.0),
-            "shows up, within the published range"
+            placement(-1.0),
+            "none (no slower than the runtime per thread)"
         );
         let m = Measurement::of(3, [("a", vec![2.0, 4.0, 3.0]), ("b", vec![1.0, 2.0, 4.0])]);
-        let rows = rows("s", &m);
+        let rows = crate::report::rows("s", &m);
         assert_eq!(
             compare(&rows[0], &rows[1]),
             "a / b = 1.50x (per-round ratios: median 2.00x; a slower in 2 of 3 rounds)"
@@ -737,8 +549,8 @@ mod tests {
     #[test]
     fn raw_alternatives_return_the_output() {
         let worker = Worker::start().unwrap();
-        assert_eq!(worker.run(ready(3)), Some(3));
-        assert_eq!(worker.run(ready(4)), Some(4));
+        assert_eq!(worker.run(ready(3), false), Some(3));
+        assert_eq!(worker.run(ready(4), true), Some(4));
         assert_eq!(on_fresh_thread(ready(5)), Some(5));
     }
 }

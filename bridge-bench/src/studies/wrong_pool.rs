@@ -4,9 +4,9 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
-use crate::harness::{self, warm_up_tokio};
+use crate::harness;
 use crate::harness::{
-    MISSING, Measured, Measurement, Settings, Variant, measure_ops, timed_on, warm_up_rayon,
+    MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
 };
 use crate::proc::{ThreadTally, os_threads, threads_note};
 use crate::report::{
@@ -26,45 +26,31 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::oneshot;
 
-/// Workers of the tokio runtime that drives the queries.
+/// Workers of the tokio runtime that drives the queries; queries in flight at once in one
+/// iteration; sequential reads of every query, each followed by a decode.
 const WORKERS: usize = 2;
-
-/// Queries in flight at once in one iteration.
 const QUERIES: usize = 64;
-
-/// Sequential reads of every query, each followed by a decode.
 const READS: usize = 8;
-
 /// The object store's answer time: the server replies this long after it received a request.
 const DELAY: Duration = Duration::from_millis(2);
-
 /// The CPU time one decode is calibrated to on an idle thread.
 const DECODE_TARGET: Duration = Duration::from_micros(300);
-
-/// Bytes of a request: the query's number and the read's number.
+/// Bytes of a request (the query's number and the read's number) and of a response (the
+/// request echoed, the seed of the decode, padding).
 const REQUEST: usize = 16;
-
-/// Bytes of a response: the request echoed, the seed of the decode, padding.
 const RESPONSE: usize = 64;
-
-/// The most a read's median may exceed the nominal delay for bridge (goal).
+/// Goals: the most a read's median may exceed the nominal delay for bridge, and the most
+/// bridge's wall time may exceed tokio-rayon's.
 const READ_SLACK: f64 = 1.5;
-
-/// The most bridge's wall time may exceed tokio-rayon's (goal).
 const WALL_SLACK: f64 = 1.05;
-
 /// An iteration that takes longer than this has hung: it fails instead of blocking the run.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The longest the delay server's timer thread sleeps before it looks at its state again.
 const TIMER_MAX_WAIT: Duration = Duration::from_millis(100);
-
-/// The `watch` scenario: the CPU time of one decode there, a row group's worth.
+/// The `watch` scenario: the CPU time of one decode there (a row group's worth), and its
+/// queries, each with [`READS`] reads.
 const WATCH_DECODE: Duration = Duration::from_millis(20);
-
-/// The `watch` scenario's queries, each with [`READS`] reads.
 const WATCH_QUERIES: usize = 8;
-
 /// Sequential queries (without decode) that measure the unloaded read latency.
 const FLOOR_QUERIES: usize = 16;
 
@@ -72,16 +58,14 @@ const TOKIO_RAYON: &str = "tokio-rayon";
 const SPAWN_BLOCKING: &str = "spawn_blocking";
 const INLINE: &str = "inline";
 
-/// Where a query's decode runs.
+/// Where a query's decode runs: on the tokio worker that polls the query (between two
+/// reads), on tokio's blocking pool, or on rayon's global pool through `bridge::spawn` or
+/// `tokio_rayon::spawn`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Decode {
-    /// On the tokio worker that polls the query, between two reads.
     Inline,
-    /// On tokio's blocking pool.
     SpawnBlocking,
-    /// On rayon's global pool through `bridge::spawn`.
     Bridge,
-    /// On rayon's global pool through `tokio_rayon::spawn`.
     TokioRayon,
 }
 
@@ -370,21 +354,20 @@ async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -
     }
 }
 
-/// What one variant saw, batch by batch.
+/// What one variant saw, one entry per batch (calibration batches first): every read's
+/// duration (ns), and the process's CPU time per iteration (ns; NaN if not read).
 #[derive(Debug)]
 struct Log {
     name: &'static str,
-    /// Every read's duration (ns), one entry per batch, calibration batches first.
     batches: Vec<Vec<f64>>,
-    /// The process's CPU time per iteration (ns), one entry per batch; NaN if not read.
     cpu: Vec<f64>,
     threads: ThreadTally,
 }
 
-/// The reads and thread counts of every variant, recorded outside the timed part.
+/// The reads and thread counts of every variant, recorded outside the timed part, and the
+/// thread count before measuring, everything warmed up.
 #[derive(Debug)]
 struct Recorder {
-    /// The thread count before measuring, everything warmed up.
     base: Option<u32>,
     logs: RefCell<Vec<Log>>,
 }
@@ -503,15 +486,9 @@ impl Recorder {
     }
 }
 
-/// A tokio runtime with `WORKERS` workers, every worker started and its blocking pool
-/// holding one thread.
+/// The tokio runtime that drives the queries, warmed up.
 fn query_runtime() -> io::Result<Runtime> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(WORKERS)
-        .enable_all()
-        .build()?;
-    warm_up_tokio(rt.handle());
-    Ok(rt)
+    harness::runtime(WORKERS, "queries")
 }
 
 /// The read durations (ns) of [`FLOOR_QUERIES`] queries run one after the other, without
@@ -600,17 +577,15 @@ fn varied() -> String {
         .to_owned()
 }
 
-/// Runs the study: one measurement of all four variants, reported as wall time, read p50 and
-/// read p99.
+/// What the `watch` scenario saw of one run: the slow polls the bridge named, the
+/// held-runtime reports of its probe, the longest poll on the I/O side (by the bridge's
+/// histogram: its bucket's bound), every read's duration (ns), and the line of the spawn
+/// that the bridge names.
 struct Watched {
-    /// The slow polls the bridge named, and the held-runtime reports of its probe.
     slow_polls: u64,
     held: u64,
-    /// The longest poll on the I/O side, by the bridge's histogram (its bucket's bound).
     longest_poll: Option<Duration>,
-    /// Every read's duration (ns).
     reads: Vec<f64>,
-    /// The line of the spawn that the bridge names.
     line: u32,
 }
 
@@ -760,7 +735,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
              decode again as tasks of the same runtime spawned with tokio (no IoRuntime), \
              each wrapped in bridge::rt::watched (at {users_site})."
         ),
-        measure: Measure::ms("read"),
+        measure: Measure::ms("read", None),
         rows: rows(
             "watch",
             &Measurement::of(
@@ -800,7 +775,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         recorder.variant(SPAWN_BLOCKING, &rt, addr, Decode::SpawnBlocking, rounds),
         recorder.variant(INLINE, &rt, addr, Decode::Inline, rounds),
     ];
-    let m = measure_ops(&mut variants, 1, settings);
+    let m = measure(&mut variants, 1, settings, None);
     drop(variants);
 
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
@@ -822,6 +797,19 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         ms(percentile(&floor, 0.99)),
     );
 
+    let read_scenario = |name, which, what, rows| ScenarioReport {
+        name,
+        varied: varied(),
+        fixed: format!(
+            "the same rounds as `wall`; one sample per round and variant: the {which} duration \
+             of that round's {} reads, in ms (nominal {:.2} ms).",
+            QUERIES * READS,
+            ms(nominal_ns)
+        ),
+        measure: Measure::ms(what, None),
+        rows,
+        ..Default::default()
+    };
     let wall = rows("wall", &m);
     let p50 = rows("read-p50", &recorder.read_percentiles(&m, 0.5));
     let p99 = rows("read-p99", &recorder.read_percentiles(&m, 0.99));
@@ -841,47 +829,27 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             measure: Measure {
                 what: "wall",
                 per: "/iteration",
-                ..Measure::ms("")
+                ..Measure::ms("", None)
             },
-            goals: vec![Goal {
-                peer: TOKIO_RAYON,
-                at_least: 1.0 / WALL_SLACK,
-                text: "bridge wall time at most 1.05x tokio-rayon's",
-            }],
+            goals: vec![Goal::new(
+                TOKIO_RAYON,
+                1.0 / WALL_SLACK,
+                "bridge wall time at most 1.05x tokio-rayon's",
+            )],
             notes: vec![bounds, recorder.threads_note()],
             rows: wall,
             ..Default::default()
         },
         ScenarioReport {
-            name: "read-p50",
-            varied: varied(),
-            fixed: format!(
-                "the same rounds as `wall`; one sample per round and variant: the median \
-                 duration of that round's {} reads, in ms (nominal {:.2} ms).",
-                QUERIES * READS,
-                ms(nominal_ns)
-            ),
-            measure: Measure::ms("read p50"),
             budgets: vec![Budget {
                 max_ns: READ_SLACK * nominal_ns,
                 text: "bridge read p50 at most 1.5x the nominal 2 ms",
             }],
-            rows: p50,
-            ..Default::default()
+            ..read_scenario("read-p50", "median", "read p50", p50)
         },
         ScenarioReport {
-            name: "read-p99",
-            varied: varied(),
-            fixed: format!(
-                "the same rounds as `wall`; one sample per round and variant: the 99th \
-                 percentile duration of that round's {} reads, in ms (nominal {:.2} ms).",
-                QUERIES * READS,
-                ms(nominal_ns)
-            ),
-            measure: Measure::ms("read p99"),
             notes: vec![table],
-            rows: p99,
-            ..Default::default()
+            ..read_scenario("read-p99", "99th percentile", "read p99", p99)
         },
         watch,
     ])
