@@ -1,6 +1,5 @@
 //! A runtime-free executor for one future.
 
-use crate::coverage_arms::arm;
 use crate::parker::Parker;
 use crate::sync::thread;
 use crate::workers::Here;
@@ -85,7 +84,6 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
     let mut named = false;
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            arm!("block_on.ready");
             return Some(output);
         }
         if signal.take() {
@@ -96,11 +94,9 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
             // loop of such polls would spin for as long as that sender is descheduled, so
             // every `SELF_WAKES_PER_YIELD`-th one in a row yields the thread first, as a
             // blocking receive waits the same hand-over out, and the sender can finish.
-            arm!("block_on.yields");
             // A future that wakes itself at every poll never lets this loop park: the
             // deadline is checked here too, or it would never pass.
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                arm!("block_on.expired");
                 return None;
             }
             self_wakes += 1;
@@ -125,7 +121,6 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
             match until {
                 Some(until) if signal.park_deadline(until) => {}
                 Some(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
-                    arm!("block_on.expired");
                     return None;
                 }
                 Some(_) => {
@@ -151,11 +146,9 @@ fn poll_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Outp
             }
         } else if let Some(deadline) = deadline {
             if !signal.park_deadline(deadline) {
-                arm!("block_on.expired");
                 return None;
             }
         } else {
-            arm!("block_on.parks");
             signal.park();
         }
     }

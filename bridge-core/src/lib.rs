@@ -28,15 +28,8 @@
 //! same code with `RUSTFLAGS="--cfg bridge_loom"`.
 
 pub mod backoff;
-pub mod counters;
-// The arm counters of the loom and coverage builds (`.ci/loom-coverage`): absent from every
-// other build.
-#[cfg(any(bridge_loom, bridge_coverage))]
-#[doc(hidden)]
-#[path = "coverage.rs"]
-pub mod __coverage;
 mod block_on;
-mod coverage_arms;
+pub mod counters;
 mod error;
 pub mod histogram;
 pub mod oneshot;

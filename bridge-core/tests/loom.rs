@@ -747,8 +747,8 @@ fn passed_deadline_vs_send() {
 /// dropped exactly once.
 ///
 /// Catches: a timed park that gives up with its flag set (a value sent in time reported as
-/// expired, then the flag left set for the next call: the `woken_at_deadline` arm); a future
-/// kept alive past its deadline (the leak check).
+/// expired, then the flag left set for the next call: the last look at the flag in
+/// `park_deadline`); a future kept alive past its deadline (the leak check).
 #[test]
 fn block_on_deadline_vs_send() {
     loom::model(|| {

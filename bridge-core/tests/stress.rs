@@ -184,26 +184,13 @@ fn receiver_drop_races_send() {
 
 /// The arms of the blocking receive and the parker that loom cannot reach (its timed park
 /// never returns before the deadline, and its `block_on` caches no wake flag), each driven
-/// on purpose with real threads. With the arm counters compiled in (`--cfg bridge_coverage`)
-/// they must show each one; `.ci/loom-coverage` relies on these tests for them.
+/// on purpose with real threads; `.ci/loom-coverage` relies on these tests for them (it reads
+/// the lines they ran from an instrumented build).
 #[test]
 fn the_arms_loom_cannot_reach() {
-    const ARMS: [&str; 2] = ["oneshot.wait.deadline_early", "parker.reset.stale"];
-    // Without the counters (every build but the coverage one) the rounds still run, and
-    // each must get its values; only the arms cannot be read.
-    #[cfg(bridge_coverage)]
-    let reached = |arm: &str| {
-        bridge_core::__coverage::report()
-            .iter()
-            .any(|&(name, n)| name == arm && n > 0)
-    };
-    #[cfg(not(bridge_coverage))]
-    let reached = |_: &str| true;
     // The delays only order the two threads; a thread descheduled for longer than a delay
-    // makes the round miss its arm, so the round is retried with a longer one.
-    for attempt in 1..=10u64 {
-        let delay = Duration::from_millis(10 * attempt);
-
+    // makes the round miss its arm, so a later round tries again with a longer one.
+    for delay in [10, 50, 250].map(Duration::from_millis) {
         // A value that comes long after the spin: every spin round, then a park with a
         // deadline that an unpark ends early.
         let (tx, mut rx) = oneshot::channel();
@@ -230,12 +217,5 @@ fn the_arms_loom_cannot_reach() {
         });
         assert_eq!(bridge_core::block_on(rx), Ok(2));
         sender.join().unwrap();
-
-        if ARMS.iter().all(|arm| reached(arm)) {
-            return;
-        }
-    }
-    for arm in ARMS {
-        assert!(reached(arm), "{arm} not reached in 10 rounds");
     }
 }

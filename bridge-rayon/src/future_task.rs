@@ -39,7 +39,6 @@
 //! before the first poll. So the counts keep the closures' invariants at rest: `spawned ==
 //! started + cancelled`, `started == finished + panicked`.
 
-use crate::coverage_arms::arm;
 use crate::home;
 use crate::job::{self, Outcome};
 use crate::metrics;
@@ -237,10 +236,7 @@ where
                 IDLE => SCHEDULED,
                 RUNNING => NOTIFIED,
                 SCHEDULED | NOTIFIED => state,
-                _ => {
-                    arm!("future.wake.after_done");
-                    return;
-                }
+                _ => return,
             };
             // ORDERING: AcqRel. Release: what the waking side did before the wake happens-
             // before the poll that the job (or the running poll's end) brings, which
@@ -250,22 +246,10 @@ where
             // only retries with the value found.
             match self.state.compare_exchange(state, to, AcqRel, Relaxed) {
                 Ok(IDLE) => {
-                    arm!("future.wake.schedules");
                     self.submit_poll();
                     return;
                 }
-                Ok(RUNNING) => {
-                    arm!("future.wake.notifies_running");
-                    return;
-                }
-                Ok(SCHEDULED) => {
-                    arm!("future.wake.already_scheduled");
-                    return;
-                }
-                Ok(_) => {
-                    arm!("future.wake.already_notified");
-                    return;
-                }
+                Ok(_) => return,
                 Err(found) => state = found,
             }
         }
@@ -281,7 +265,6 @@ where
         // (`stop_helping`), no wake of its is still under way.
         let mut helper = self.helper.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(waker) = helper.take() {
-            arm!("future.help.wakes_waiter");
             waker.wake();
         }
     }
@@ -297,7 +280,6 @@ where
             .is_err()
         {
             // A waiter ran this poll; a later wake queued its own job.
-            arm!("future.run.stale");
             return;
         }
         if let Runner::Global = self.pool {
@@ -327,7 +309,6 @@ where
             .expect("bridge_rayon: a future task polled after it ended");
         if running.tx.is_closed() {
             // The task was dropped: the future is dropped here, on this pool thread.
-            arm!("future.run.cancelled");
             let running = slot.take().expect("the future");
             drop(slot);
             if running.started {
@@ -364,10 +345,9 @@ where
                 // failure: the wake that moved it to NOTIFIED released what it did, which
                 // the poll queued below must see.
                 match self.state.compare_exchange(RUNNING, IDLE, Release, Acquire) {
-                    Ok(_) => arm!("future.run.pending"),
+                    Ok(_) => {}
                     Err(_) => {
                         // NOTIFIED: a wake came during the poll; it gets one more poll.
-                        arm!("future.run.repoll");
                         // A swap, not a store: every change of the state is a
                         // read-modify-write, so each one sees the one before it (a wake
                         // racing here finds NOTIFIED and does nothing).
@@ -379,14 +359,8 @@ where
                 }
                 return;
             }
-            Ok(Poll::Ready(value)) => {
-                arm!("future.run.ready");
-                Ok(value)
-            }
-            Err(payload) => {
-                arm!("future.run.panicked");
-                Err(payload)
-            }
+            Ok(Poll::Ready(value)) => Ok(value),
+            Err(payload) => Err(payload),
         };
         let running = slot.take().expect("the future");
         drop(slot);
@@ -438,14 +412,12 @@ where
     /// see `home.rs`).
     fn help(&self, waker: &Waker) -> bool {
         if !self.pool.is_home() {
-            arm!("future.help.not_worker");
             return false;
         }
         // Whether a runtime is entered here costs more than a look at the state: asked only
         // when a poll is queued. One queued later wakes the waiter, which asks then.
         // ORDERING: Relaxed: a look; the claim below re-reads the state.
         if self.state.load(Relaxed) == SCHEDULED && !home::outside_runtimes() {
-            arm!("future.help.not_worker");
             return false;
         }
         let Some(me) = self.me.upgrade() else {
@@ -468,14 +440,10 @@ where
             .compare_exchange(SCHEDULED, RUNNING, Acquire, Relaxed)
         {
             Ok(_) => {
-                arm!("future.help.claims");
                 me.poll_once();
                 true
             }
-            Err(_) => {
-                arm!("future.help.nothing_queued");
-                false
-            }
+            Err(_) => false,
         }
     }
 

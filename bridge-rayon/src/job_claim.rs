@@ -26,7 +26,6 @@
 //! call made under it, see `wake_holding_the_lock`), so it is never contended for long and
 //! never poisoned.
 
-use crate::coverage_arms::arm;
 use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
 use crate::sync::Mutex;
@@ -265,16 +264,13 @@ where
     /// with no runtime entered) and no pool thread has taken it.
     fn help(&self, _: &Waker) -> bool {
         if !home::is_home(self.home) || !home::outside_runtimes() {
-            arm!("claim.waiter.not_worker");
             return false;
         }
         if self.run_if_queued() {
             // Not started: it ran here, and its outcome is in the cell.
-            arm!("claim.waiter.claims");
             true
         } else {
             // A worker has it (running, or finished): wait for it.
-            arm!("claim.waiter.finds_pool");
             false
         }
     }
@@ -321,13 +317,9 @@ where
     /// Runs the job on this pool thread unless its waiter claimed it. Never unwinds.
     pub(crate) fn run(mut self) {
         let Some(job) = self.job.take() else { return };
-        if job.run_if_queued() {
-            // The closure ran here (or found its task dropped).
-            arm!("claim.pool.starts");
-        } else {
-            // The waiter runs (or ran) it; nothing to do.
-            arm!("claim.pool.finds_waiter");
-        }
+        // The closure runs here (or finds its task dropped), unless the waiter claimed it:
+        // then the waiter runs (or ran) it, and there is nothing to do.
+        job.run_if_queued();
         job::drop_quietly(job);
     }
 }
@@ -343,7 +335,6 @@ where
         // dropped here, quietly, and the task's waiter finds the job lost instead of
         // waiting for good.
         if let Some(unrun) = job.claim() {
-            arm!("claim.pool.drops_unrun");
             crate::metrics::cancelled();
             job::drop_quietly(unrun);
             job.lose();

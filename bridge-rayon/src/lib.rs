@@ -100,7 +100,6 @@
 // unused there.
 #[cfg_attr(bridge_loom, allow(dead_code))]
 mod courtesy;
-mod coverage_arms;
 mod future_task;
 mod home;
 mod job;

@@ -50,7 +50,6 @@
 //! No atomics: every change happens under the lock, and wakers are woken after it is
 //! released, so no user code runs while it is held.
 
-use crate::coverage_arms::arm;
 use crate::sync::thread::{self, ThreadId};
 use crate::sync::{Mutex, MutexGuard};
 use crate::{Task, ThreadPoolExt};
@@ -189,17 +188,11 @@ impl Shared {
         };
         match state.queue.remove(at) {
             Some(waiter) => {
-                if at == 0 {
-                    arm!("limit.release.to_waiter");
-                } else {
-                    arm!("limit.release.passes_blocked");
-                }
                 state.unqueued(&waiter);
                 state.granted.push((waiter.id, waiter.poller));
                 waiter.waker
             }
             None => {
-                arm!("limit.release.frees");
                 state.in_flight -= 1;
                 None
             }
@@ -477,13 +470,11 @@ impl Limit {
         let mut state = self.shared.lock();
         // While a waiter is queued, in_flight == max: a free unit never passes the queue.
         if state.in_flight < self.shared.max {
-            arm!("limit.line.room");
             state.in_flight += 1;
             return Ok(Permit {
                 shared: Some(self.shared.clone()),
             });
         }
-        arm!("limit.line.queues");
         let poller = Poller::Async(thread::current().id());
         let id = queue(&mut state, poller, None);
         Err(Acquire {
@@ -499,13 +490,11 @@ impl Limit {
         let mut state = self.shared.lock();
         // While a waiter is queued, in_flight == max: a free unit never passes the queue.
         if state.in_flight < self.shared.max {
-            arm!("limit.try.takes");
             state.in_flight += 1;
             Some(Permit {
                 shared: Some(self.shared.clone()),
             })
         } else {
-            arm!("limit.try.full");
             None
         }
     }
@@ -631,7 +620,6 @@ impl Future for Acquire {
         let old_waker;
         match this.id {
             None if state.in_flight < this.shared.max => {
-                arm!("limit.acquire.immediate");
                 state.in_flight += 1;
                 old_waker = None;
             }
@@ -649,7 +637,6 @@ impl Future for Acquire {
                     } else {
                         own
                     };
-                    arm!("limit.acquire.queues");
                     this.id = Some(queue(&mut state, poller, Some(cx.waker().clone())));
                     return Poll::Pending;
                 };
@@ -659,7 +646,6 @@ impl Future for Acquire {
                 // to be (or, never polled, its first poll is queued already), and it has not
                 // been polled since: the poll that follows finds it queued and leaves its
                 // waker there.
-                arm!("limit.acquire.takes_over");
                 let (id, poller) = state.granted.swap_remove(at);
                 let back = state.queue.partition_point(|w| w.id < id);
                 let waker = None;
@@ -668,12 +654,10 @@ impl Future for Acquire {
             }
             Some(id) => match state.granted.iter().position(|&(g, _)| g == id) {
                 Some(at) => {
-                    arm!("limit.acquire.granted");
                     state.granted.swap_remove(at);
                     old_waker = None;
                 }
                 None => {
-                    arm!("limit.acquire.still_waiting");
                     // The queue is in id order (ids grow, only removals happen inside it,
                     // and a waiter put back goes to its place): a binary search, not a scan
                     // of every waiter.
@@ -719,13 +703,11 @@ impl Drop for Acquire {
         // A binary search: the queue is in id order (see `poll`).
         let (old_waker, to_wake) = match state.queue.binary_search_by_key(&id, |w| w.id).ok() {
             Some(at) => {
-                arm!("limit.drop.queued");
                 let waiter = state.queue.remove(at).expect("a queued waiter");
                 state.unqueued(&waiter);
                 (waiter.waker, None)
             }
             None => {
-                arm!("limit.drop.granted");
                 let at = state.granted.iter().position(|&(g, _)| g == id);
                 state
                     .granted

@@ -4,7 +4,6 @@ use super::channel::{Channel, ChannelPtr, ReceiverWaker, invalid_state};
 use super::states::*;
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::backoff::Backoff;
-use crate::coverage_arms::{arm, release_arm};
 use crate::sync::Parked;
 use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use crate::sync::thread;
@@ -90,28 +89,11 @@ impl<T> Receiver<T> {
         // ORDERING: Acquire pairs with the sender's Release of MESSAGE, so the value it wrote
         // is visible before we read it.
         match channel.state.load(Acquire) {
-            MESSAGE => {
-                arm!("oneshot.try_recv.message");
-                // SAFETY: MESSAGE observed with Acquire.
-                Ok(unsafe { take_message(channel) })
-            }
-            DISCONNECTED => {
-                arm!("oneshot.try_recv.closed");
-                Err(TryRecvError::Closed)
-            }
-            EMPTY => {
-                arm!("oneshot.try_recv.empty");
-                Err(TryRecvError::Empty)
-            }
-            RECEIVING => {
-                arm!("oneshot.try_recv.receiving");
-                Err(TryRecvError::Empty)
-            }
-            // The sender is mid hand-over; nothing is there to take yet.
-            UNPARKING => {
-                arm!("oneshot.try_recv.unparking");
-                Err(TryRecvError::Empty)
-            }
+            // SAFETY: MESSAGE observed with Acquire.
+            MESSAGE => Ok(unsafe { take_message(channel) }),
+            DISCONNECTED => Err(TryRecvError::Closed),
+            // UNPARKING: the sender is mid hand-over; nothing is there to take yet.
+            EMPTY | RECEIVING | UNPARKING => Err(TryRecvError::Empty),
             other => invalid_state(other),
         }
     }
@@ -218,7 +200,6 @@ impl<T> Receiver<T> {
         let mut displaced = None;
         let result = self.wait(deadline, spin, &mut displaced);
         if let Some(waker) = displaced {
-            arm!("oneshot.wait.wake_displaced");
             waker.wake();
         }
         result
@@ -239,12 +220,8 @@ impl<T> Receiver<T> {
         // ORDERING: every Acquire load here pairs with the sender's Release of its final state.
         let mut state = channel.state.load(Acquire);
         let spin = spin && deadline.is_none_or(|deadline| deadline > Instant::now());
-        if !spin {
-            arm!("oneshot.wait.no_spin");
-        }
         let mut backoff = Backoff::new();
         while spin && state != MESSAGE && state != DISCONNECTED && backoff.snooze() {
-            arm!("oneshot.wait.spin");
             // ORDERING: Acquire, as above.
             state = channel.state.load(Acquire);
         }
@@ -252,43 +229,24 @@ impl<T> Receiver<T> {
         // Register this thread as the waker, unless the channel is already done.
         loop {
             match state {
-                MESSAGE => {
-                    arm!("oneshot.wait.message_early");
-                    // SAFETY: MESSAGE observed with Acquire.
-                    return Ok(unsafe { take_message(channel) });
-                }
-                DISCONNECTED => {
-                    arm!("oneshot.wait.closed_early");
-                    return Err(RecvTimeoutError::Closed);
-                }
+                // SAFETY: MESSAGE observed with Acquire.
+                MESSAGE => return Ok(unsafe { take_message(channel) }),
+                DISCONNECTED => return Err(RecvTimeoutError::Closed),
                 EMPTY => match register(channel, ReceiverWaker::Thread(thread::current())) {
-                    Ok(()) => {
-                        arm!("oneshot.wait.register");
-                        break;
-                    }
-                    Err(actual) => {
-                        arm!("oneshot.wait.register_lost");
-                        state = actual;
-                    }
+                    Ok(()) => break,
+                    Err(actual) => state = actual,
                 },
                 // A task waker left by an earlier poll: this thread replaces it.
                 RECEIVING => match reclaim(channel) {
                     Ok(stale) => {
-                        arm!("oneshot.wait.reclaim");
                         if let ReceiverWaker::Task(waker) = stale {
                             *displaced = Some(waker);
                         }
                         state = EMPTY;
                     }
-                    Err(actual) => {
-                        arm!("oneshot.wait.reclaim_lost");
-                        state = actual;
-                    }
+                    Err(actual) => state = actual,
                 },
-                UNPARKING => {
-                    arm!("oneshot.wait.unparking_early");
-                    state = wait_out_unparking(channel);
-                }
+                UNPARKING => state = wait_out_unparking(channel),
                 other => invalid_state(other),
             }
         }
@@ -298,7 +256,6 @@ impl<T> Receiver<T> {
             let parked = match deadline {
                 None => {
                     thread::park();
-                    arm!("oneshot.wait.unparked");
                     Parked::Early
                 }
                 Some(deadline) => thread::park_deadline(deadline),
@@ -307,38 +264,23 @@ impl<T> Receiver<T> {
                 match reclaim(channel) {
                     Ok(ours) => {
                         drop(ours);
-                        arm!("oneshot.wait.expired");
                         return Err(RecvTimeoutError::Timeout);
                     }
                     // The sender won the race: its value (or close) is here or on its way.
-                    Err(actual) => {
-                        arm!("oneshot.wait.expired_lost");
-                        actual
-                    }
+                    Err(actual) => actual,
                 }
             } else {
-                if deadline.is_some() {
-                    // Not in loom builds: their timed park always expires.
-                    arm!("oneshot.wait.deadline_early");
-                }
                 channel.state.load(Acquire)
             };
             if state == UNPARKING {
-                arm!("oneshot.wait.unparking_late");
                 state = wait_out_unparking(channel);
             }
             match state {
-                MESSAGE => {
-                    arm!("oneshot.wait.message");
-                    // SAFETY: MESSAGE observed with Acquire.
-                    return Ok(unsafe { take_message(channel) });
-                }
-                DISCONNECTED => {
-                    arm!("oneshot.wait.closed");
-                    return Err(RecvTimeoutError::Closed);
-                }
+                // SAFETY: MESSAGE observed with Acquire.
+                MESSAGE => return Ok(unsafe { take_message(channel) }),
+                DISCONNECTED => return Err(RecvTimeoutError::Closed),
                 // A spurious wake-up (or an unpark meant for an earlier wait): park again.
-                RECEIVING => arm!("oneshot.wait.spurious"),
+                RECEIVING => {}
                 other => invalid_state(other),
             }
         }
@@ -357,24 +299,12 @@ impl<T> Future for Receiver<T> {
         let mut state = channel.state.load(Acquire);
         loop {
             match state {
-                MESSAGE => {
-                    arm!("oneshot.poll.message");
-                    // SAFETY: MESSAGE observed with Acquire.
-                    return Poll::Ready(Ok(unsafe { take_message(channel) }));
-                }
-                DISCONNECTED => {
-                    arm!("oneshot.poll.closed");
-                    return Poll::Ready(Err(RecvError));
-                }
+                // SAFETY: MESSAGE observed with Acquire.
+                MESSAGE => return Poll::Ready(Ok(unsafe { take_message(channel) })),
+                DISCONNECTED => return Poll::Ready(Err(RecvError)),
                 EMPTY => match register(channel, ReceiverWaker::Task(cx.waker().clone())) {
-                    Ok(()) => {
-                        arm!("oneshot.poll.register");
-                        return Poll::Pending;
-                    }
-                    Err(actual) => {
-                        arm!("oneshot.poll.register_lost");
-                        state = actual;
-                    }
+                    Ok(()) => return Poll::Pending,
+                    Err(actual) => state = actual,
                 },
                 // Polled again while registered: the task may have moved, so store this
                 // poll's waker (reusing the old one when it wakes the same task).
@@ -385,25 +315,15 @@ impl<T> Future for Receiver<T> {
                             _ => cx.waker().clone(),
                         };
                         match register(channel, ReceiverWaker::Task(waker)) {
-                            Ok(()) => {
-                                arm!("oneshot.poll.reregister");
-                                return Poll::Pending;
-                            }
-                            Err(actual) => {
-                                arm!("oneshot.poll.reregister_lost");
-                                state = actual;
-                            }
+                            Ok(()) => return Poll::Pending,
+                            Err(actual) => state = actual,
                         }
                     }
-                    Err(actual) => {
-                        arm!("oneshot.poll.reclaim_lost");
-                        state = actual;
-                    }
+                    Err(actual) => state = actual,
                 },
                 // The sender is a few instructions from its final store and will wake the
                 // waker it took; ask to be polled again rather than spin here.
                 UNPARKING => {
-                    arm!("oneshot.poll.unparking");
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
@@ -469,7 +389,6 @@ impl<T> Receiver<T> {
         // happen-before our free (and the value's drop).
         let state = self.channel().state.load(Acquire);
         if state == DISCONNECTED {
-            release_arm!(gone, "closed");
             // SAFETY: DISCONNECTED observed with Acquire: the sender is gone and the value
             // slot is empty; we are last and do not touch the channel again.
             unsafe { Channel::free(self.channel) };
@@ -486,15 +405,7 @@ impl<T> Receiver<T> {
         // Dropped only after the channel is settled, so a panicking destructor cannot leave
         // it half-closed.
         let mut stale_waker = None;
-        // The state whose compare-exchange the last round tried (coverage count only).
-        let mut tried = None;
         let value = loop {
-            match (tried, state) {
-                (Some(RECEIVING), _) => arm!("oneshot.release.reclaim_lost"),
-                (_, UNPARKING) => arm!("oneshot.release.unparking"),
-                _ => {}
-            }
-            tried = Some(state);
             match state {
                 // ORDERING: success Release: our accesses happen-before the sender's free;
                 // failure Acquire as for the load above.
@@ -503,19 +414,13 @@ impl<T> Receiver<T> {
                     .compare_exchange(EMPTY, gone, Release, Acquire)
                 {
                     Ok(_) => {
-                        release_arm!(gone, "empty");
                         drop(stale_waker);
                         return;
                     }
-                    Err(actual) => {
-                        arm!("oneshot.release.empty_lost");
-                        state = actual;
-                    }
+                    Err(actual) => state = actual,
                 },
                 RECEIVING => match reclaim(channel) {
                     Ok(waker) => {
-                        arm!("oneshot.release.reclaim");
-                        tried = None;
                         stale_waker = Some(waker);
                         state = EMPTY;
                     }
@@ -529,11 +434,6 @@ impl<T> Receiver<T> {
                 other => invalid_state(other),
             }
         };
-        if value.is_some() {
-            release_arm!(gone, "message");
-        } else {
-            release_arm!(gone, "closed");
-        }
         // SAFETY: the sender is gone (MESSAGE or DISCONNECTED acquired); we are last and do
         // not touch the channel again.
         unsafe { Channel::free(self.channel) };
@@ -610,7 +510,6 @@ fn wait_out_unparking<T>(channel: &Channel<T>) -> u8 {
         if state != UNPARKING {
             return state;
         }
-        arm!("oneshot.wait_out_unparking.yield");
         thread::yield_now();
     }
 }

@@ -3,7 +3,6 @@
 use super::SendError;
 use super::channel::{Channel, ChannelPtr, invalid_state};
 use super::states::*;
-use crate::coverage_arms::{arm, sender_arm};
 use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::fmt;
 use std::marker::PhantomData;
@@ -83,10 +82,7 @@ impl<T> Sender<T> {
         // finishes, the value slot is the sender's alone.
         unsafe { this.channel().write_value(value) };
         match this.finish(MESSAGE) {
-            Finish::Delivered => {
-                arm!("oneshot.send.delivered");
-                Ok(())
-            }
+            Finish::Delivered => Ok(()),
             Finish::ReceiverGone => {
                 // SAFETY: the receiver is gone (we acquired DISCONNECTED), so everything is
                 // ours; the slot holds the value written above.
@@ -152,17 +148,7 @@ impl<T> Sender<T> {
     #[inline(never)]
     fn finish_contended(&self, done: u8, mut state: u8) -> Finish {
         let channel = self.channel();
-        // The state whose compare-exchange the last round tried: a round after one that
-        // tried EMPTY or RECEIVING means that compare-exchange failed (coverage count only;
-        // release builds drop it).
-        let mut tried = Some(EMPTY);
         loop {
-            match tried {
-                Some(EMPTY) => arm!("oneshot.finish.empty_lost"),
-                Some(RECEIVING) => arm!("oneshot.finish.receiving_lost"),
-                _ => {}
-            }
-            tried = Some(state);
             match state {
                 EMPTY => {
                     // ORDERING: success Release publishes the value (or our last accesses,
@@ -185,7 +171,6 @@ impl<T> Sender<T> {
                         .compare_exchange(RECEIVING, UNPARKING, Acquire, Acquire)
                     {
                         Ok(_) => {
-                            sender_arm!(done, "wakes");
                             // SAFETY: moving the state away from RECEIVING made the waker slot
                             // ours, and it holds the receiver's waker.
                             let waker = unsafe { channel.take_waker() };
@@ -198,14 +183,7 @@ impl<T> Sender<T> {
                         Err(actual) => state = actual,
                     }
                 }
-                DISCONNECTED => {
-                    sender_arm!(done, "receiver_gone");
-                    return Finish::ReceiverGone;
-                }
-                ABANDONED => {
-                    sender_arm!(done, "abandoned");
-                    return Finish::ReceiverGone;
-                }
+                DISCONNECTED | ABANDONED => return Finish::ReceiverGone,
                 other => invalid_state(other),
             }
         }
@@ -218,8 +196,6 @@ impl<T> Drop for Sender<T> {
             // SAFETY: the receiver is gone and never wrote a value, so the slots are empty
             // and we are the last handle.
             unsafe { Channel::free(self.channel) };
-        } else {
-            arm!("oneshot.sender_drop.delivered");
         }
     }
 }

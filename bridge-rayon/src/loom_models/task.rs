@@ -353,13 +353,6 @@ fn repoll_after_the_claim_vs_start() {
     });
 }
 
-/// Records the claim's arms as declared for `.ci/loom-coverage`, even in a run where no model
-/// reached any of them (the script then lists them all as unreached).
-#[test]
-fn declare_the_claim_arms() {
-    bridge_core::__coverage::declare(crate::coverage_arms::ARMS);
-}
-
 // ---- Limit: the queue of waiters for room, and the permits that tasks carry ----
 
 use crate::Limit;

@@ -23,8 +23,8 @@
 //! starts a thread beyond the cap. Queued behind the pool's busy workers, it could wait for
 //! the very worker that waits for it.
 //!
-//! The pool's state machine, one arm per decision (each under the pool's lock), each counted
-//! as `pool.<where>.<arm>` for the coverage count:
+//! The pool's state machine, one arm per decision (each under the pool's lock), each listed
+//! as `pool.<where>.<arm>` for the coverage check (`tests/loom-arms.txt`):
 //!
 //! | where | arm | what happens |
 //! | --- | --- | --- |
@@ -44,8 +44,6 @@
 //! | cancel | `already_started` | the caller's deadline passed, and a worker has its job (or a spawn failure dropped it): the caller asks it to stop, and waits |
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering, thread};
-#[cfg(any(bridge_loom, bridge_coverage))]
-use bridge_core::__coverage::Decl;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -138,43 +136,6 @@ enum Placement {
     /// The job is queued; the cap, if the queue was empty before (a burst of queued calls
     /// starts: feature `tracing` logs it).
     Queued(Option<usize>),
-}
-
-/// Every arm of the pool's state machine (see the module docs), for the coverage count of
-/// bridge-core's `__coverage`: `.ci/loom-coverage` fails on every arm no loom model reached.
-#[cfg(any(bridge_loom, bridge_coverage))]
-const ARMS: &[Decl] = &[
-    Decl::loom("pool.submit.deliver_idle"),
-    Decl::loom("pool.submit.start"),
-    Decl::loom("pool.submit.start_oldest"),
-    Decl::loom("pool.submit.start_nested"),
-    Decl::loom("pool.submit.queue"),
-    // The OS refuses threads only when resources run out; the loom shim injects the failure
-    // (`loom_fail_spawns`).
-    Decl::loom("pool.start.spawn_failed"),
-    Decl::loom("pool.start.spawn_failed_drain"),
-    Decl::loom("pool.after_job.take_queued"),
-    Decl::loom("pool.after_job.go_idle"),
-    Decl::loom("pool.idle.take_mailbox"),
-    Decl::loom("pool.idle.retire"),
-    Decl::loom("pool.idle.retire_refused"),
-    Decl::loom("pool.cancel.removed_queued"),
-    Decl::loom("pool.cancel.already_started"),
-];
-
-/// Counts a pass through an arm of the pool's state machine.
-#[cfg(any(bridge_loom, bridge_coverage))]
-macro_rules! arm {
-    ($machine:literal, $name:ident) => {
-        bridge_core::__arm!(ARMS, concat!("pool.", $machine, ".", stringify!($name)))
-    };
-}
-#[cfg(not(any(bridge_loom, bridge_coverage)))]
-macro_rules! arm {
-    // The name stays in the expansion: two arms of one `if` are not one block to clippy.
-    ($machine:literal, $name:ident) => {{
-        let _: &str = stringify!($name);
-    }};
 }
 
 impl std::fmt::Debug for Pool {
@@ -277,32 +238,25 @@ impl Pool {
         let (placement, ticket) = pool.state.with(|state| {
             pool.configure(state);
             if let Some(worker) = state.idle.pop() {
-                arm!("submit", deliver_idle);
                 worker.put(job);
                 return (Placement::Delivered(worker), Ticket(None));
             }
             if nested {
                 // Queued, this job could wait for the worker that waits for it.
-                arm!("submit", start_nested);
                 state.add_thread();
                 return (Placement::Start(job), Ticket(None));
             }
             if state.threads < state.max {
                 state.add_thread();
                 return match state.queue.pop_front() {
-                    None => {
-                        arm!("submit", start);
-                        (Placement::Start(job), Ticket(None))
-                    }
+                    None => (Placement::Start(job), Ticket(None)),
                     // The cap was raised while jobs were queued: the oldest goes first.
                     Some((_, oldest)) => {
-                        arm!("submit", start_oldest);
                         let ticket = state.enqueue(job);
                         (Placement::Start(oldest), ticket)
                     }
                 };
             }
-            arm!("submit", queue);
             let first = state.queue.is_empty().then_some(state.max);
             (Placement::Queued(first), state.enqueue(job))
         });
@@ -336,14 +290,8 @@ impl Pool {
                     .ok()
             });
             match at {
-                Some(at) => {
-                    arm!("cancel", removed_queued);
-                    state.queue.remove(at).map(|(_, job)| job)
-                }
-                None => {
-                    arm!("cancel", already_started);
-                    None
-                }
+                Some(at) => state.queue.remove(at).map(|(_, job)| job),
+                None => None,
             }
         })
     }
@@ -366,10 +314,8 @@ impl Pool {
         // forever. If no worker is alive, none would ever take the queued jobs either: they
         // are dropped too, outside the lock (a drop may run a caller's destructors).
         let stranded = pool.state.with(|state| {
-            arm!("start", spawn_failed);
             state.threads -= 1;
             if state.threads == 0 && !state.queue.is_empty() {
-                arm!("start", spawn_failed_drain);
                 std::mem::take(&mut state.queue)
             } else {
                 VecDeque::new()
@@ -414,14 +360,8 @@ impl Pool {
         self.state.with(|state| {
             self.configure(state);
             match state.queue.pop_front() {
-                Some((_, job)) => {
-                    arm!("after_job", take_queued);
-                    me.put(job);
-                }
-                None => {
-                    arm!("after_job", go_idle);
-                    state.idle.push(Arc::clone(me));
-                }
+                Some((_, job)) => me.put(job),
+                None => state.idle.push(Arc::clone(me)),
             }
             state.idle_time
         })
@@ -435,7 +375,6 @@ impl Pool {
         let ready = || me.ready.load(Ordering::Relaxed);
         loop {
             if let Some(job) = me.take() {
-                arm!("idle", take_mailbox);
                 return Some(job);
             }
             if thread::wait(ready, deadline) {
@@ -451,12 +390,10 @@ impl Pool {
                     retired.is_some()
                 });
                 if retired {
-                    arm!("idle", retire);
                     return None;
                 }
                 // A caller took this worker from the idle list, and put its job in the mailbox
                 // before it let go of the lock: the job is there.
-                arm!("idle", retire_refused);
                 return Some(
                     me.take()
                         .expect("a caller delivers before letting go of the lock"),
