@@ -107,7 +107,7 @@ fn main() {
         ("tokio-rayon", tokio_rayon),
     ];
     let run = |hops: Hops| {
-        let sum = runtime.block_on(tokio::spawn(hops(CONCURRENT)));
+        let sum = runtime.block_on(async { tokio::spawn(hops(CONCURRENT)).await });
         assert_eq!(sum.expect("the hops"), CONCURRENT * (CONCURRENT - 1) / 2);
     };
     println!("variant | allocations per hop ({CONCURRENT} concurrent)");

@@ -5,13 +5,12 @@
 //!     cargo test -p threadbridge-rayon --release --lib loom_models
 //! ```
 //!
-//! The task and its job share bridge-core's oneshot: the task's receiver (dropped: cancel;
-//! abandoned: detach) and the job's sender (checked before the closure starts, then used for
-//! the outcome). They also share the job's claim state: the pool's copy and the task's waiter
-//! (on the worker that spawned it: `loom_claimable_task`) race to move it away from
-//! `QUEUED`, and only the winner runs the job. The oneshot's own loom build checks frees and
-//! leaks; values carry a `loom::alloc::Track` (leak check) and a drop counter (double drop
-//! check).
+//! The task and its job share the job's cell (`job_claim.rs`): its state byte, and the
+//! closure, the outcome and the task's waker behind it. The pool's copy and the task's waiter
+//! (on the worker that spawned it: `loom_claimable_task`) race to claim the closure, and only
+//! the winner runs it; the claimer's hand-over (outcome, wake-up, DONE) races the task's
+//! polls, waker replacements, drop and detach. loom checks every access to the cells; values
+//! carry a `loom::alloc::Track` (leak check) and a drop counter (double drop check).
 use crate::spawn::{loom_claimable_task, loom_task};
 use loom::alloc::Track;
 use loom::thread;
@@ -351,6 +350,101 @@ fn repoll_after_the_claim_vs_start() {
         pool.join().unwrap();
         assert_eq!(runs.load(SeqCst), 1);
     });
+}
+
+/// Counts its wake-ups; each `Arc` is a waker of its own (`will_wake` tells them apart).
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A task polled with one waker, again with the same one, and then with another (a task
+/// moved between executors' tasks)
+/// against the pool's hand-over: the hand-over wakes the waker the task's side last stored
+/// (or the task finds the value in a poll), and the value arrives once. Covers the hand-over
+/// with no waker stored, with one (UNPARKING, the wake-up, DONE), a poll that finds its own
+/// waker stored, the task's side taking its waker back to replace it (and failing to, when
+/// the hand-over is waking it), and a poll that finds the hand-over mid wake-up.
+///
+/// Catches: a waker replaced while the claimer reads it (loom's cell check); a wake-up lost
+/// to the replacement (the second waker is never woken and the last poll is pending); an
+/// outcome read before DONE published it.
+#[test]
+fn new_waker_vs_hand_over() {
+    use std::task::{Context, Poll, Waker};
+    loom::model(|| {
+        let (mut task, job) = loom_task(|_| Track::new(7u8));
+        let pool = thread::spawn(job);
+        let (first, second) = (Arc::new(Wakes::default()), Arc::new(Wakes::default()));
+        let mut poll = |wakes: &Arc<Wakes>| {
+            let waker = Waker::from(wakes.clone());
+            Pin::new(&mut task).poll(&mut Context::from_waker(&waker))
+        };
+        let mut value = None;
+        for wakes in [&first, &first, &second] {
+            if let Poll::Ready(ready) = poll(wakes) {
+                value = Some(ready);
+                break;
+            }
+        }
+        let value = value.unwrap_or_else(|| {
+            pool.join().unwrap();
+            // The hand-over is over: it woke the second waker (or the poll found it waking
+            // the first and woke the second itself).
+            assert!(second.0.load(SeqCst) >= 1, "the stored waker was not woken");
+            match poll(&second) {
+                Poll::Ready(value) => value,
+                Poll::Pending => panic!("woken, finished, and still pending"),
+            }
+        });
+        assert_eq!(*value.get_ref(), 7);
+    });
+}
+
+/// A task polled once (its waker stored) and then dropped or detached, against the pool's
+/// hand-over: the value is dropped exactly once, by whichever side comes second (the task
+/// once DONE is set, the claimer when the task let go first or during its wake-up), and the
+/// stored waker goes with the job or with the task, never twice.
+///
+/// Catches: an outcome leaked when the task lets go mid wake-up (Track leak); an outcome
+/// dropped by both sides (the drop count); the task's side taking the waker while the
+/// claimer reads it (loom's cell check).
+#[test]
+fn stored_waker_then_let_go_vs_hand_over() {
+    use std::task::{Context, Waker};
+    for detach in [false, true] {
+        loom::model(move || {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let made = Arc::new(AtomicUsize::new(0));
+            let (counter, made_counter) = (drops.clone(), made.clone());
+            let (mut task, job) = loom_task(move |_| {
+                made_counter.fetch_add(1, SeqCst);
+                Track::new(Counted(counter))
+            });
+            let pool = thread::spawn(job);
+            let waker = Waker::from(Arc::new(Wakes::default()));
+            let polled = Pin::new(&mut task).poll(&mut Context::from_waker(&waker));
+            drop(polled);
+            if detach {
+                task.detach();
+            } else {
+                drop(task);
+            }
+            pool.join().unwrap();
+            assert_eq!(drops.load(SeqCst), made.load(SeqCst));
+            if detach {
+                assert_eq!(
+                    made.load(SeqCst),
+                    1,
+                    "a detached task's closure did not run"
+                );
+            }
+        });
+    }
 }
 
 // ---- Limit: the queue of waiters for room, and the permits that tasks carry ----
