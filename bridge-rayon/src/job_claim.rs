@@ -3,79 +3,83 @@
 //!
 //! The cell is shared by the `Task` and by the closure the pool queues, and it is the only
 //! allocation of a hop besides rayon's own job box: a hop costs what `rayon::spawn` of a
-//! closure that sends on a oneshot costs. One atomic byte, `state`, orders everything:
+//! closure that sends on a oneshot costs. One lock guards its stage:
 //!
 //! ```text
-//!  CLAIMED    set by whoever runs the closure: the pool's copy, or the task's waiter on a
-//!             worker of its pool. The one whose fetch_or set it takes the closure, and is the
-//!             only one ever to run it; the other leaves the job alone (the pool's copy then
-//!             does nothing; the waiter waits for the outcome like any other waiter).
-//!  WAKER      set by the task's side once its waker is in `waker`, cleared by it (only while
-//!             UNPARKING and DONE are clear) to replace the waker: while it is clear, the task's
-//!             side owns the waker.
-//!  UNPARKING  set by the claimer, only over WAKER, once the outcome is in `outcome`: it is
-//!             waking the task's waker, and then sets DONE and clears UNPARKING in one step.
-//!  DONE       set by the claimer once the outcome is in `outcome` (or, if the pool dropped its
-//!             copy unrun, once there will be none) and the task's waker, if any, was woken:
-//!             from then on the task's side owns every cell, and the claimer touches none.
-//!  CANCELLED  set by a dropped task: the job is cancelled (a job that has not started never
-//!             starts); its running closure reads it (its `CancelFlag`).
-//!  DETACHED   set by a detached task: the job runs on, its outcome dropped where it ends.
+//!            pool runs its copy             outcome handed over          task takes it
+//! QUEUED ─────────────────────────▶ RUNNING ─────────────────────▶ DONE ───────────────▶ TAKEN
+//!    │      (or the task's waiter,     ▲
+//!    │       on a worker of its pool)  │
+//!    └─────────────────────────────────┘
+//!    pool drops its copy unrun (rayon never does) ─────────────────▶ LOST
 //! ```
 //!
-//! So a task's side that sees DONE took its last wake-up: no wake-up reaches a waiter that
-//! has taken the outcome and moved on (a parked thread that now waits for something else, as
-//! the loom models check). The outcome and the task's interest race once: whichever of DONE
-//! and CANCELLED / DETACHED is set second finds the other, and that side drops the outcome,
-//! quietly. The task's side is one thread at a time (`Task`'s receiving methods take
-//! `&mut self` or `self`). No user code runs inside a step of the protocol but the waker's
-//! `wake_by_ref`, and drops, which are contained.
+//! Whoever moves the stage away from `QUEUED` first takes the closure and is the only one
+//! ever to run it; the side that loses finds the stage moved and leaves the job alone: the
+//! pool's copy then does nothing, and the waiter waits for the outcome like any other waiter.
+//!
+//! The task's interest is a second, lock-free state (`interest`), because the running closure
+//! reads it (its [`CancelFlag`]): a dropped task cancels the job (a job that has not started
+//! never starts) and drops an outcome already handed over; a detached one lets it run on.
+//! In both cases an outcome handed over later is dropped by the job, quietly. The lock is
+//! never held while user code runs (a closure, a value's drop; a waker's `wake` is the one
+//! call made under it, see `wake_holding_the_lock`), so it is never contended for long and
+//! never poisoned.
 
 use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
-use crate::sync::UnsafeCell;
-use crate::sync::{AtomicU8, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
+use crate::sync::Mutex;
+use crate::sync::{AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use bridge_core::oneshot::{RecvError, TryRecvError};
 use bridge_core::task::{Cell, Runner};
+use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// The bits of a job's `state` (see the module's docs).
-mod bits {
-    pub(super) const CLAIMED: u8 = 1;
-    pub(super) const WAKER: u8 = 2;
-    pub(super) const UNPARKING: u8 = 4;
-    pub(super) const DONE: u8 = 8;
-    pub(super) const CANCELLED: u8 = 16;
-    pub(super) const DETACHED: u8 = 32;
-    /// The task let go of the outcome, one way or the other.
-    pub(super) const LET_GO: u8 = CANCELLED | DETACHED;
+/// The values of a task's interest in its outcome.
+mod interest {
+    /// The task may take the outcome.
+    pub(super) const WANTED: u8 = 0;
+    /// The task was dropped: the job is cancelled.
+    pub(super) const CANCELLED: u8 = 1;
+    /// The task was detached: the job runs on, its outcome dropped where it ends.
+    pub(super) const DETACHED: u8 = 2;
 }
 
-use bits::{CANCELLED, CLAIMED, DETACHED, DONE, LET_GO, UNPARKING, WAKER};
+use interest::{CANCELLED, DETACHED, WANTED};
+
+/// Where the job is.
+enum Stage<F, T> {
+    /// In the pool's queue; nobody has taken the closure yet. With the time of a sampled
+    /// spawn (see `metrics.rs`).
+    Queued(F, Option<Instant>),
+    /// Taken by the pool or by the waiter: its closure runs, or ran and its outcome is on
+    /// the way.
+    Running,
+    /// The outcome, for the task to take.
+    Done(Outcome<T>),
+    /// The task took the outcome (or no longer wants it).
+    Taken,
+    /// The pool dropped its copy unrun: there will be no outcome.
+    Lost,
+}
+
+/// The stage, and the waker of the task's latest poll that found no outcome.
+struct Slot<F, T> {
+    stage: Stage<F, T>,
+    waker: Option<Waker>,
+}
 
 /// A closure's job and its task's outcome.
 pub(crate) struct Job<F, T> {
     /// The pool the job was queued on: only a waiter on one of its workers may claim it
     /// (see `home.rs`).
     home: Home,
-    /// See the module's docs.
-    state: AtomicU8,
-    /// The closure, with the time of a sampled spawn (see `metrics.rs`), until the claimer
-    /// takes it.
-    closure: UnsafeCell<Option<(F, Option<Instant>)>>,
-    /// The outcome: written by the claimer before `DONE`, taken by the task after.
-    outcome: UnsafeCell<Option<Outcome<T>>>,
-    /// The waker of the task's latest poll that found no outcome (see `WAKER`).
-    waker: UnsafeCell<Option<Waker>>,
+    /// See [`interest`]: the task's side, read by the running closure without the lock.
+    interest: AtomicU8,
+    slot: Mutex<Slot<F, T>>,
 }
-
-// SAFETY: the cells are reached only as the protocol above allows: the closure by the one
-// claimer (it moves to that thread: `F: Send`), the outcome by the claimer before `DONE` and
-// by the task after (it moves between them: `T: Send`), the waker by the task while `WAKER`
-// is clear and by reference from both sides while it is set (`Waker` is `Send + Sync`).
-unsafe impl<F: Send, T: Send> Sync for Job<F, T> {}
 
 impl<F, T> Job<F, T>
 where
@@ -86,23 +90,24 @@ where
     pub(crate) fn new(f: F, spawned_at: Option<Instant>, home: Home) -> Arc<Self> {
         Arc::new(Self {
             home,
-            state: AtomicU8::new(0),
-            closure: UnsafeCell::new(Some((f, spawned_at))),
-            outcome: UnsafeCell::new(None),
-            waker: UnsafeCell::new(None),
+            interest: AtomicU8::new(WANTED),
+            slot: Mutex::new(Slot {
+                stage: Stage::Queued(f, spawned_at),
+                waker: None,
+            }),
         })
     }
 
-    /// Sets `CLAIMED`: the closure if this call set it.
+    /// Moves the stage from `QUEUED` to `RUNNING`: the closure if this call won.
     fn claim(&self) -> Option<(F, Option<Instant>)> {
-        // ORDERING: Relaxed: the closure was written before the job was shared, which
-        // happened-before any claim; the bit only decides who takes it.
-        if self.state.fetch_or(CLAIMED, Relaxed) & CLAIMED != 0 {
-            return None;
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Running) {
+            Stage::Queued(f, spawned_at) => Some((f, spawned_at)),
+            other => {
+                slot.stage = other;
+                None
+            }
         }
-        // SAFETY: this call set `CLAIMED`, so it is the only one ever to reach the closure.
-        self.closure
-            .with_mut(|closure| unsafe { (*closure).take() })
     }
 
     /// Runs the closure here if this call claims it: whether it did.
@@ -116,94 +121,51 @@ where
         }
     }
 
-    /// Ends the job: hands `outcome` to the task (`None` if the pool dropped the job unrun)
-    /// and wakes it, or drops the outcome if the task let go of it. Called once, by the
-    /// claimer.
-    fn finish(&self, outcome: Option<Outcome<T>>) {
-        if outcome.is_some() {
-            // SAFETY: DONE is not set (only this, the claimer's one call, sets it), so the
-            // task's side does not touch the outcome.
-            self.outcome.with_mut(|cell| unsafe { *cell = outcome });
-        }
-        // ORDERING: Acquire: the waker the task's side stored before setting WAKER, and what
-        // it did before letting go.
-        let mut state = self.state.load(Acquire);
-        loop {
-            if state & LET_GO != 0 {
-                // The task let go first: it never takes the outcome, nor wants a wake-up.
-                // SAFETY: DONE is not set and never will be: the outcome is this side's.
-                let unwanted = self.outcome.with_mut(|cell| unsafe { (*cell).take() });
-                job::drop_quietly(unwanted);
-                return;
-            }
-            // ORDERING (both exchanges): success AcqRel: Release publishes the outcome with
-            // DONE (the task's side reads it with Acquire), Acquire as for the load above;
-            // failure Acquire, as the load.
-            if state & WAKER == 0 {
-                match self
-                    .state
-                    .compare_exchange(state, state | DONE, AcqRel, Acquire)
-                {
-                    Ok(_) => return,
-                    Err(now) => state = now,
-                }
-            } else {
-                match self
-                    .state
-                    .compare_exchange(state, state | UNPARKING, AcqRel, Acquire)
-                {
-                    Ok(_) => break,
-                    Err(now) => state = now,
-                }
-            }
-        }
-        // SAFETY: WAKER was set when UNPARKING was, so the waker is stored; the task's side
-        // only reads it until DONE (it clears WAKER to replace it only while UNPARKING is
-        // clear).
-        self.waker.with(|waker| unsafe {
-            if let Some(waker) = &*waker {
-                waker.wake_by_ref();
-            }
-        });
-        // ORDERING: AcqRel: Release publishes the outcome and ends this side's reads of the
-        // waker; Acquire for a let-go that came during the wake-up. The XOR sets DONE and
-        // clears UNPARKING (set above, DONE clear) at once, keeping the task's bits.
-        let before = self.state.fetch_xor(UNPARKING | DONE, AcqRel);
-        if before & LET_GO != 0 {
-            // The task let go during the wake-up: it saw UNPARKING without DONE, and left the
-            // outcome to this side.
-            // SAFETY: as in the loop above: the task's side never takes it.
-            let unwanted = self.outcome.with_mut(|cell| unsafe { (*cell).take() });
-            job::drop_quietly(unwanted);
-        }
+    /// Ends the job with no outcome (its pool dropped it unrun): the task's waiter is woken
+    /// to find it lost.
+    fn lose(&self) {
+        let mut slot = self.lock_slot();
+        slot.stage = Stage::Lost;
+        wake_holding_the_lock(slot);
     }
+}
 
-    /// Takes the outcome, which `DONE` (read with Acquire) published: `Err` if the job was
-    /// lost.
-    fn take(&self) -> Result<Outcome<T>, RecvError> {
-        // SAFETY: the task's side saw DONE: the claimer no longer touches the outcome,
-        // and the task's side is one thread at a time.
-        self.outcome
-            .with_mut(|cell| unsafe { (*cell).take() })
-            .ok_or(RecvError)
+/// Wakes the task's waiter, if any, before the lock is released: a poll cannot see the stage
+/// just set before its wake-up is sent, so no wake-up reaches a waiter that has taken the
+/// outcome and moved on (a parked thread that now waits for something else, as the loom
+/// models check). A waker's `wake` only schedules its task; one that polled this task inline
+/// would deadlock on the lock, and no executor does that.
+fn wake_holding_the_lock<F, T>(mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>) {
+    if let Some(waker) = slot.waker.take() {
+        waker.wake();
     }
+    drop(slot);
 }
 
 impl<F, T> ReceiverGone for Job<F, T> {
     fn receiver_gone(&self) -> bool {
-        // ORDERING: Acquire pairs with `let_go`'s Release: what the task's thread did before
-        // dropping it is visible to a closure that sees the cancel.
-        self.state.load(Acquire) & CANCELLED != 0
+        // ORDERING: Acquire pairs with `close`'s Release store: what the task's thread did
+        // before dropping it is visible to a closure that sees the cancel. Nothing else is
+        // published through it (the outcome travels under the lock).
+        self.interest.load(Acquire) == CANCELLED
     }
 }
 
 impl<F, T> Outlet<T> for Job<F, T>
 where
-    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
-    T: Send + 'static,
+    F: Send,
+    T: Send,
 {
     fn deliver(&self, outcome: Outcome<T>) {
-        self.finish(Some(outcome));
+        let mut slot = self.lock_slot();
+        // ORDERING: Relaxed: the interest only changes under the lock, which orders it.
+        if self.interest.load(Relaxed) != WANTED {
+            drop(slot);
+            job::drop_quietly(outcome);
+            return;
+        }
+        slot.stage = Stage::Done(outcome);
+        wake_holding_the_lock(slot);
     }
 }
 
@@ -213,70 +175,40 @@ where
     T: Send + 'static,
 {
     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>> {
-        // ORDERING: Acquire pairs with `finish`'s Release of DONE (the outcome).
-        let mut state = self.state.load(Acquire);
-        if state & WAKER != 0 && state & (UNPARKING | DONE) == 0 {
-            // SAFETY: WAKER is set: the claimer may read the waker, and so may this side.
-            let kept = self.waker.with(|waker| unsafe {
-                (*waker)
-                    .as_ref()
-                    .is_some_and(|waker| waker.will_wake(cx.waker()))
-            });
-            if kept {
-                return Poll::Pending;
-            }
-            // Take the waker back to replace it, unless the claimer is waking it.
-            while state & (UNPARKING | DONE) == 0 {
-                // ORDERING: success Relaxed: the waker is this side's own; failure Acquire,
-                // as the load above.
-                match self
-                    .state
-                    .compare_exchange(state, state & !WAKER, Relaxed, Acquire)
-                {
-                    Ok(_) => {
-                        state &= !WAKER;
-                        break;
-                    }
-                    Err(now) => state = now,
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Taken) {
+            Stage::Done(outcome) => Poll::Ready(Ok(outcome)),
+            Stage::Lost => Poll::Ready(Err(RecvError)),
+            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
+            waiting => {
+                slot.stage = waiting;
+                match &slot.waker {
+                    Some(kept) if kept.will_wake(cx.waker()) => {}
+                    _ => slot.waker = Some(cx.waker().clone()),
                 }
+                Poll::Pending
             }
         }
-        if state & DONE != 0 {
-            return Poll::Ready(self.take());
-        }
-        if state & UNPARKING != 0 {
-            // The claimer is a few instructions from DONE and is waking the waker it has;
-            // ask to be polled again rather than spin here.
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        // SAFETY: WAKER is clear (this side is the only one to set or clear it), and the
-        // claimer reads the waker only once it set UNPARKING over WAKER.
-        let replaced = self
-            .waker
-            .with_mut(|waker| unsafe { (*waker).replace(cx.waker().clone()) });
-        // ORDERING: AcqRel: Release publishes the waker to `finish`'s Acquire; Acquire for
-        // the outcome if DONE came first.
-        let before = self.state.fetch_or(WAKER, AcqRel);
-        job::drop_quietly(replaced);
-        if before & DONE != 0 {
-            // Finished before the waker was there: nothing wakes it, and the outcome is here.
-            return Poll::Ready(self.take());
-        }
-        Poll::Pending
     }
 
     fn try_take(&self) -> Result<Outcome<T>, TryRecvError> {
-        // ORDERING: Acquire, as in `poll_take`.
-        if self.state.load(Acquire) & DONE == 0 {
-            return Err(TryRecvError::Empty);
+        let mut slot = self.lock_slot();
+        match mem::replace(&mut slot.stage, Stage::Taken) {
+            Stage::Done(outcome) => Ok(outcome),
+            Stage::Lost => Err(TryRecvError::Closed),
+            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
+            waiting => {
+                slot.stage = waiting;
+                Err(TryRecvError::Empty)
+            }
         }
-        self.take().map_err(|RecvError| TryRecvError::Closed)
     }
 
     fn is_ready(&self) -> bool {
-        // ORDERING: Relaxed: a hint; taking the outcome reads `DONE` again with Acquire.
-        self.state.load(Relaxed) & DONE != 0
+        matches!(
+            self.lock_slot().stage,
+            Stage::Done(_) | Stage::Lost | Stage::Taken
+        )
     }
 
     fn close(&self) {
@@ -289,28 +221,27 @@ where
 }
 
 impl<F, T> Job<F, T> {
-    /// The task is gone, `how` says how (CANCELLED or DETACHED): an outcome already handed
-    /// over, and the waker unless the claimer is waking it, are dropped here, quietly.
-    fn let_go(&self, how: u8) {
-        // ORDERING: AcqRel: Release pairs with `receiver_gone`'s Acquire and `finish`'s;
-        // Acquire for the outcome if DONE came first.
-        let before = self.state.fetch_or(how, AcqRel);
-        if before & UNPARKING != 0 {
-            // The claimer is waking the waker, and will find the task gone and drop the
-            // outcome: both stay, and go with the job.
-            return;
-        }
-        // SAFETY: the claimer reads the waker only if it set UNPARKING, which it no longer
-        // can: DONE is set, or it will find the task gone first.
-        let waker = self.waker.with_mut(|waker| unsafe { (*waker).take() });
-        let unwanted = if before & DONE != 0 {
-            // SAFETY: DONE is set: the outcome is this side's. (Before DONE it is the
-            // claimer's, which will find the task gone and drop it.)
-            self.outcome.with_mut(|cell| unsafe { (*cell).take() })
-        } else {
-            None
+    /// The task is gone, `interest` says how: its waker and an outcome already handed over
+    /// are dropped here, quietly, outside the lock.
+    fn let_go(&self, interest: u8) {
+        let (waker, unwanted) = {
+            let mut slot = self.lock_slot();
+            // ORDERING: Release pairs with `receiver_gone`'s Acquire.
+            self.interest.store(interest, Release);
+            let unwanted = match slot.stage {
+                Stage::Done(_) => Some(mem::replace(&mut slot.stage, Stage::Taken)),
+                _ => None,
+            };
+            (slot.waker.take(), unwanted)
         };
         job::drop_quietly((waker, unwanted));
+    }
+
+    fn lock_slot(&self) -> crate::sync::MutexGuard<'_, Slot<F, T>> {
+        // Never poisoned: no user code runs while it is held.
+        self.slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -358,8 +289,7 @@ where
     }
 
     fn waited(&self, waited: Duration) {
-        // ORDERING: Relaxed: a report; the wait goes on whatever it finds.
-        if self.state.load(Relaxed) & CLAIMED == 0 {
+        if matches!(self.lock_slot().stage, Stage::Queued(..)) {
             crate::stall::stalled(waited);
         }
     }
@@ -407,7 +337,7 @@ where
         if let Some(unrun) = job.claim() {
             crate::metrics::cancelled();
             job::drop_quietly(unrun);
-            job.finish(None);
+            job.lose();
         }
         job::drop_quietly(job);
     }

@@ -5,12 +5,12 @@
 //!     cargo test -p threadbridge-rayon --release --lib loom_models
 //! ```
 //!
-//! The task and its job share the job's cell (`job_claim.rs`): its state byte, and the
-//! closure, the outcome and the task's waker behind it. The pool's copy and the task's waiter
-//! (on the worker that spawned it: `loom_claimable_task`) race to claim the closure, and only
-//! the winner runs it; the claimer's hand-over (outcome, wake-up, DONE) races the task's
-//! polls, waker replacements, drop and detach. loom checks every access to the cells; values
-//! carry a `loom::alloc::Track` (leak check) and a drop counter (double drop check).
+//! The task and its job share the job's cell (`job_claim.rs`): the closure's stage and the
+//! task's waker under one lock, and the task's interest in an atomic the closure reads. The
+//! pool's copy and the task's waiter (on the worker that spawned it: `loom_claimable_task`)
+//! race to move the stage away from `QUEUED`, and only the winner runs the job; the outcome's
+//! hand-over races the task's polls, waker replacements, drop and detach. Values carry a
+//! `loom::alloc::Track` (leak check) and a drop counter (double drop check).
 use crate::spawn::{loom_claimable_task, loom_task};
 use loom::alloc::Track;
 use loom::thread;
@@ -363,16 +363,13 @@ impl std::task::Wake for Wakes {
 }
 
 /// A task polled with one waker, again with the same one, and then with another (a task
-/// moved between executors' tasks)
-/// against the pool's hand-over: the hand-over wakes the waker the task's side last stored
-/// (or the task finds the value in a poll), and the value arrives once. Covers the hand-over
-/// with no waker stored, with one (UNPARKING, the wake-up, DONE), a poll that finds its own
-/// waker stored, the task's side taking its waker back to replace it (and failing to, when
-/// the hand-over is waking it), and a poll that finds the hand-over mid wake-up.
+/// moved between executors' tasks) against the pool's hand-over: the hand-over wakes the
+/// waker the task's side stored last (or the task finds the value in a poll), and the value
+/// arrives once. Covers a poll that keeps its stored waker, one that replaces it, and the
+/// hand-over before, between and after them.
 ///
-/// Catches: a waker replaced while the claimer reads it (loom's cell check); a wake-up lost
-/// to the replacement (the second waker is never woken and the last poll is pending); an
-/// outcome read before DONE published it.
+/// Catches: a poll that keeps the first waker when given another (the second is never woken
+/// and the last poll is pending).
 #[test]
 fn new_waker_vs_hand_over() {
     use std::task::{Context, Poll, Waker};
@@ -393,8 +390,7 @@ fn new_waker_vs_hand_over() {
         }
         let value = value.unwrap_or_else(|| {
             pool.join().unwrap();
-            // The hand-over is over: it woke the second waker (or the poll found it waking
-            // the first and woke the second itself).
+            // The hand-over is over: it woke the waker stored last, the second.
             assert!(second.0.load(SeqCst) >= 1, "the stored waker was not woken");
             match poll(&second) {
                 Poll::Ready(value) => value,
@@ -407,12 +403,10 @@ fn new_waker_vs_hand_over() {
 
 /// A task polled once (its waker stored) and then dropped or detached, against the pool's
 /// hand-over: the value is dropped exactly once, by whichever side comes second (the task
-/// once DONE is set, the claimer when the task let go first or during its wake-up), and the
-/// stored waker goes with the job or with the task, never twice.
+/// once the outcome is there, the job when the task let go first).
 ///
-/// Catches: an outcome leaked when the task lets go mid wake-up (Track leak); an outcome
-/// dropped by both sides (the drop count); the task's side taking the waker while the
-/// claimer reads it (loom's cell check).
+/// Catches: an outcome that neither side drops (Track leak); an outcome dropped by both sides
+/// (the drop count); a detached job that does not run.
 #[test]
 fn stored_waker_then_let_go_vs_hand_over() {
     use std::task::{Context, Waker};
