@@ -607,7 +607,7 @@ impl Rig {
         // The bridge's sides: rayon's global pool and the shared IoRuntime (one worker per
         // CPU); the tokio variants get the same thread counts.
         let cpu_workers = rayon::current_num_threads();
-        let io_workers = thread::available_parallelism().map_or(1, usize::from);
+        let io_workers = super::cpus();
         warm_up_tokio(bridge::rt::IoRuntime::global().handle());
         let cpu_low = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cpu_workers)
@@ -913,7 +913,7 @@ fn fixed(rig: &Rig, batch: Duration, warm: Duration, window: Duration) -> String
          answer (a probe unanswered at the window's end counts with its wait so far). Per \
          round each variant runs once, in an order balanced across rounds: {} ms to settle, \
          then a measured window of {} ms.",
-        thread::available_parallelism().map_or(0, usize::from),
+        super::cpus(),
         rig.cpu_workers + rig.io_workers,
         rig.cpu_workers,
         rig.io_workers,
@@ -972,7 +972,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let fixed = fixed(&rig, batch, warm, window);
     let probe_p99 = scenario("probe-p99", varied(), fixed, p99, &AT_DEFAULT, p99_of);
     let regression = regression_check(&probe_p99.rows);
-    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let cpus = super::cpus();
     let batch_ms = batch.as_secs_f64() * 1e3;
     let throughput = format!(
         "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded (lower is \

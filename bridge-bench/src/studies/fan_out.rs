@@ -92,11 +92,6 @@ impl Driver {
     }
 }
 
-/// The worker threads of the pool and of tokio's runtime: one per CPU.
-fn parallelism() -> usize {
-    thread::available_parallelism().map_or(1, usize::from)
-}
-
 /// What the `n` consumers, the producers and the controller (the thread that runs the batch,
 /// woken when a wave is ready or done) share during one batch: the consumers that said they
 /// wait and the items received, summed over the waves; the waves done and released to the
@@ -378,10 +373,10 @@ impl Consumers {
     /// Starts the driver, with no consumers yet.
     fn new(driver: Driver) -> io::Result<Self> {
         Ok(match driver {
-            Driver::Pool => Self::Pool(Pool::start(parallelism())?, Vec::new()),
+            Driver::Pool => Self::Pool(Pool::start(super::cpus())?, Vec::new()),
             Driver::Tokio => Self::Tokio(
                 tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(parallelism())
+                    .worker_threads(super::cpus())
                     .build()?,
                 Vec::new(),
             ),
@@ -721,7 +716,7 @@ fn varied() -> String {
          recv_blocking, up to {} consumers.",
         THREAD_STACK / 1024,
         grouped(THREAD_LIMIT),
-        p = parallelism(),
+        p = super::cpus(),
     )
 }
 
@@ -735,7 +730,7 @@ fn fixed(n: u64) -> String {
          from a wave's first send to its last receipt, summed over the waves. One operation \
          is one item. Threads are read from /proc/self/status when all consumers first wait.",
         grouped(n),
-        parallelism(),
+        super::cpus(),
         QUIET_LIMIT.as_millis(),
         SETTLE.as_millis(),
     )
@@ -936,7 +931,7 @@ mod tests {
                         + PRODUCERS
                         + match driver {
                             Driver::Threads => n,
-                            _ => parallelism() as u64,
+                            _ => crate::studies::cpus() as u64,
                         };
                     let peak = u64::from(census.peak.unwrap());
                     assert!(peak >= expected, "{driver:?}: {peak} threads at peak");

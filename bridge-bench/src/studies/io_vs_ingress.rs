@@ -917,7 +917,7 @@ fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
          ~{PUBLISHED_LATENCY_MS:.0} ms and 0 lost at every io_workers value. The table's \
          samples are ns per answered query in each round's window; in the notes, QPS x \
          latency is the mean queries in flight (Little's law).",
-        thread::available_parallelism().map_or(0, usize::from),
+        super::cpus(),
         harness::median_time(201, |i| black_box(policy(black_box(&query(i))))).as_secs_f64() * 1e6,
         DELAY.as_millis(),
         DELAY.as_millis(),

@@ -485,7 +485,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
                 .handle()
                 .metrics()
                 .num_workers(),
-            std::thread::available_parallelism().map_or(0, usize::from),
+            super::cpus(),
         ),
         goals: vec![goal(workload)],
         notes: vec![route],

@@ -4,7 +4,9 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use super::echo::{EchoServer, MESSAGE};
-use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
+use super::{
+    CACHED, PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note,
+};
 use crate::busy::{Load, under_load};
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
@@ -81,11 +83,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         Pattern::Batches,
     )?);
     Ok(reports)
-}
-
-/// The CPUs this process may run on.
-fn cpus() -> usize {
-    thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// The future every ready-future call runs: ready at its first poll, with `i` through

@@ -8,7 +8,7 @@ use crate::harness;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
 };
-use crate::proc::{ThreadTally, os_threads, threads_note};
+use crate::proc::Census;
 use crate::report::{
     BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows, table,
 };
@@ -361,21 +361,20 @@ struct Log {
     name: &'static str,
     batches: Vec<Vec<f64>>,
     cpu: Vec<f64>,
-    threads: ThreadTally,
 }
 
-/// The reads and thread counts of every variant, recorded outside the timed part, and the
-/// thread count before measuring, everything warmed up.
+/// The reads of every variant and the thread counts around its batches, recorded outside
+/// the timed part.
 #[derive(Debug)]
 struct Recorder {
-    base: Option<u32>,
+    census: Census,
     logs: RefCell<Vec<Log>>,
 }
 
 impl Recorder {
     fn new() -> Self {
         Self {
-            base: os_threads(),
+            census: Census::new(),
             logs: RefCell::new(Vec::new()),
         }
     }
@@ -391,16 +390,11 @@ impl Recorder {
     ) -> Variant<'a> {
         let k = {
             let mut logs = self.logs.borrow_mut();
-            logs.push(Log {
-                name,
-                batches: Vec::new(),
-                cpu: Vec::new(),
-                threads: ThreadTally::default(),
-            });
+            let (batches, cpu) = (Vec::new(), Vec::new());
+            logs.push(Log { name, batches, cpu });
             logs.len() - 1
         };
-        Variant::new(name, move |n| {
-            let before = os_threads();
+        self.census.variant(name, move |n| {
             let cpu_before = process_cpu_ns();
             let mut reads = Vec::new();
             let batch = timed_on(rt, n, async |i| {
@@ -417,7 +411,6 @@ impl Recorder {
                 _ => f64::NAN,
             };
             let mut logs = self.logs.borrow_mut();
-            logs[k].threads.record(before, os_threads());
             logs[k].batches.push(reads);
             logs[k].cpu.push(cpu);
             batch
@@ -467,23 +460,6 @@ impl Recorder {
         let skip = log.cpu.len().saturating_sub(rounds);
         Summary::of(&log.cpu[skip..]).map_or(f64::NAN, |s| s.median)
     }
-
-    fn threads_of(&self, name: &str) -> String {
-        self.logs
-            .borrow()
-            .iter()
-            .find(|log| log.name == name)
-            .map_or_else(|| "not measured".to_owned(), |log| log.threads.to_string())
-    }
-
-    fn threads_note(&self) -> String {
-        let logs = self.logs.borrow();
-        threads_note(
-            self.base,
-            ", everything warmed up",
-            logs.iter().map(|log| (log.name, log.threads)),
-        )
-    }
 }
 
 /// The tokio runtime that drives the queries, warmed up.
@@ -530,7 +506,7 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
                 format!("{:.2} ({:.2}x)", ms(a), a / nominal),
                 format!("{:.2} ({:.2}x)", ms(b), b / nominal),
                 format!("{:.1}", ms(recorder.cpu_of(&w.variant, w.rounds))),
-                recorder.threads_of(&w.variant),
+                recorder.census.of(&w.variant),
             ])
         })
         .collect();
@@ -766,7 +742,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let rt = query_runtime()?;
     let floor = unloaded_reads(&rt, addr);
 
-    let cpus = thread::available_parallelism().map_or(0, usize::from);
+    let cpus = super::cpus();
     let bounds = bounds_note(cost, cpus);
     let recorder = Recorder::new();
     let mut variants = [
@@ -836,7 +812,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 1.0 / WALL_SLACK,
                 "bridge wall time at most 1.05x tokio-rayon's",
             )],
-            notes: vec![bounds, recorder.threads_note()],
+            notes: vec![bounds, recorder.census.note(", everything warmed up")],
             rows: wall,
             ..Default::default()
         },
