@@ -12,6 +12,7 @@
 //! own (objects in memory, on a runtime of its own), so that every read is a real request
 //! whose body streams from a socket.
 
+use super::echo::tcp_server;
 use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
@@ -33,13 +34,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
 /// Pipelines running at once: each reads objects one after the other and decodes them.
@@ -225,14 +226,14 @@ struct Server {
 
 impl Server {
     fn start() -> io::Result<Self> {
-        let runtime = harness::runtime(1, "store-server")?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
         let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
             .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
             .collect();
         objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
-        runtime.spawn(accept(listener, Arc::new(objects)));
+        let objects = Arc::new(objects);
+        let (addr, runtime) = tcp_server("store-server", move |stream| {
+            serve(stream, Arc::clone(&objects))
+        })?;
         Ok(Self {
             addr,
             _runtime: runtime,
@@ -255,28 +256,15 @@ impl Server {
     }
 }
 
-/// Accepts until the runtime shuts down, or until an accept error: then reads fail and the
-/// table counts them, instead of pipelines that hang.
-async fn accept(listener: TcpListener, objects: Arc<HashMap<String, Bytes>>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                eprintln!("cpu-async: the store server stops: {e}");
-                return;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let objects = Arc::clone(&objects);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, &objects);
-                async move { Ok::<_, std::convert::Infallible>(response) }
-            });
-            let http = hyper::server::conn::http1::Builder::new();
-            let _ = http.serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
+/// Serves one connection: HTTP/1.1 with keep-alive, [`respond`] to every request.
+async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let response = respond(&request, &objects);
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let http = hyper::server::conn::http1::Builder::new();
+    let _ = http.serve_connection(TokioIo::new(stream), service).await;
 }
 
 /// The answer to one request: the object with its length (GET), its length alone (HEAD).

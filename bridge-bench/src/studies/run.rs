@@ -121,23 +121,33 @@ fn io_workers() -> usize {
         .num_workers()
 }
 
+/// The variants of the no-runtime scenarios: a plain thread runs `call(i)` with
+/// bridge::run_blocking, `Handle::block_on` of the shared runtime `handle`, a current-thread
+/// runtime kept per thread, or one built per call; the output through `black_box`.
+fn from_a_plain_thread<'a, F>(
+    handle: &'a Handle,
+    call: impl Fn(u64) -> F + Copy + 'a,
+) -> [Variant<'a>; 4]
+where
+    F: Future<Output = u64> + Send + 'static,
+{
+    let per_call = move |i| current_thread().map_or(MISSING, |rt| rt.block_on(call(i)));
+    [
+        Variant::new(BASELINE, move |n| {
+            timed(n, |i| black_box(bridge::run_blocking(call(i))))
+        }),
+        Variant::new(HANDLE, move |n| {
+            timed(n, |i| black_box(handle.block_on(call(i))))
+        }),
+        Variant::new(THREAD_LOCAL, move |n| {
+            timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(call(i)))))
+        }),
+        Variant::new(PER_CALL, move |n| timed(n, |i| black_box(per_call(i)))),
+    ]
+}
+
 fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
-    let handle = shared.handle();
-    let mut variants = [
-        Variant::new(BASELINE, |n| {
-            timed(n, |i| black_box(bridge::run_blocking(ready(i))))
-        }),
-        Variant::new(HANDLE, |n| {
-            timed(n, |i| black_box(handle.block_on(ready(i))))
-        }),
-        Variant::new(THREAD_LOCAL, |n| {
-            timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(ready(i)))))
-        }),
-        Variant::new(PER_CALL, |n| {
-            let call = |i| current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))));
-            timed(n, call)
-        }),
-    ];
+    let mut variants = from_a_plain_thread(shared.handle(), ready);
     let report = ScenarioReport {
         name: "no-runtime-ready",
         varied: "how a plain thread runs the future: bridge::run_blocking (polled here with the \
@@ -235,20 +245,7 @@ fn no_runtime_tcp(
 ) -> io::Result<ScenarioReport> {
     let server = EchoServer::start()?;
     let addr = server.addr;
-    let handle = shared.handle();
-    let mut variants = [
-        Variant::new(BASELINE, |n| {
-            timed(n, |i| bridge::run_blocking(exchange(addr, i)))
-        }),
-        Variant::new(HANDLE, |n| timed(n, |i| handle.block_on(exchange(addr, i)))),
-        Variant::new(THREAD_LOCAL, |n| {
-            timed(n, |i| CACHED.with(|rt| rt.block_on(exchange(addr, i))))
-        }),
-        Variant::new(PER_CALL, |n| {
-            let call = |i| current_thread().map_or(MISSING, |rt| rt.block_on(exchange(addr, i)));
-            timed(n, call)
-        }),
-    ];
+    let mut variants = from_a_plain_thread(shared.handle(), move |i| exchange(addr, i));
     let report = ScenarioReport {
         name: "no-runtime-tcp",
         varied: "which runtime drives the call's socket from a plain thread: \

@@ -4,6 +4,7 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
+use super::echo::tcp_server;
 use crate::harness;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
@@ -17,13 +18,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::{Builder, Runtime};
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 /// Workers of the tokio runtime that drives the queries; queries in flight at once in one
@@ -236,35 +237,14 @@ struct DelayServer {
 impl DelayServer {
     fn start() -> io::Result<Self> {
         let timer = Timer::start()?;
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("delay-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(accept_loop(listener, Arc::clone(&timer.shared)));
+        let shared = Arc::clone(&timer.shared);
+        let serving = move |stream| serve(stream, Arc::clone(&shared));
+        let (addr, runtime) = tcp_server("delay-server", serving)?;
         Ok(Self {
             addr,
             _runtime: runtime,
             _timer: timer,
         })
-    }
-}
-
-/// Accepts until the runtime shuts down, or until the first accept error: then connects fail
-/// and the iteration's checksum fails, instead of queries that hang.
-async fn accept_loop(listener: TcpListener, timer: Arc<TimerShared>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(serve(stream, Arc::clone(&timer)));
-            }
-            Err(e) => {
-                eprintln!("wrong-pool: the delay server stops: {e}");
-                return;
-            }
-        }
     }
 }
 
