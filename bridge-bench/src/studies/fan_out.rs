@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -176,26 +175,16 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
 
 /// A consumer's receiver that says the consumer waits after its first poll: by then its
 /// waker is registered (or, if the value was already there, taken).
-struct Waiting<'a> {
-    rx: Receiver<u64>,
-    shared: &'a Shared,
-    reported: bool,
-}
-
-impl Future for Waiting<'_> {
-    type Output = u64;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(MISSING));
-        if !this.reported {
-            this.reported = true;
-            this.shared.waiting();
+fn waiting(mut rx: Receiver<u64>, shared: &Shared) -> impl Future<Output = u64> + '_ {
+    let mut reported = false;
+    std::future::poll_fn(move |cx| {
+        let poll = Pin::new(&mut rx).poll(cx).map(|r| r.unwrap_or(MISSING));
+        if !reported {
+            reported = true;
+            shared.waiting();
         }
         poll
-    }
+    })
 }
 
 /// A consumer's receivers: one per wave, then `end`, whose sender the controller drops
@@ -207,12 +196,7 @@ type Receivers = (Vec<Receiver<u64>>, Receiver<u64>);
 async fn consume(shared: Arc<Shared>, (waves, end): Receivers) -> u64 {
     let mut sum = 0u64;
     for rx in waves {
-        let waiting = Waiting {
-            rx,
-            shared: &shared,
-            reported: false,
-        };
-        sum = sum.wrapping_add(waiting.await);
+        sum = sum.wrapping_add(waiting(rx, &shared).await);
         shared.receipt();
     }
     let _ = end.await;
