@@ -338,7 +338,7 @@ impl<'a> Variant<'a> {
 }
 
 /// The wrapping sum of `0..n`, the checksum of a batch of `n` operations.
-fn sum_below(n: u64) -> u64 {
+pub fn sum_below(n: u64) -> u64 {
     // The even one of n and n - 1 is halved first, so only the final product wraps.
     let (a, b) = if n % 2 == 0 {
         (n / 2, n.wrapping_sub(1))

@@ -109,23 +109,10 @@ enum Variant {
 
 /// The variants, in the order they run and the summary lists them; those of the
 /// default-priority scenarios and of the low-priority ones, in table order.
-const VARIANTS: [Variant; 7] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-    Variant::TwoLow,
-    Variant::BridgeLow,
-];
-const AT_DEFAULT: [Variant; 5] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-];
-const AT_LOW: [Variant; 3] = [Variant::Idle, Variant::TwoLow, Variant::BridgeLow];
+use Variant::{Bridge, BridgeLow, BridgeYield, Idle, One, Two, TwoLow};
+const VARIANTS: [Variant; 7] = [Idle, One, Two, Bridge, BridgeYield, TwoLow, BridgeLow];
+const AT_DEFAULT: [Variant; 5] = [Idle, One, Two, Bridge, BridgeYield];
+const AT_LOW: [Variant; 3] = [Idle, TwoLow, BridgeLow];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -623,7 +610,6 @@ impl Rig {
 
     /// Starts `variant`'s probe and pipelines; returns one joiner per task.
     fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
-        use Variant::*;
         let here = |store: &Arc<dyn ObjectStore>| Access::Here(Arc::clone(store));
         let mut joiners: Vec<Joiner> = vec![match variant {
             Idle | Bridge | BridgeYield | BridgeLow => {
@@ -683,7 +669,7 @@ impl Rig {
     /// Runs `variant` for `warm`, then measures it for `window`, then stops its tasks.
     fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
         let shared = Arc::new(Shared::default());
-        let courtesy = matches!(variant, Variant::BridgeYield | Variant::BridgeLow);
+        let courtesy = matches!(variant, BridgeYield | BridgeLow);
         bridge::configure().yield_after_long_polls(courtesy).apply();
         let joiners = self.start_cell(variant, &shared);
         thread::sleep(warm);
@@ -751,7 +737,7 @@ impl Cell {
         } else {
             f64::INFINITY
         };
-        (self.variant != Variant::Idle).then_some(ns)
+        (self.variant != Idle).then_some(ns)
     }
 }
 
@@ -832,7 +818,7 @@ fn summary(cells: &[Cell]) -> String {
         all.sort_by(f64::total_cmp);
         all
     };
-    let idle_p99 = percentile(&pooled(Variant::Idle), 0.99);
+    let idle_p99 = percentile(&pooled(Idle), 0.99);
     let mut out = String::from(
         "Summary (the probes of every measured window of the variant pooled; throughput is \
          the median over rounds):\n\n\
@@ -851,7 +837,7 @@ fn summary(cells: &[Cell]) -> String {
         let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
         let failures: u64 = mine.iter().map(|c| c.failures).sum();
         let batches = match mine.iter().map(|c| c.batches).sum::<u64>() {
-            _ if v == Variant::Idle => "-".to_owned(),
+            _ if v == Idle => "-".to_owned(),
             n => n.to_string(),
         };
         let p = |q| percentile(&all, q) / 1e6;

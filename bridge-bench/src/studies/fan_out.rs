@@ -895,12 +895,7 @@ fn hold_goal(cells: &[Cell], counts: &[(u64, &str)]) -> Judged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proc::os_threads;
-
-    /// The sum of `0..n`, the checksum of a batch of `n` items.
-    fn sum_below(n: u64) -> u64 {
-        (0..n).fold(0, u64::wrapping_add)
-    }
+    use crate::harness::sum_below;
 
     #[test]
     fn every_driver_delivers_every_item() {

@@ -99,14 +99,8 @@ enum Variant {
 }
 
 /// Every variant, in the order of the tables.
-const VARIANTS: [Variant; 6] = [
-    Variant::Bridge,
-    Variant::Wait,
-    Variant::Shed,
-    Variant::BridgeNice0,
-    Variant::SpawnBlocking,
-    Variant::Inline,
-];
+use Variant::{Bridge, BridgeNice0, Inline, Shed, SpawnBlocking, Wait};
+const VARIANTS: [Variant; 6] = [Bridge, Wait, Shed, BridgeNice0, SpawnBlocking, Inline];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -421,17 +415,17 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
     let s = Arc::clone(&service);
     let work = move || s.run_step(body);
     let hash = match (service.variant, &service.limit) {
-        (Variant::Inline, _) => work(),
-        (Variant::SpawnBlocking, _) => match tokio::task::spawn_blocking(work).await {
+        (Inline, _) => work(),
+        (SpawnBlocking, _) => match tokio::task::spawn_blocking(work).await {
             Ok(hash) => hash,
             Err(_) => {
                 service.errors.fetch_add(1, Relaxed);
                 return;
             }
         },
-        (Variant::Bridge | Variant::BridgeNice0, _) => bridge::spawn(work).await,
-        (Variant::Wait, Some(limit)) => limit.spawn(work).await,
-        (Variant::Shed, Some(limit)) => match limit.try_spawn(work) {
+        (Bridge | BridgeNice0, _) => bridge::spawn(work).await,
+        (Wait, Some(limit)) => limit.spawn(work).await,
+        (Shed, Some(limit)) => match limit.try_spawn(work) {
             Ok(task) => task.await,
             Err(_) => {
                 service.shed.fetch_add(1, Relaxed);
@@ -439,7 +433,7 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
                 return;
             }
         },
-        (Variant::Wait | Variant::Shed, None) => {
+        (Wait | Shed, None) => {
             service.errors.fetch_add(1, Relaxed);
             return;
         }
@@ -740,7 +734,6 @@ const GOALS: [&str; 4] = [
 /// The study's goals, checked against the cells of this run (`None` where not measured):
 /// each with the numbers behind it, the worst value among the cells it judges, and its bound.
 fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
-    use Variant::{Bridge, BridgeNice0, Inline, Shed, SpawnBlocking, Wait};
     let bounded = [Wait, Shed];
     // A check from its cells' figures (`each`), what was needed, its worst value and bound.
     let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], value, bound| {
@@ -872,7 +865,7 @@ fn pool_note(cells: &[Cell]) -> String {
         "The pool's priority, read on each of its threads (/proc/thread-self/stat): as set up \
          (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{named}; \
          lower_thread_priority({POOL_NICE}) failed on {refused:.0} pool threads.",
-        Variant::BridgeNice0.name(),
+        BridgeNice0.name(),
         cells.len() - off.len(),
         cells.len(),
     )
@@ -882,7 +875,7 @@ fn pool_note(cells: &[Cell]) -> String {
 fn reading(cells: &[Cell]) -> String {
     let mut out = String::from("Reading the numbers:");
     let at_2x = |v: Variant| find(cells, v, 2.0);
-    if let (Some(n10), Some(n0)) = (at_2x(Variant::Bridge), at_2x(Variant::BridgeNice0)) {
+    if let (Some(n10), Some(n0)) = (at_2x(Bridge), at_2x(BridgeNice0)) {
         let _ = write!(
             out,
             " at 2x, bridge::spawn's I/O-only p99 was {} ms with the pool at nice {POOL_NICE} \
@@ -894,7 +887,7 @@ fn reading(cells: &[Cell]) -> String {
             n0.throughput(),
         );
     }
-    if let Some(c) = at_2x(Variant::Wait) {
+    if let Some(c) = at_2x(Wait) {
         let _ = write!(
             out,
             " A limit bounds the work in rayon's queue, not the requests: `bridge limit-wait` \
@@ -903,7 +896,7 @@ fn reading(cells: &[Cell]) -> String {
             c.out.limit_max, c.out.queued_end,
         );
     }
-    if let Some(c) = at_2x(Variant::Shed) {
+    if let Some(c) = at_2x(Shed) {
         let _ = write!(
             out,
             " `bridge limit-shed` answered {:.0} of {:.0} requests \"busy\" and served the rest \
@@ -913,7 +906,7 @@ fn reading(cells: &[Cell]) -> String {
             ms(c.out.full_p99),
         );
     }
-    if let (Some(i), Some(b)) = (at_2x(Variant::Inline), at_2x(Variant::SpawnBlocking)) {
+    if let (Some(i), Some(b)) = (at_2x(Inline), at_2x(SpawnBlocking)) {
         let _ = write!(
             out,
             " Inline, the probes queue behind the CPU steps on the same workers (I/O-only p99 \
@@ -952,12 +945,12 @@ fn varied(table: &str) -> String {
          other thread: the contrast; `{}` is tokio::task::spawn_blocking; `{}` runs it on the \
          tokio worker that polls the request (tokio's workers and blocking threads run at the \
          default priority in every cell). This table: the p99 latency of {table}, in ms.",
-        Variant::Bridge.name(),
-        Variant::Wait.name(),
-        Variant::Shed.name(),
-        Variant::BridgeNice0.name(),
-        Variant::SpawnBlocking.name(),
-        Variant::Inline.name(),
+        Bridge.name(),
+        Wait.name(),
+        Shed.name(),
+        BridgeNice0.name(),
+        SpawnBlocking.name(),
+        Inline.name(),
     )
 }
 
@@ -987,7 +980,7 @@ fn fixed(
          RSS is its VmHWM (growth over the window's start in parentheses); CPU is the share of \
          all CPUs used by this process and by everything else (/proc/stat).",
         rayon::current_num_threads(),
-        Variant::BridgeNice0.name(),
+        BridgeNice0.name(),
         BODY / 1024,
         cost.as_secs_f64() * 1e3,
         DELAY.as_millis(),
@@ -1166,7 +1159,6 @@ mod tests {
 
     #[test]
     fn goals_judge_the_cells_of_a_run() {
-        use Variant::*;
         // (served, I/O p99) at 0.5x and 0.9x; (queued at ½, at the end, limit max, I/O p99)
         // at 2x.
         let at = |variant, load: f64, served: f64, io_p99| Cell {
@@ -1273,7 +1265,7 @@ mod tests {
         }
         // A limit of 1 with steps far longer than the gap between arrivals must shed.
         let spec = Spec {
-            variant: Variant::Shed,
+            variant: Shed,
             rate: 400.0,
             window_ms: 200,
             passes: calibrate_passes() * 5,
