@@ -86,18 +86,16 @@ fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
             format!("{:.1}", percentile(&sorted, p) / 1e3)
         };
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        rows.push(vec![
-            name.to_owned(),
-            us(&pickup, 0.5),
-            us(&pickup, 0.99),
-            us(&back, 0.5),
-            us(&back, 0.99),
-            us(&hop, 0.5),
-            us(&hop, 0.99),
-            format!("{:.1}", mean(&hop) / 1e3),
-            format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)),
-            format!("{kernels_per_s:.0}"),
-        ]);
+        let mut row = vec![name.to_owned()];
+        row.extend(
+            [&pickup, &back, &hop]
+                .map(|v| [us(v, 0.5), us(v, 0.99)])
+                .concat(),
+        );
+        row.push(format!("{:.1}", mean(&hop) / 1e3));
+        row.push(format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)));
+        row.push(format!("{kernels_per_s:.0}"));
+        rows.push(row);
     }
     let head = [
         "background",

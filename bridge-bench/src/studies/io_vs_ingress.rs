@@ -93,23 +93,18 @@ struct Plan {
 
 impl Plan {
     fn of(settings: &Settings) -> Self {
-        let ms = Duration::from_millis;
-        if settings.is_quick() {
-            Self {
-                rounds: 1,
-                io_values: 2,
-                warm: ms(200),
-                measure: ms(400),
-                probe: ms(200),
-            }
+        let (rounds, io_values, [warm, measure, probe]) = if settings.is_quick() {
+            (1, 2, [200, 400, 200])
         } else {
-            Self {
-                rounds: 3,
-                io_values: IO_WORKERS.len(),
-                warm: ms(500),
-                measure: ms(2000),
-                probe: ms(1000),
-            }
+            (3, IO_WORKERS.len(), [500, 2000, 1000])
+        };
+        let [warm, measure, probe] = [warm, measure, probe].map(Duration::from_millis);
+        Self {
+            rounds,
+            io_values,
+            warm,
+            measure,
+            probe,
         }
     }
 }
