@@ -107,9 +107,9 @@ enum Variant {
     BridgeLow,
 }
 
+use Variant::{Bridge, BridgeLow, BridgeYield, Idle, One, Two, TwoLow};
 /// The variants, in the order they run and the summary lists them; those of the
 /// default-priority scenarios and of the low-priority ones, in table order.
-use Variant::{Bridge, BridgeLow, BridgeYield, Idle, One, Two, TwoLow};
 const VARIANTS: [Variant; 7] = [Idle, One, Two, Bridge, BridgeYield, TwoLow, BridgeLow];
 const AT_DEFAULT: [Variant; 5] = [Idle, One, Two, Bridge, BridgeYield];
 const AT_LOW: [Variant; 3] = [Idle, TwoLow, BridgeLow];

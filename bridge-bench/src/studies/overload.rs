@@ -98,8 +98,8 @@ enum Variant {
     Shed,
 }
 
-/// Every variant, in the order of the tables.
 use Variant::{Bridge, BridgeNice0, Inline, Shed, SpawnBlocking, Wait};
+/// Every variant, in the order of the tables.
 const VARIANTS: [Variant; 6] = [Bridge, Wait, Shed, BridgeNice0, SpawnBlocking, Inline];
 
 impl Variant {
