@@ -425,7 +425,7 @@ fn current_thread_task(
             let _ = timed_on(&rt, STEADY_WARM, async |i| op(i));
             timed_on(&rt, n, async |i| op(i))
         }
-        Pattern::Paused => harness::timed_on_paused(&rt, n, async |i| op(i)),
+        Pattern::Paused => harness::in_bursts(&rt, n, Some(harness::BURST), async |i| op(i)),
     };
     let mut variants = vec![
         Variant::new(BASELINE, |n| {
