@@ -43,7 +43,7 @@ const SHARED_SPAWN: &str = "shared1 spawn+wait";
 
 /// A way for a caller with no runtime to drive a future to completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Strategy {
+pub enum Strategy {
     /// `bridge::run_blocking` with its defaults.
     Bridge,
     /// A current-thread runtime built for the call and dropped at its end.
@@ -78,7 +78,7 @@ impl Strategy {
 
     /// Runs `future` to completion on this thread's behalf; `None` if a runtime could not be
     /// built or the spawned task never sent its output.
-    fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
+    pub fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,

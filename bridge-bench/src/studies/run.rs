@@ -4,9 +4,7 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use super::echo::{EchoServer, MESSAGE};
-use super::{
-    CACHED, PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note,
-};
+use super::{PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note};
 use crate::busy::{Load, under_load};
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
@@ -123,7 +121,8 @@ fn io_workers() -> usize {
 
 /// The variants of the no-runtime scenarios: a plain thread runs `call(i)` with
 /// bridge::run_blocking, `Handle::block_on` of the shared runtime `handle`, a current-thread
-/// runtime kept per thread, or one built per call; the output through `black_box`.
+/// runtime kept per thread, or one built per call (the no-runtime study's strategies); the
+/// output through `black_box`.
 fn from_a_plain_thread<'a, F>(
     handle: &'a Handle,
     call: impl Fn(u64) -> F + Copy + 'a,
@@ -131,19 +130,18 @@ fn from_a_plain_thread<'a, F>(
 where
     F: Future<Output = u64> + Send + 'static,
 {
-    let per_call = move |i| current_thread().map_or(MISSING, |rt| rt.block_on(call(i)));
-    [
-        Variant::new(BASELINE, move |n| {
-            timed(n, |i| black_box(bridge::run_blocking(call(i))))
-        }),
-        Variant::new(HANDLE, move |n| {
-            timed(n, |i| black_box(handle.block_on(call(i))))
-        }),
-        Variant::new(THREAD_LOCAL, move |n| {
-            timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(call(i)))))
-        }),
-        Variant::new(PER_CALL, move |n| timed(n, |i| black_box(per_call(i)))),
-    ]
+    use super::no_runtime::Strategy;
+    let ways = [
+        (BASELINE, Strategy::Bridge),
+        (HANDLE, Strategy::Shared),
+        (THREAD_LOCAL, Strategy::PerThread),
+        (PER_CALL, Strategy::PerCall),
+    ];
+    ways.map(|(name, way)| {
+        Variant::new(name, move |n| {
+            timed(n, |i| way.drive(handle, call(i)).map_or(MISSING, black_box))
+        })
+    })
 }
 
 fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
