@@ -54,6 +54,7 @@ const WARM: u32 = 20;
 /// A call that takes longer failed (a client shared across runtimes that nobody drives).
 const CALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// The peers, in the table's order (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Variant {
     Bridge,
@@ -61,13 +62,8 @@ enum Variant {
     Global,
     Background,
 }
-
-const VARIANTS: [Variant; 4] = [
-    Variant::Bridge,
-    Variant::PerThread,
-    Variant::Global,
-    Variant::Background,
-];
+use Variant::{Background, Bridge, Global, PerThread};
+const VARIANTS: [Variant; 4] = [Bridge, PerThread, Global, Background];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -75,6 +71,7 @@ impl Variant {
     }
 }
 
+/// The futures handed over (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Work {
     Ready,
@@ -84,15 +81,8 @@ enum Work {
     Connect,
     Http,
 }
-
-const WORKS: [Work; 6] = [
-    Work::Ready,
-    Work::Yield,
-    Work::Echo,
-    Work::Fan16,
-    Work::Connect,
-    Work::Http,
-];
+use Work::{Connect, Echo, Fan16, Http, Ready, Yield};
+const WORKS: [Work; 6] = [Ready, Yield, Echo, Fan16, Connect, Http];
 
 impl Work {
     fn name(self) -> &'static str {
@@ -146,10 +136,10 @@ where
     F::Output: Send + 'static,
 {
     match variant {
-        Variant::Bridge => bridge::run_blocking(future),
-        Variant::PerThread => PER_THREAD.with(|rt| rt.block_on(future)),
-        Variant::Global => GLOBAL.handle().block_on(future),
-        Variant::Background => {
+        Bridge => bridge::run_blocking(future),
+        PerThread => PER_THREAD.with(|rt| rt.block_on(future)),
+        Global => GLOBAL.handle().block_on(future),
+        Background => {
             let (tx, rx) = bridge::oneshot::channel();
             BACKGROUND.spawn(async move {
                 let _ = tx.send(future.await);
@@ -177,15 +167,15 @@ async fn in_time<E>(work: impl Future<Output = Result<bool, E>>) -> bool {
 fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
     let echo = cell.echo;
     let ok = match work {
-        Work::Ready => drive(variant, async { black_box(1u64) == 1 }),
-        Work::Yield => drive(variant, async {
+        Ready => drive(variant, async { black_box(1u64) == 1 }),
+        Yield => drive(variant, async {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
             true
         }),
-        Work::Echo | Work::Fan16 => {
-            let want = if work == Work::Echo { 1 } else { 16 };
+        Echo | Fan16 => {
+            let want = if work == Echo { 1 } else { 16 };
             let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
             let (ok, conns) = drive(variant, async move {
                 // Connecting is the warm-up's work (a burst of connects may wait for the
@@ -211,7 +201,7 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             }
             ok
         }
-        Work::Connect => drive(variant, async move {
+        Connect => drive(variant, async move {
             in_time(async {
                 let mut conn = TcpStream::connect(echo).await?;
                 conn.set_zero_linger()?;
@@ -219,7 +209,7 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             })
             .await
         }),
-        Work::Http => {
+        Http => {
             let client = cell.client.clone();
             let uri = cell.http.parse().expect("a URI");
             drive(variant, async move {
@@ -458,7 +448,7 @@ fn main() {
             .map(|v| median(v).map_or("failed".to_string(), |x| format!("{x:.0}")))
             .collect();
         let best = VARIANTS[1..].iter().filter_map(median).fold(0.0, f64::max);
-        let ratio = median(&Variant::Bridge).map_or("-".into(), |b| format!("{:.2}", best / b));
+        let ratio = median(&Bridge).map_or("-".into(), |b| format!("{:.2}", best / b));
         let (c, w) = (c.name(), work.name());
         println!("| {c} | {w} | {} | {ratio} |", cells.join(" | "));
     }

@@ -38,10 +38,7 @@ impl Load {
     /// Starts one background thread per CPU this process may use, each running kernels in a
     /// loop.
     pub fn start() -> io::Result<Self> {
-        Self::start_threads(
-            std::thread::available_parallelism().map_or(1, usize::from),
-            0,
-        )
+        Self::start_threads(crate::studies::cpus(), 0)
     }
 
     /// Starts `threads` background threads (at least one), each running kernels in a loop,
@@ -107,7 +104,7 @@ impl Load {
              the main thread sleeps and the background runs alone (median of the per-round \
              ratios).",
             self.threads,
-            std::thread::available_parallelism().map_or(1, usize::from),
+            crate::studies::cpus(),
         )
     }
 }

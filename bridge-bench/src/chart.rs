@@ -187,11 +187,7 @@ fn bar_color(variant: &str) -> RGBColor {
 /// A font at `px` pixels as the reader sees them: plotters' SVG backend divides a font size
 /// by 1.24 when it writes it out, so this multiplies it back.
 fn font(px: f64, color: RGBColor, (h, v): (HPos, VPos), bold: bool) -> TextStyle<'static> {
-    let style = if bold {
-        FontStyle::Bold
-    } else {
-        FontStyle::Normal
-    };
+    let style = [FontStyle::Normal, FontStyle::Bold][usize::from(bold)];
     let font = ("sans-serif", px * 1.24, style).into_font();
     font.color(&color).pos(Pos::new(h, v))
 }
@@ -246,12 +242,8 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
     // Room after the axis for an arrowhead and the longest label.
     let right = WIDTH - MARGIN - labels.unwrap_or(60) - 16;
     let title = format!("bridge-bench: the {study} study");
-    text(
-        root,
-        &title,
-        (MARGIN, 16),
-        font(TITLE_PX, INK, TOP_LEFT, true),
-    )?;
+    let style = font(TITLE_PX, INK, TOP_LEFT, true);
+    text(root, &title, (MARGIN, 16), style)?;
     let rounds = rows().map(|r| r.rounds).max().unwrap_or(0);
     let runs = rows().map(|r| r.run_medians.len()).max().unwrap_or(1);
     let background = rows().any(|r| r.background.is_some());
@@ -284,12 +276,8 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
     let mut x = MARGIN;
     for (name, color) in legend {
         root.draw(&Rectangle::new([(x, 86), (x + 14, 98)], color.filled()))?;
-        text(
-            root,
-            name,
-            (x + 20, 92),
-            font(BODY_PX, INK, CENTER_LEFT, false),
-        )?;
+        let style = font(BODY_PX, INK, CENTER_LEFT, false);
+        text(root, name, (x + 20, 92), style)?;
         x += 20 + text_width(name, BODY_PX) + 24;
     }
     let mut top = HEADER;
@@ -303,35 +291,24 @@ fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult 
 fn draw_panel(root: &Area<'_>, report: &ScenarioReport, top: i32, ends: (i32, i32)) -> DrawResult {
     let (rows, left) = (&report.rows, ends.0);
     let pick = |f: fn(&Row) -> f64| rows.iter().map(f).collect::<Vec<_>>();
-    let axis = Axis::fit(
-        &pick(|r| r.ns.median),
-        &pick(|r| r.ns.min),
-        &pick(|r| r.ns.max),
+    let (medians, mins, maxes) = (
+        pick(|r| r.ns.median),
+        pick(|r| r.ns.min),
+        pick(|r| r.ns.max),
     );
+    let axis = Axis::fit(&medians, &mins, &maxes);
     let px = |v: f64| axis.px(v, ends);
+    let grid = GRID.stroke_width(1);
     // A rule above the panel, then its title and the caption of its axis.
-    line(
-        root,
-        (MARGIN, top),
-        (WIDTH - MARGIN, top),
-        GRID.stroke_width(1),
-    )?;
-    text(
-        root,
-        report.name,
-        (MARGIN, top + 8),
-        font(PANEL_PX, INK, TOP_LEFT, true),
-    )?;
+    line(root, (MARGIN, top), (WIDTH - MARGIN, top), grid)?;
+    let title = font(PANEL_PX, INK, TOP_LEFT, true);
+    text(root, report.name, (MARGIN, top + 8), title)?;
     let caption = font(SMALL_PX, MUTED, (HPos::Right, VPos::Top), false);
     text(root, axis.caption(), (WIDTH - MARGIN, top + 10), caption)?;
     let mut y = top + 30;
     for (line, color) in panel_lines(report) {
-        text(
-            root,
-            &line,
-            (MARGIN, y),
-            font(SMALL_PX, color, TOP_LEFT, false),
-        )?;
+        let style = font(SMALL_PX, color, TOP_LEFT, false);
+        text(root, &line, (MARGIN, y), style)?;
         y += 17;
     }
     let bars_top = y + 8;
@@ -340,39 +317,26 @@ fn draw_panel(root: &Area<'_>, report: &ScenarioReport, top: i32, ends: (i32, i3
     // Gridlines with their tick labels under the bars.
     for t in axis.ticks() {
         let x = px(t);
-        line(root, (x, span_top), (x, span_bottom), GRID.stroke_width(1))?;
+        line(root, (x, span_top), (x, span_bottom), grid)?;
         let style = font(SMALL_PX, MUTED, (HPos::Center, VPos::Top), false);
         text(root, &format_tick(t), (x, bars_bottom + 6), style)?;
     }
-    line(
-        root,
-        (left, span_top),
-        (left, span_bottom),
-        MUTED.stroke_width(1),
-    )?;
+    let axis_line = MUTED.stroke_width(1);
+    line(root, (left, span_top), (left, span_bottom), axis_line)?;
     if rows.is_empty() {
         let style = font(BODY_PX, MUTED, CENTER_LEFT, false);
         return text(root, "no results", (left + 8, bars_top + ROW / 2), style);
     }
     // bridge's median as a thin line across the panel, to hold every bar against.
     if let Some(b) = find(rows, BASELINE) {
-        let x = px(b.ns.median);
-        line(
-            root,
-            (x, span_top),
-            (x, span_bottom),
-            BRIDGE.mix(0.5).stroke_width(1),
-        )?;
+        let (x, style) = (px(b.ns.median), BRIDGE.mix(0.5).stroke_width(1));
+        line(root, (x, span_top), (x, span_bottom), style)?;
     }
     let whisker = WHISKER.stroke_width(1);
     for (i, row) in rows.iter().enumerate() {
         let mid = bars_top + ROW * i as i32 + ROW / 2;
-        let name = font(
-            BODY_PX,
-            INK,
-            (HPos::Right, VPos::Center),
-            row.variant == BASELINE,
-        );
+        let bold = row.variant == BASELINE;
+        let name = font(BODY_PX, INK, (HPos::Right, VPos::Center), bold);
         text(root, &row.variant, (left - 10, mid), name)?;
         let (x_med, x_min, x_max) = (px(row.ns.median), px(row.ns.min), px(row.ns.max));
         let bar = [

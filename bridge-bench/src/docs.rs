@@ -99,23 +99,16 @@ impl Page<'_> {
     /// The page as markdown; its chart is `STUDY.svg` next to it.
     pub fn markdown(&self) -> String {
         let Self { study, machine, .. } = *self;
-        let mut facts = vec![
-            [
-                "CPUs".to_owned(),
-                format!("{} ({})", machine.cpus, machine.model()),
-            ],
-            ["OS".to_owned(), machine.os.clone()],
-            ["date".to_owned(), format!("{} (UTC)", machine.date)],
-        ];
-        facts.extend(
-            machine
-                .commit
-                .iter()
-                .map(|c| ["commit".to_owned(), c.clone()]),
-        );
-        facts.push(["mode".to_owned(), self.mode.to_owned()]);
-        facts.push(["took".to_owned(), format!("{:.1} s", self.took_secs)]);
-        let facts: Vec<Vec<String>> = facts.into_iter().map(Vec::from).collect();
+        let cpus = format!("{} ({})", machine.cpus, machine.model());
+        let date = format!("{} (UTC)", machine.date);
+        let mut facts = vec![("CPUs", cpus), ("OS", machine.os.clone()), ("date", date)];
+        facts.extend(machine.commit.as_ref().map(|c| ("commit", c.clone())));
+        facts.push(("mode", self.mode.to_owned()));
+        facts.push(("took", format!("{:.1} s", self.took_secs)));
+        let facts: Vec<Vec<String>> = facts
+            .into_iter()
+            .map(|(k, v)| vec![k.to_owned(), v])
+            .collect();
         format!(
             "# The `{study}` study\n\nA reference run of `bridge-bench`'s `{study}` study. It \
              was made by this command, from the root of the repository; rerun it to get \

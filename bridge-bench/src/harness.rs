@@ -96,24 +96,15 @@ pub fn timed_on(
     in_bursts(rt, iters, None, op)
 }
 
-/// Calls in one burst of [`timed_on_paused`].
+/// Calls in one burst of the paused calling pattern ([`in_bursts`]).
 pub const BURST: u64 = 400;
 
-/// Like [`timed_on`], but the calls come in bursts of [`BURST`], each after a pause of 2 to
-/// 17 ms (a fixed pseudo-random sequence) in which this thread sleeps: the calling pattern
-/// of a program that hands off in bursts, where each burst starts against threads that went
-/// to sleep and CPUs that may have halted. The pauses are not timed.
-pub fn timed_on_paused(
-    rt: &tokio::runtime::Runtime,
-    iters: u64,
-    op: impl AsyncFnMut(u64) -> u64,
-) -> Batch {
-    in_bursts(rt, iters, Some(BURST), op)
-}
-
-/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`, in one burst or, with
-/// `burst`, in bursts of that many after a pause each.
-fn in_bursts(
+/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`: in one burst, or with
+/// `burst` (the paused pattern, in bursts of [`BURST`]) in bursts of that many, each after a
+/// pause of 2 to 17 ms (a fixed pseudo-random sequence) in which this thread sleeps: the
+/// calling pattern of a program that hands off in bursts, where each burst starts against
+/// threads that went to sleep and CPUs that may have halted. The pauses are not timed.
+pub fn in_bursts(
     rt: &tokio::runtime::Runtime,
     iters: u64,
     burst: Option<u64>,
@@ -338,7 +329,7 @@ impl<'a> Variant<'a> {
 }
 
 /// The wrapping sum of `0..n`, the checksum of a batch of `n` operations.
-fn sum_below(n: u64) -> u64 {
+pub fn sum_below(n: u64) -> u64 {
     // The even one of n and n - 1 is halved first, so only the final product wraps.
     let (a, b) = if n % 2 == 0 {
         (n / 2, n.wrapping_sub(1))

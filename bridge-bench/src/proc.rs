@@ -2,6 +2,8 @@
 //! memory, CPU time, nice values, the load average and the CPU model. Elsewhere every
 //! reading is `None` (or NaN) and the notes say "not read".
 
+use crate::harness::{Batch, Variant};
+use std::cell::RefCell;
 use std::fmt;
 
 fn read(path: &str) -> Option<String> {
@@ -166,25 +168,65 @@ impl fmt::Display for ThreadTally {
     }
 }
 
-/// The thread counts of a scenario: before measuring (`base`, with what it holds), and
-/// around each variant's batches.
-pub fn threads_note<'a>(
+/// The process's thread count before a scenario is measured (its pools warmed up) and
+/// around every batch of its variants, one tally per variant in the order they were made.
+#[derive(Debug)]
+pub struct Census {
     base: Option<u32>,
-    holds: &str,
-    tallies: impl IntoIterator<Item = (&'a str, ThreadTally)>,
-) -> String {
-    let each: Vec<String> = tallies
-        .into_iter()
-        .map(|(n, t)| format!("{n} {t}"))
-        .collect();
-    format!(
-        "Threads (/proc/self/status, outside the timed part): {} before measuring{holds}; \
-         right after each variant's batches, min-max (growth during its own batches): {}. \
-         The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
-         compare the growth, not the totals.",
-        base.map_or_else(|| "not read".to_owned(), |n| n.to_string()),
-        each.join("; ")
-    )
+    tallies: RefCell<Vec<(&'static str, ThreadTally)>>,
+}
+
+impl Census {
+    pub fn new() -> Self {
+        Self {
+            base: os_threads(),
+            tallies: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// A variant whose batches are run by `run`, with the thread count read before and
+    /// after each batch (outside the timed part).
+    pub fn variant<'a>(
+        &'a self,
+        name: &'static str,
+        mut run: impl FnMut(u64) -> Batch + 'a,
+    ) -> Variant<'a> {
+        let k = {
+            let mut tallies = self.tallies.borrow_mut();
+            tallies.push((name, ThreadTally::default()));
+            tallies.len() - 1
+        };
+        Variant::new(name, move |n| {
+            let before = os_threads();
+            let batch = run(n);
+            self.tallies.borrow_mut()[k].1.record(before, os_threads());
+            batch
+        })
+    }
+
+    /// The tally of the variant `name`, in words.
+    pub fn of(&self, name: &str) -> String {
+        let tallies = self.tallies.borrow();
+        let tally = tallies.iter().find(|(n, _)| *n == name);
+        tally.map_or_else(|| "not measured".to_owned(), |(_, t)| t.to_string())
+    }
+
+    /// The thread counts as a note: before measuring (`holds` says what was running then),
+    /// and around each variant's batches.
+    pub fn note(&self, holds: &str) -> String {
+        let each: Vec<String> = (self.tallies.borrow().iter())
+            .map(|(n, t)| format!("{n} {t}"))
+            .collect();
+        format!(
+            "Threads (/proc/self/status, outside the timed part): {} before measuring{holds}; \
+             right after each variant's batches, min-max (growth during its own batches): {}. \
+             The count is process-wide and tokio keeps an idle blocking thread for 10 s, so \
+             compare the growth, not the totals.",
+            self.base
+                .map_or_else(|| "not read".to_owned(), |n| n.to_string()),
+            each.join("; ")
+        )
+    }
 }
 
 #[cfg(test)]

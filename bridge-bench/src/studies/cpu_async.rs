@@ -12,6 +12,7 @@
 //! own (objects in memory, on a runtime of its own), so that every read is a real request
 //! whose body streams from a socket.
 
+use super::echo::tcp_server;
 use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
@@ -33,13 +34,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
 /// Pipelines running at once: each reads objects one after the other and decodes them.
@@ -106,25 +107,12 @@ enum Variant {
     BridgeLow,
 }
 
+use Variant::{Bridge, BridgeLow, BridgeYield, Idle, One, Two, TwoLow};
 /// The variants, in the order they run and the summary lists them; those of the
 /// default-priority scenarios and of the low-priority ones, in table order.
-const VARIANTS: [Variant; 7] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-    Variant::TwoLow,
-    Variant::BridgeLow,
-];
-const AT_DEFAULT: [Variant; 5] = [
-    Variant::Idle,
-    Variant::One,
-    Variant::Two,
-    Variant::Bridge,
-    Variant::BridgeYield,
-];
-const AT_LOW: [Variant; 3] = [Variant::Idle, Variant::TwoLow, Variant::BridgeLow];
+const VARIANTS: [Variant; 7] = [Idle, One, Two, Bridge, BridgeYield, TwoLow, BridgeLow];
+const AT_DEFAULT: [Variant; 5] = [Idle, One, Two, Bridge, BridgeYield];
+const AT_LOW: [Variant; 3] = [Idle, TwoLow, BridgeLow];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -225,14 +213,14 @@ struct Server {
 
 impl Server {
     fn start() -> io::Result<Self> {
-        let runtime = harness::runtime(1, "store-server")?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
         let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
             .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
             .collect();
         objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
-        runtime.spawn(accept(listener, Arc::new(objects)));
+        let objects = Arc::new(objects);
+        let (addr, runtime) = tcp_server("store-server", move |stream| {
+            serve(stream, Arc::clone(&objects))
+        })?;
         Ok(Self {
             addr,
             _runtime: runtime,
@@ -255,28 +243,15 @@ impl Server {
     }
 }
 
-/// Accepts until the runtime shuts down, or until an accept error: then reads fail and the
-/// table counts them, instead of pipelines that hang.
-async fn accept(listener: TcpListener, objects: Arc<HashMap<String, Bytes>>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                eprintln!("cpu-async: the store server stops: {e}");
-                return;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let objects = Arc::clone(&objects);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, &objects);
-                async move { Ok::<_, std::convert::Infallible>(response) }
-            });
-            let http = hyper::server::conn::http1::Builder::new();
-            let _ = http.serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
+/// Serves one connection: HTTP/1.1 with keep-alive, [`respond`] to every request.
+async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let response = respond(&request, &objects);
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let http = hyper::server::conn::http1::Builder::new();
+    let _ = http.serve_connection(TokioIo::new(stream), service).await;
 }
 
 /// The answer to one request: the object with its length (GET), its length alone (HEAD).
@@ -607,7 +582,7 @@ impl Rig {
         // The bridge's sides: rayon's global pool and the shared IoRuntime (one worker per
         // CPU); the tokio variants get the same thread counts.
         let cpu_workers = rayon::current_num_threads();
-        let io_workers = thread::available_parallelism().map_or(1, usize::from);
+        let io_workers = super::cpus();
         warm_up_tokio(bridge::rt::IoRuntime::global().handle());
         let cpu_low = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cpu_workers)
@@ -635,7 +610,6 @@ impl Rig {
 
     /// Starts `variant`'s probe and pipelines; returns one joiner per task.
     fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
-        use Variant::*;
         let here = |store: &Arc<dyn ObjectStore>| Access::Here(Arc::clone(store));
         let mut joiners: Vec<Joiner> = vec![match variant {
             Idle | Bridge | BridgeYield | BridgeLow => {
@@ -695,7 +669,7 @@ impl Rig {
     /// Runs `variant` for `warm`, then measures it for `window`, then stops its tasks.
     fn cell(&self, variant: Variant, warm: Duration, window: Duration) -> io::Result<Cell> {
         let shared = Arc::new(Shared::default());
-        let courtesy = matches!(variant, Variant::BridgeYield | Variant::BridgeLow);
+        let courtesy = matches!(variant, BridgeYield | BridgeLow);
         bridge::configure().yield_after_long_polls(courtesy).apply();
         let joiners = self.start_cell(variant, &shared);
         thread::sleep(warm);
@@ -763,7 +737,7 @@ impl Cell {
         } else {
             f64::INFINITY
         };
-        (self.variant != Variant::Idle).then_some(ns)
+        (self.variant != Idle).then_some(ns)
     }
 }
 
@@ -844,7 +818,7 @@ fn summary(cells: &[Cell]) -> String {
         all.sort_by(f64::total_cmp);
         all
     };
-    let idle_p99 = percentile(&pooled(Variant::Idle), 0.99);
+    let idle_p99 = percentile(&pooled(Idle), 0.99);
     let mut out = String::from(
         "Summary (the probes of every measured window of the variant pooled; throughput is \
          the median over rounds):\n\n\
@@ -863,7 +837,7 @@ fn summary(cells: &[Cell]) -> String {
         let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
         let failures: u64 = mine.iter().map(|c| c.failures).sum();
         let batches = match mine.iter().map(|c| c.batches).sum::<u64>() {
-            _ if v == Variant::Idle => "-".to_owned(),
+            _ if v == Idle => "-".to_owned(),
             n => n.to_string(),
         };
         let p = |q| percentile(&all, q) / 1e6;
@@ -913,7 +887,7 @@ fn fixed(rig: &Rig, batch: Duration, warm: Duration, window: Duration) -> String
          answer (a probe unanswered at the window's end counts with its wait so far). Per \
          round each variant runs once, in an order balanced across rounds: {} ms to settle, \
          then a measured window of {} ms.",
-        thread::available_parallelism().map_or(0, usize::from),
+        super::cpus(),
         rig.cpu_workers + rig.io_workers,
         rig.cpu_workers,
         rig.io_workers,
@@ -972,7 +946,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let fixed = fixed(&rig, batch, warm, window);
     let probe_p99 = scenario("probe-p99", varied(), fixed, p99, &AT_DEFAULT, p99_of);
     let regression = regression_check(&probe_p99.rows);
-    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let cpus = super::cpus();
     let batch_ms = batch.as_secs_f64() * 1e3;
     let throughput = format!(
         "the same rounds as `probe-p99`; the pipelines' wall time per MiB decoded (lower is \

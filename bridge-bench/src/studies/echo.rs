@@ -1,5 +1,7 @@
-//! The loopback echo server of the `run` and `no-runtime` studies.
+//! The loopback TCP servers of the studies: the echo server of the `run` and `no-runtime`
+//! studies, and [`tcp_server`], which the others' servers run on too.
 
+use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -9,8 +11,36 @@ use tokio::runtime::{Builder, Runtime};
 /// Bytes of every request and every response.
 pub const MESSAGE: usize = 64;
 
-/// An echo server on its own multi-thread runtime with one worker, in this process, on
-/// 127.0.0.1. Its tasks end when its runtime is dropped.
+/// A TCP server on 127.0.0.1 in this process, on its own multi-thread runtime with one
+/// worker (threads named `name`), that serves every connection with a task of `serve`. Its
+/// tasks end when its runtime is dropped. An accept error ends it: then connects fail and the
+/// study's checks fail, instead of calls that hang.
+pub fn tcp_server<F>(
+    name: &'static str,
+    serve: impl Fn(TcpStream) -> F + Send + 'static,
+) -> io::Result<(SocketAddr, Runtime)>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()?;
+    let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+    let addr = listener.local_addr()?;
+    runtime.spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => drop(tokio::spawn(serve(stream))),
+                Err(e) => return eprintln!("{name}: the server stops: {e}"),
+            }
+        }
+    });
+    Ok((addr, runtime))
+}
+
+/// The echo server ([`tcp_server`]).
 #[derive(Debug)]
 pub struct EchoServer {
     pub addr: SocketAddr,
@@ -19,26 +49,7 @@ pub struct EchoServer {
 
 impl EchoServer {
     pub fn start() -> io::Result<Self> {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("echo-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, _)) => drop(tokio::spawn(echo(stream))),
-                    Err(e) => {
-                        // The listener closes: connects fail and the checksum fails,
-                        // instead of calls that hang.
-                        eprintln!("the echo server stops: {e}");
-                        return;
-                    }
-                }
-            }
-        });
+        let (addr, runtime) = tcp_server("echo-server", echo)?;
         Ok(Self { addr, runtime })
     }
 }

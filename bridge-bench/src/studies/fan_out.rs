@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -90,11 +89,6 @@ impl Driver {
             Self::Threads => THREADS,
         }
     }
-}
-
-/// The worker threads of the pool and of tokio's runtime: one per CPU.
-fn parallelism() -> usize {
-    thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// What the `n` consumers, the producers and the controller (the thread that runs the batch,
@@ -181,26 +175,16 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
 
 /// A consumer's receiver that says the consumer waits after its first poll: by then its
 /// waker is registered (or, if the value was already there, taken).
-struct Waiting<'a> {
-    rx: Receiver<u64>,
-    shared: &'a Shared,
-    reported: bool,
-}
-
-impl Future for Waiting<'_> {
-    type Output = u64;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(MISSING));
-        if !this.reported {
-            this.reported = true;
-            this.shared.waiting();
+fn waiting(mut rx: Receiver<u64>, shared: &Shared) -> impl Future<Output = u64> + '_ {
+    let mut reported = false;
+    std::future::poll_fn(move |cx| {
+        let poll = Pin::new(&mut rx).poll(cx).map(|r| r.unwrap_or(MISSING));
+        if !reported {
+            reported = true;
+            shared.waiting();
         }
         poll
-    }
+    })
 }
 
 /// A consumer's receivers: one per wave, then `end`, whose sender the controller drops
@@ -212,12 +196,7 @@ type Receivers = (Vec<Receiver<u64>>, Receiver<u64>);
 async fn consume(shared: Arc<Shared>, (waves, end): Receivers) -> u64 {
     let mut sum = 0u64;
     for rx in waves {
-        let waiting = Waiting {
-            rx,
-            shared: &shared,
-            reported: false,
-        };
-        sum = sum.wrapping_add(waiting.await);
+        sum = sum.wrapping_add(waiting(rx, &shared).await);
         shared.receipt();
     }
     let _ = end.await;
@@ -378,10 +357,10 @@ impl Consumers {
     /// Starts the driver, with no consumers yet.
     fn new(driver: Driver) -> io::Result<Self> {
         Ok(match driver {
-            Driver::Pool => Self::Pool(Pool::start(parallelism())?, Vec::new()),
+            Driver::Pool => Self::Pool(Pool::start(super::cpus())?, Vec::new()),
             Driver::Tokio => Self::Tokio(
                 tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(parallelism())
+                    .worker_threads(super::cpus())
                     .build()?,
                 Vec::new(),
             ),
@@ -721,7 +700,7 @@ fn varied() -> String {
          recv_blocking, up to {} consumers.",
         THREAD_STACK / 1024,
         grouped(THREAD_LIMIT),
-        p = parallelism(),
+        p = super::cpus(),
     )
 }
 
@@ -735,7 +714,7 @@ fn fixed(n: u64) -> String {
          from a wave's first send to its last receipt, summed over the waves. One operation \
          is one item. Threads are read from /proc/self/status when all consumers first wait.",
         grouped(n),
-        parallelism(),
+        super::cpus(),
         QUIET_LIMIT.as_millis(),
         SETTLE.as_millis(),
     )
@@ -916,12 +895,7 @@ fn hold_goal(cells: &[Cell], counts: &[(u64, &str)]) -> Judged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proc::os_threads;
-
-    /// The sum of `0..n`, the checksum of a batch of `n` items.
-    fn sum_below(n: u64) -> u64 {
-        (0..n).fold(0, u64::wrapping_add)
-    }
+    use crate::harness::sum_below;
 
     #[test]
     fn every_driver_delivers_every_item() {
@@ -936,7 +910,7 @@ mod tests {
                         + PRODUCERS
                         + match driver {
                             Driver::Threads => n,
-                            _ => parallelism() as u64,
+                            _ => crate::studies::cpus() as u64,
                         };
                     let peak = u64::from(census.peak.unwrap());
                     assert!(peak >= expected, "{driver:?}: {peak} threads at peak");

@@ -5,12 +5,11 @@
 
 use super::measured;
 use crate::busy::{Load, under_load};
-use crate::harness::{Batch, MISSING, Settings, Variant, timed_in_task};
+use crate::harness::{Batch, MISSING, Settings, timed_in_task};
 use crate::harness::{warm_up_rayon, warm_up_tokio};
-use crate::proc::{ThreadTally, os_threads, threads_note};
+use crate::proc::Census;
 use crate::report::{Goal, ScenarioReport, table};
 use crate::stats::percentile;
-use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::thread;
@@ -20,6 +19,9 @@ use tokio::runtime::Runtime;
 /// Hops in flight at once in `concurrent-1000`: one iteration starts them all, then awaits
 /// them in order.
 const HOPS: u64 = 1_000;
+
+/// What runs when a scenario's thread count is read before measuring.
+const WARM: &str = ", pools warmed up";
 
 /// The variants that wait for a hop by parking at once (see [`PARKS`]).
 const PARK_AT_ONCE: &[&str] = &["tokio-rayon", "rayon+tokio-oneshot", "spawn_blocking"];
@@ -58,7 +60,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
 /// again), under background work of four shapes. No peer: the split says which side waits,
 /// the shapes say what it waits for.
 fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
-    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    let cpus = super::cpus();
     let shapes = [
         ("idle", 0, 0),
         ("busy, every CPU", cpus, 0),
@@ -84,18 +86,16 @@ fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
             format!("{:.1}", percentile(&sorted, p) / 1e3)
         };
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        rows.push(vec![
-            name.to_owned(),
-            us(&pickup, 0.5),
-            us(&pickup, 0.99),
-            us(&back, 0.5),
-            us(&back, 0.99),
-            us(&hop, 0.5),
-            us(&hop, 0.99),
-            format!("{:.1}", mean(&hop) / 1e3),
-            format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)),
-            format!("{kernels_per_s:.0}"),
-        ]);
+        let mut row = vec![name.to_owned()];
+        row.extend(
+            [&pickup, &back, &hop]
+                .map(|v| [us(v, 0.5), us(v, 0.99)])
+                .concat(),
+        );
+        row.push(format!("{:.1}", mean(&hop) / 1e3));
+        row.push(format!("{:.0}%", 100.0 * mean(&pickup) / mean(&hop)));
+        row.push(format!("{kernels_per_s:.0}"));
+        rows.push(row);
     }
     let head = [
         "background",
@@ -195,59 +195,6 @@ where
     })
 }
 
-/// The process's thread count before a scenario (with the pools warmed up) and around every
-/// batch of its variants, one tally per variant in the order they were made.
-#[derive(Debug)]
-struct Census {
-    base: Option<u32>,
-    tallies: RefCell<Vec<(&'static str, ThreadTally)>>,
-}
-
-impl Census {
-    fn new() -> Self {
-        Self {
-            base: os_threads(),
-            tallies: RefCell::new(Vec::new()),
-        }
-    }
-
-    /// A variant whose batches are run by `run`, with the thread count read before and
-    /// after each batch (outside the timed part).
-    fn variant<'a>(
-        &'a self,
-        name: &'static str,
-        mut run: impl FnMut(u64) -> Batch + 'a,
-    ) -> Variant<'a> {
-        let k = {
-            let mut tallies = self.tallies.borrow_mut();
-            tallies.push((name, ThreadTally::default()));
-            tallies.len() - 1
-        };
-        Variant::new(name, move |n| {
-            let before = os_threads();
-            let batch = run(n);
-            self.tallies.borrow_mut()[k].1.record(before, os_threads());
-            batch
-        })
-    }
-
-    /// Measures the variants into `report`, the thread counts its first note.
-    fn measure(
-        &self,
-        report: ScenarioReport,
-        variants: &mut [Variant<'_>],
-        ops_per_iter: u64,
-        settings: &Settings,
-        load: Option<&Load>,
-    ) -> ScenarioReport {
-        let mut report = measured(report, variants, ops_per_iter, settings, load);
-        let tallies = self.tallies.borrow().clone();
-        let note = threads_note(self.base, ", pools warmed up", tallies);
-        report.notes.insert(0, note);
-        report
-    }
-}
-
 fn varied() -> String {
     "how the closure reaches a pool and its result comes back: bridge::spawn; \
      tokio_rayon::spawn (tokio-rayon 2.1); rayon::spawn of a job that sends on a tokio \
@@ -308,7 +255,9 @@ fn one_at_a_time(settings: &Settings, load: Option<&Load>) -> io::Result<Scenari
                   it before the next hop.";
     let report = frame("one-at-a-time", &rt, per_op, peer_goals(false));
     let report = under_load(report, "one-at-a-time-busy", load, PARK_AT_ONCE, PARKS);
-    Ok(census.measure(report, &mut variants, 1, settings, load))
+    let mut report = measured(report, &mut variants, 1, settings, load);
+    report.notes.insert(0, census.note(WARM));
+    Ok(report)
 }
 
 fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
@@ -331,7 +280,9 @@ fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioRe
     );
     let report = frame("concurrent-1000", &rt, &per_op, peer_goals(true));
     let report = under_load(report, "concurrent-1000-busy", load, PARK_AT_ONCE, PARKS);
-    Ok(census.measure(report, &mut variants, HOPS, settings, load))
+    let mut report = measured(report, &mut variants, HOPS, settings, load);
+    report.notes.insert(0, census.note(WARM));
+    Ok(report)
 }
 
 /// A batch of `iters` iterations of `hops` hops started at once (one at a time when `hops`
@@ -403,5 +354,7 @@ fn blocking(settings: &Settings, hops: u64) -> ScenarioReport {
         goals: peer_goals(false),
         ..Default::default()
     };
-    census.measure(report, &mut variants, hops, settings, None)
+    let mut report = measured(report, &mut variants, hops, settings, None);
+    report.notes.insert(0, census.note(WARM));
+    report
 }

@@ -93,23 +93,18 @@ struct Plan {
 
 impl Plan {
     fn of(settings: &Settings) -> Self {
-        let ms = Duration::from_millis;
-        if settings.is_quick() {
-            Self {
-                rounds: 1,
-                io_values: 2,
-                warm: ms(200),
-                measure: ms(400),
-                probe: ms(200),
-            }
+        let (rounds, io_values, [warm, measure, probe]) = if settings.is_quick() {
+            (1, 2, [200, 400, 200])
         } else {
-            Self {
-                rounds: 3,
-                io_values: IO_WORKERS.len(),
-                warm: ms(500),
-                measure: ms(2000),
-                probe: ms(1000),
-            }
+            (3, IO_WORKERS.len(), [500, 2000, 1000])
+        };
+        let [warm, measure, probe] = [warm, measure, probe].map(Duration::from_millis);
+        Self {
+            rounds,
+            io_values,
+            warm,
+            measure,
+            probe,
         }
     }
 }
@@ -917,7 +912,7 @@ fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
          ~{PUBLISHED_LATENCY_MS:.0} ms and 0 lost at every io_workers value. The table's \
          samples are ns per answered query in each round's window; in the notes, QPS x \
          latency is the mean queries in flight (Little's law).",
-        thread::available_parallelism().map_or(0, usize::from),
+        super::cpus(),
         harness::median_time(201, |i| black_box(policy(black_box(&query(i))))).as_secs_f64() * 1e6,
         DELAY.as_millis(),
         DELAY.as_millis(),

@@ -61,6 +61,11 @@ pub fn measured(
     }
 }
 
+/// The CPUs this process may run on (1 where that cannot be read).
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// A current-thread runtime with I/O and timers, as bridge builds them.
 pub fn current_thread() -> io::Result<Runtime> {
     tokio::runtime::Builder::new_current_thread()

@@ -18,10 +18,8 @@ use std::future::Future;
 use std::hint::black_box;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -45,7 +43,7 @@ const SHARED_SPAWN: &str = "shared1 spawn+wait";
 
 /// A way for a caller with no runtime to drive a future to completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Strategy {
+pub enum Strategy {
     /// `bridge::run_blocking` with its defaults.
     Bridge,
     /// A current-thread runtime built for the call and dropped at its end.
@@ -80,7 +78,7 @@ impl Strategy {
 
     /// Runs `future` to completion on this thread's behalf; `None` if a runtime could not be
     /// built or the spawned task never sent its output.
-    fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
+    pub fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -294,7 +292,7 @@ fn tcp_call(
     let polls = polls.cloned();
     if connect {
         let call = async move { requests(addr, Vec::new(), fan_out, i).await.0 };
-        return strategy.drive(shared, Counted::new(call, polls));
+        return strategy.drive(shared, counted(call, polls));
     }
     if strategy == Strategy::PerCall {
         // A runtime that lives for one call cannot keep a registered socket: the sockets
@@ -309,14 +307,14 @@ fn tcp_call(
             let conns: io::Result<Vec<_>> = conns.into_iter().map(TcpStream::into_std).collect();
             (value, conns.unwrap_or_default())
         };
-        let (value, conns) = strategy.drive(shared, Counted::new(call, polls))?;
+        let (value, conns) = strategy.drive(shared, counted(call, polls))?;
         STD_CONNS.set(conns);
         return Some(value);
     }
     let slot = Strategy::ALL.iter().position(|&s| s == strategy)?;
     let kept = CONNS.with_borrow_mut(|all| std::mem::take(&mut all[slot]));
     let call = requests(addr, kept, fan_out, i);
-    let (value, conns) = strategy.drive(shared, Counted::new(call, polls))?;
+    let (value, conns) = strategy.drive(shared, counted(call, polls))?;
     CONNS.with_borrow_mut(|all| all[slot] = conns);
     Some(value)
 }
@@ -373,31 +371,19 @@ async fn request(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
     Ok(back == sent)
 }
 
-/// A future that counts its polls, when given a counter (in the untimed pass).
-struct Counted<F> {
-    inner: Pin<Box<F>>,
+/// `inner`, counting its polls in `polls` when given a counter (in the untimed pass).
+fn counted<F: Future + Send + 'static>(
+    inner: F,
     polls: Option<Arc<AtomicU64>>,
-}
-
-impl<F: Future> Counted<F> {
-    fn new(inner: F, polls: Option<Arc<AtomicU64>>) -> Self {
-        Self {
-            inner: Box::pin(inner),
-            polls,
-        }
-    }
-}
-
-impl<F: Future> Future for Counted<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if let Some(polls) = &self.polls {
+) -> impl Future<Output = F::Output> + Send + 'static {
+    let mut inner = Box::pin(inner);
+    std::future::poll_fn(move |cx| {
+        if let Some(polls) = &polls {
             // ORDERING: a plain tally, read after the calls have joined.
             polls.fetch_add(1, Ordering::Relaxed);
         }
-        self.inner.as_mut().poll(cx)
-    }
+        inner.as_mut().poll(cx)
+    })
 }
 
 fn percent(r: f64) -> f64 {
@@ -485,7 +471,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
                 .handle()
                 .metrics()
                 .num_workers(),
-            std::thread::available_parallelism().map_or(0, usize::from),
+            super::cpus(),
         ),
         goals: vec![goal(workload)],
         notes: vec![route],

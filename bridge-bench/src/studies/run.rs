@@ -4,7 +4,7 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use super::echo::{EchoServer, MESSAGE};
-use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
+use super::{PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note};
 use crate::busy::{Load, under_load};
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
@@ -83,11 +83,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     Ok(reports)
 }
 
-/// The CPUs this process may run on.
-fn cpus() -> usize {
-    thread::available_parallelism().map_or(1, usize::from)
-}
-
 /// The future every ready-future call runs: ready at its first poll, with `i` through
 /// `black_box`.
 fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
@@ -124,23 +119,33 @@ fn io_workers() -> usize {
         .num_workers()
 }
 
-fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
-    let handle = shared.handle();
-    let mut variants = [
-        Variant::new(BASELINE, |n| {
-            timed(n, |i| black_box(bridge::run_blocking(ready(i))))
-        }),
-        Variant::new(HANDLE, |n| {
-            timed(n, |i| black_box(handle.block_on(ready(i))))
-        }),
-        Variant::new(THREAD_LOCAL, |n| {
-            timed(n, |i| black_box(CACHED.with(|rt| rt.block_on(ready(i)))))
-        }),
-        Variant::new(PER_CALL, |n| {
-            let call = |i| current_thread().map_or(MISSING, |rt| black_box(rt.block_on(ready(i))));
-            timed(n, call)
-        }),
+/// The variants of the no-runtime scenarios: a plain thread runs `call(i)` with
+/// bridge::run_blocking, `Handle::block_on` of the shared runtime `handle`, a current-thread
+/// runtime kept per thread, or one built per call (the no-runtime study's strategies); the
+/// output through `black_box`.
+fn from_a_plain_thread<'a, F>(
+    handle: &'a Handle,
+    call: impl Fn(u64) -> F + Copy + 'a,
+) -> [Variant<'a>; 4]
+where
+    F: Future<Output = u64> + Send + 'static,
+{
+    use super::no_runtime::Strategy;
+    let ways = [
+        (BASELINE, Strategy::Bridge),
+        (HANDLE, Strategy::Shared),
+        (THREAD_LOCAL, Strategy::PerThread),
+        (PER_CALL, Strategy::PerCall),
     ];
+    ways.map(|(name, way)| {
+        Variant::new(name, move |n| {
+            timed(n, |i| way.drive(handle, call(i)).map_or(MISSING, black_box))
+        })
+    })
+}
+
+fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
+    let mut variants = from_a_plain_thread(shared.handle(), ready);
     let report = ScenarioReport {
         name: "no-runtime-ready",
         varied: "how a plain thread runs the future: bridge::run_blocking (polled here with the \
@@ -238,20 +243,7 @@ fn no_runtime_tcp(
 ) -> io::Result<ScenarioReport> {
     let server = EchoServer::start()?;
     let addr = server.addr;
-    let handle = shared.handle();
-    let mut variants = [
-        Variant::new(BASELINE, |n| {
-            timed(n, |i| bridge::run_blocking(exchange(addr, i)))
-        }),
-        Variant::new(HANDLE, |n| timed(n, |i| handle.block_on(exchange(addr, i)))),
-        Variant::new(THREAD_LOCAL, |n| {
-            timed(n, |i| CACHED.with(|rt| rt.block_on(exchange(addr, i))))
-        }),
-        Variant::new(PER_CALL, |n| {
-            let call = |i| current_thread().map_or(MISSING, |rt| rt.block_on(exchange(addr, i)));
-            timed(n, call)
-        }),
-    ];
+    let mut variants = from_a_plain_thread(shared.handle(), move |i| exchange(addr, i));
     let report = ScenarioReport {
         name: "no-runtime-tcp",
         varied: "which runtime drives the call's socket from a plain thread: \
@@ -431,7 +423,7 @@ fn current_thread_task(
             let _ = timed_on(&rt, STEADY_WARM, async |i| op(i));
             timed_on(&rt, n, async |i| op(i))
         }
-        Pattern::Paused => harness::timed_on_paused(&rt, n, async |i| op(i)),
+        Pattern::Paused => harness::in_bursts(&rt, n, Some(harness::BURST), async |i| op(i)),
     };
     let mut variants = vec![
         Variant::new(BASELINE, |n| {

@@ -4,11 +4,12 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
+use super::echo::tcp_server;
 use crate::harness;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
 };
-use crate::proc::{ThreadTally, os_threads, threads_note};
+use crate::proc::Census;
 use crate::report::{
     BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows, table,
 };
@@ -17,13 +18,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::{Builder, Runtime};
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 /// Workers of the tokio runtime that drives the queries; queries in flight at once in one
@@ -236,35 +237,14 @@ struct DelayServer {
 impl DelayServer {
     fn start() -> io::Result<Self> {
         let timer = Timer::start()?;
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("delay-server")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        runtime.spawn(accept_loop(listener, Arc::clone(&timer.shared)));
+        let shared = Arc::clone(&timer.shared);
+        let serving = move |stream| serve(stream, Arc::clone(&shared));
+        let (addr, runtime) = tcp_server("delay-server", serving)?;
         Ok(Self {
             addr,
             _runtime: runtime,
             _timer: timer,
         })
-    }
-}
-
-/// Accepts until the runtime shuts down, or until the first accept error: then connects fail
-/// and the iteration's checksum fails, instead of queries that hang.
-async fn accept_loop(listener: TcpListener, timer: Arc<TimerShared>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(serve(stream, Arc::clone(&timer)));
-            }
-            Err(e) => {
-                eprintln!("wrong-pool: the delay server stops: {e}");
-                return;
-            }
-        }
     }
 }
 
@@ -361,21 +341,20 @@ struct Log {
     name: &'static str,
     batches: Vec<Vec<f64>>,
     cpu: Vec<f64>,
-    threads: ThreadTally,
 }
 
-/// The reads and thread counts of every variant, recorded outside the timed part, and the
-/// thread count before measuring, everything warmed up.
+/// The reads of every variant and the thread counts around its batches, recorded outside
+/// the timed part.
 #[derive(Debug)]
 struct Recorder {
-    base: Option<u32>,
+    census: Census,
     logs: RefCell<Vec<Log>>,
 }
 
 impl Recorder {
     fn new() -> Self {
         Self {
-            base: os_threads(),
+            census: Census::new(),
             logs: RefCell::new(Vec::new()),
         }
     }
@@ -391,16 +370,11 @@ impl Recorder {
     ) -> Variant<'a> {
         let k = {
             let mut logs = self.logs.borrow_mut();
-            logs.push(Log {
-                name,
-                batches: Vec::new(),
-                cpu: Vec::new(),
-                threads: ThreadTally::default(),
-            });
+            let (batches, cpu) = (Vec::new(), Vec::new());
+            logs.push(Log { name, batches, cpu });
             logs.len() - 1
         };
-        Variant::new(name, move |n| {
-            let before = os_threads();
+        self.census.variant(name, move |n| {
             let cpu_before = process_cpu_ns();
             let mut reads = Vec::new();
             let batch = timed_on(rt, n, async |i| {
@@ -417,7 +391,6 @@ impl Recorder {
                 _ => f64::NAN,
             };
             let mut logs = self.logs.borrow_mut();
-            logs[k].threads.record(before, os_threads());
             logs[k].batches.push(reads);
             logs[k].cpu.push(cpu);
             batch
@@ -467,23 +440,6 @@ impl Recorder {
         let skip = log.cpu.len().saturating_sub(rounds);
         Summary::of(&log.cpu[skip..]).map_or(f64::NAN, |s| s.median)
     }
-
-    fn threads_of(&self, name: &str) -> String {
-        self.logs
-            .borrow()
-            .iter()
-            .find(|log| log.name == name)
-            .map_or_else(|| "not measured".to_owned(), |log| log.threads.to_string())
-    }
-
-    fn threads_note(&self) -> String {
-        let logs = self.logs.borrow();
-        threads_note(
-            self.base,
-            ", everything warmed up",
-            logs.iter().map(|log| (log.name, log.threads)),
-        )
-    }
 }
 
 /// The tokio runtime that drives the queries, warmed up.
@@ -530,7 +486,7 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
                 format!("{:.2} ({:.2}x)", ms(a), a / nominal),
                 format!("{:.2} ({:.2}x)", ms(b), b / nominal),
                 format!("{:.1}", ms(recorder.cpu_of(&w.variant, w.rounds))),
-                recorder.threads_of(&w.variant),
+                recorder.census.of(&w.variant),
             ])
         })
         .collect();
@@ -766,7 +722,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let rt = query_runtime()?;
     let floor = unloaded_reads(&rt, addr);
 
-    let cpus = thread::available_parallelism().map_or(0, usize::from);
+    let cpus = super::cpus();
     let bounds = bounds_note(cost, cpus);
     let recorder = Recorder::new();
     let mut variants = [
@@ -836,7 +792,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 1.0 / WALL_SLACK,
                 "bridge wall time at most 1.05x tokio-rayon's",
             )],
-            notes: vec![bounds, recorder.threads_note()],
+            notes: vec![bounds, recorder.census.note(", everything warmed up")],
             rows: wall,
             ..Default::default()
         },
