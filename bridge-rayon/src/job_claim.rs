@@ -22,9 +22,8 @@
 //! reads it (its [`CancelFlag`]): a dropped task cancels the job (a job that has not started
 //! never starts) and drops an outcome already handed over; a detached one lets it run on.
 //! In both cases an outcome handed over later is dropped by the job, quietly. The lock is
-//! never held while user code runs (a closure, a value's drop; a waker's `wake` is the one
-//! call made under it, see `wake_holding_the_lock`), so it is never contended for long and
-//! never poisoned.
+//! never held while user code runs (a closure, a value's drop, a waker's `wake`: see
+//! `wake_after_unlock`), so it is never contended for long and never poisoned.
 
 use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
@@ -126,20 +125,22 @@ where
     fn lose(&self) {
         let mut slot = self.lock_slot();
         slot.stage = Stage::Lost;
-        wake_holding_the_lock(slot);
+        wake_after_unlock(slot);
     }
 }
 
-/// Wakes the task's waiter, if any, before the lock is released: a poll cannot see the stage
-/// just set before its wake-up is sent, so no wake-up reaches a waiter that has taken the
-/// outcome and moved on (a parked thread that now waits for something else, as the loom
-/// models check). A waker's `wake` only schedules its task; one that polled this task inline
-/// would deadlock on the lock, and no executor does that.
-fn wake_holding_the_lock<F, T>(mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>) {
-    if let Some(waker) = slot.waker.take() {
+/// Releases the lock, then wakes the task's waiter, if any, as tokio's oneshot wakes after
+/// its state is set: a waiter woken under the lock would find it held when it polls at once
+/// (its thread runs while this one is still in the wake's system call) and block on it. A
+/// poll may then take the outcome before the wake-up arrives; the wake-up is spurious then,
+/// which every executor and `bridge_core::block_on` tolerate (a parked thread may get one
+/// spurious unpark, as `std::thread::park` allows).
+fn wake_after_unlock<F, T>(mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>) {
+    let waker = slot.waker.take();
+    drop(slot);
+    if let Some(waker) = waker {
         waker.wake();
     }
-    drop(slot);
 }
 
 impl<F, T> ReceiverGone for Job<F, T> {
@@ -165,7 +166,7 @@ where
             return;
         }
         slot.stage = Stage::Done(outcome);
-        wake_holding_the_lock(slot);
+        wake_after_unlock(slot);
     }
 }
 
