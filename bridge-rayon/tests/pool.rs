@@ -351,3 +351,53 @@ fn a_select_loop_takes_each_task_once() {
     });
     assert_eq!(got, [1, 2]);
 }
+
+/// A waker may poll the task it wakes on the waking thread (an executor that runs woken tasks
+/// inline): the job hands its outcome over and releases its lock before it wakes, so that
+/// poll takes the value instead of blocking on the lock for good.
+#[test]
+fn a_waker_that_polls_its_task_inline_gets_the_value() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Inline {
+        task: Mutex<Option<bridge_rayon::Task<u32>>>,
+        got: Mutex<mpsc::Sender<u32>>,
+    }
+    impl Inline {
+        fn poll(self: &Arc<Self>, waker: &Waker) {
+            let mut slot = self.task.lock().unwrap();
+            let task = slot.as_mut().expect("polled after it finished");
+            if let Poll::Ready(value) = Pin::new(task).poll(&mut Context::from_waker(waker)) {
+                *slot = None;
+                self.got.lock().unwrap().send(value).unwrap();
+            }
+        }
+    }
+    impl Wake for Inline {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.poll(&Waker::from(Arc::clone(self)));
+        }
+    }
+
+    let pool = pool(1);
+    let (start, started) = mpsc::channel::<()>();
+    let task = pool.spawn_task(move || {
+        started.recv().unwrap();
+        7
+    });
+    let (got_tx, got) = mpsc::channel();
+    let inline = Arc::new(Inline {
+        task: Mutex::new(Some(task)),
+        got: Mutex::new(got_tx),
+    });
+    // The first poll stores the waker; the job then finishes on the pool and wakes it there.
+    inline.poll(&Waker::from(Arc::clone(&inline)));
+    start.send(()).unwrap();
+    assert_eq!(got.recv_timeout(Duration::from_secs(10)), Ok(7));
+}
