@@ -139,13 +139,9 @@ where
             checksum,
         }
     });
-    match rt.block_on(task) {
-        Ok(batch) => batch,
-        Err(e) => match e.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(e) => panic!("the measuring task did not finish: {e}"),
-        },
-    }
+    // A panic in the task resumes here (`into_panic` itself panics if it was cancelled).
+    rt.block_on(task)
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
 /// Seconds that `work(arg)` takes.

@@ -74,12 +74,11 @@ fn main() -> ExitCode {
 
 /// Runs the selected studies and returns how many goals were not met.
 fn run(cli: &Cli) -> Result<usize, String> {
-    let selected: Vec<_> = if cli.study == "all" {
-        studies::ALL.iter().collect()
-    } else {
-        // The value parser only lets known names through.
-        studies::find(&cli.study).into_iter().collect()
-    };
+    let all = cli.study == "all";
+    let selected: Vec<_> = studies::ALL
+        .iter()
+        .filter(|s| all || s.name == cli.study)
+        .collect();
     let (settings, name) = match cli.quick {
         true => (Settings::quick(), "quick"),
         false => (Settings::full(), "full"),
@@ -107,10 +106,9 @@ fn run(cli: &Cli) -> Result<usize, String> {
         let mut runs = Vec::new();
         let mut took = std::time::Duration::ZERO;
         for run in 1..=cli.runs {
-            let label = if cli.runs == 1 {
-                study.name.to_owned()
-            } else {
-                format!("{} {run}/{}", study.name, cli.runs)
+            let label = match cli.runs {
+                1 => study.name.to_owned(),
+                runs => format!("{} {run}/{runs}", study.name),
             };
             let bar = progress::start(&label);
             let reports = (study.run)(&settings)

@@ -119,8 +119,3 @@ pub fn route_note() -> String {
         bridge_tokio::route()
     )
 }
-
-/// Looks a study up by name.
-pub fn find(name: &str) -> Option<&'static Study> {
-    ALL.iter().find(|s| s.name == name)
-}
