@@ -371,11 +371,11 @@ pub fn measure(
             (settings.busy_batch / 2).max(settings.probe),
         ),
     };
-    let start = Chunk {
+    let fresh = Chunk {
         iters: 1,
         worst_ns_per_iter: 0.0,
     };
-    let mut chunks = vec![start; variants.len()];
+    let mut chunks = vec![fresh; variants.len()];
     let iters = match load {
         None => {
             let mut slowest_ns_per_iter = 0.0f64;
