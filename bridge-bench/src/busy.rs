@@ -1,11 +1,5 @@
-//! The busy machine: background CPU work on every core while a scenario's hand-offs run.
-//!
-//! A [`Load`] is a dedicated rayon pool with one thread per CPU this process may use, at
-//! normal priority. Each thread runs [`kernel`] in a tight loop and counts every finished
-//! kernel in one shared relaxed counter, until the load is dropped. The harness reads the
-//! counter around every batch, so a variant's cost to the background work is the number of
-//! kernels that got done while its batch ran, per second, against a batch in which the
-//! background runs alone (the harness's `measure`).
+//! The busy machine: a rayon pool that runs [`kernel`] on every CPU and counts the kernels
+//! done, which the harness reads around every batch.
 
 use crate::report::{ScenarioReport, busy_goals};
 use std::hint::black_box;
@@ -16,8 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 /// Bytes hashed by one kernel.
 pub const KERNEL_BYTES: usize = 4096;
 
-/// The fixed unit of background work: the 64-bit FNV-1a hash of `buf`, one byte at a time
-/// (a chain of dependent multiplies, a few microseconds for 4 KiB).
+/// The unit of background work: the 64-bit FNV-1a hash of `buf`.
 pub fn kernel(buf: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -35,16 +28,13 @@ pub struct Load {
 }
 
 impl Load {
-    /// Starts one background thread per CPU this process may use, each running kernels in a
-    /// loop.
+    /// Starts one background thread per CPU this process may use.
     pub fn start() -> io::Result<Self> {
         Self::start_threads(crate::studies::cpus(), 0)
     }
 
-    /// Starts `threads` background threads (at least one), each running kernels in a loop,
-    /// at nice `nice` where the OS lets them lower their priority (0: the default): with one
-    /// CPU fewer than the machine has, two hand-off partners share the CPU left, though the
-    /// machine is not saturated.
+    /// Starts `threads` background threads (at least one) at nice `nice` (0: the default)
+    /// where the OS allows it.
     pub fn start_threads(threads: usize, nice: u8) -> io::Result<Self> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -63,8 +53,7 @@ impl Load {
             let kernels = Arc::clone(&kernels);
             let stop = Arc::clone(&stop);
             pool.spawn_broadcast(move |ctx| {
-                // Each thread hashes its own buffer; feeding each hash back into the buffer
-                // keeps the compiler from hoisting the work out of the loop.
+                // Each hash is fed back into the buffer, so the work stays in the loop.
                 let mut buf = [0u8; KERNEL_BYTES];
                 for (k, byte) in buf.iter_mut().enumerate() {
                     *byte = (k ^ ctx.index()) as u8;
@@ -110,19 +99,15 @@ impl Load {
 }
 
 impl Drop for Load {
-    /// Stops the loops and waits until every thread has left its loop, so that the next
-    /// scenario runs on an idle machine.
+    /// Stops the loops and waits until every thread has left its loop.
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        // A broadcast job runs on each thread after the job in front of it, the loop, ends.
         self.pool.broadcast(|_| ());
     }
 }
 
-/// Frames `report` for a busy machine when `load` is given: the scenario becomes
-/// `busy_name`, its frame names the load, and its goals against peers give way to the goals
-/// under load against the park-at-once peers, `park_at_once`, which a note names with `why`
-/// they count. Before measuring, so that the rows carry the name.
+/// Under a `load`, renames `report` to `busy_name`, names the load in its frame and trades its
+/// goals for [`busy_goals`] against `park_at_once`, noted with `why`.
 pub fn under_load(
     report: ScenarioReport,
     busy_name: &'static str,

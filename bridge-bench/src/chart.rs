@@ -1,10 +1,6 @@
-//! A study's results as one SVG chart: a panel per scenario, a horizontal bar per variant at
-//! its median with a min-max whisker, bridge's bar highlighted and every bar labelled.
-//!
-//! Only plotters' SVG backend is used, without its `ttf` feature: text goes into the SVG as
-//! `<text font-family="sans-serif">` and the viewer picks the font, so neither building nor
-//! running needs a system font or font library. Plotters' own text measurement is then a crude
-//! estimate, so the layout here never asks for it and reserves room with [`text_width`].
+//! A study's results as one SVG chart: a panel per scenario, a bar per variant at its median
+//! with a min-max whisker. Text is left to the viewer's sans-serif font, so the layout
+//! reserves room with [`text_width`] rather than plotters' text measurement.
 
 use crate::report::{Row, ScenarioReport, find};
 use crate::stats::BASELINE;
@@ -13,9 +9,9 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::io;
+use std::ops::Range;
 
-/// Width of the whole chart, its side margins and its header (title, how to read the chart,
-/// legend), in pixels.
+/// Width of the chart, its side margins and its header, in pixels.
 const WIDTH: i32 = 960;
 const MARGIN: i32 = 20;
 const HEADER: i32 = 106;
@@ -24,8 +20,7 @@ const ROW: i32 = 24;
 const BAR: i32 = 14;
 /// Panels whose largest median is more than this many times their smallest get a log axis.
 const LOG_SPAN: f64 = 30.0;
-/// How far past the largest median (and, on a log axis, below the smallest) a whisker may
-/// reach and still stretch the axis.
+/// How many times past the medians a whisker may reach and still stretch the axis.
 const WHISKER_ROOM: f64 = 2.0;
 
 /// Text sizes in pixels as a reader sees them (see [`font`]).
@@ -39,8 +34,7 @@ const CENTER_LEFT: (HPos, VPos) = (HPos::Left, VPos::Center);
 const INK: RGBColor = RGBColor(33, 37, 41);
 const MUTED: RGBColor = RGBColor(100, 106, 115);
 const GRID: RGBColor = RGBColor(226, 229, 233);
-/// bridge with its defaults, the one variant every ratio is taken against; bridge with other
-/// settings (a variant named `bridge ...` or `bridge::...`); the peers.
+/// bridge; bridge with other settings (`bridge ...` or `bridge::...`); the peers.
 const BRIDGE: RGBColor = RGBColor(213, 94, 0);
 const BRIDGE_OTHER: RGBColor = RGBColor(242, 172, 120);
 const PEER: RGBColor = RGBColor(122, 140, 163);
@@ -48,23 +42,21 @@ const WHISKER: RGBColor = RGBColor(45, 45, 45);
 const MET: RGBColor = RGBColor(0, 120, 60);
 const MISSED: RGBColor = RGBColor(190, 30, 30);
 
-/// One panel's value axis, in nanoseconds: plotters' linear coordinate from 0, or its log
-/// coordinate when the largest median is more than [`LOG_SPAN`] times the smallest. Its
-/// gridlines are plotters' key points, in place of hand-written tick rounding.
-enum Axis {
-    Linear(RangedCoordf64),
-    Log(LogCoord<f64>),
+/// One panel's value axis in nanoseconds: linear from 0, or log past [`LOG_SPAN`].
+struct Axis {
+    range: Range<f64>,
+    log: bool,
 }
 
 impl Axis {
-    /// The axis for bars at `medians` with whiskers reaching down to `lows` and up to `highs`;
-    /// a whisker that reaches past [`WHISKER_ROOM`] times the bars does not stretch it.
-    /// Values that are not positive and finite are ignored.
+    /// The axis for bars at `medians` with whiskers from `lows` to `highs` (positive, finite
+    /// values only; whiskers past [`WHISKER_ROOM`] times the bars do not stretch it).
     fn fit(medians: &[f64], lows: &[f64], highs: &[f64]) -> Self {
         let min_median = positive(medians).fold(f64::INFINITY, f64::min);
         let max_median = positive(medians).fold(0.0, f64::max);
         if max_median <= 0.0 {
-            return Self::Linear((0.0..1.0).into());
+            let (range, log) = (0.0..1.0, false);
+            return Self { range, log };
         }
         let highest = positive(highs)
             .filter(|&h| h <= WHISKER_ROOM * max_median)
@@ -72,44 +64,38 @@ impl Axis {
         let lowest = positive(lows)
             .filter(|&l| l >= min_median / WHISKER_ROOM)
             .fold(min_median, f64::min);
-        if max_median > LOG_SPAN * min_median {
-            // From below `lowest / 1.5`, so that the shortest bar still shows.
-            Self::Log((lowest / 1.5..highest * 1.05).log_scale().into())
-        } else {
-            Self::Linear((0.0..highest * 1.05).into())
-        }
+        let log = max_median > LOG_SPAN * min_median;
+        let low = if log { lowest / 1.5 } else { 0.0 };
+        let range = low..highest * 1.05;
+        Self { range, log }
     }
 
     /// Where `value` sits between `left` and `right`, clamped to that range.
     fn px(&self, value: f64, (left, right): (i32, i32)) -> i32 {
-        let x = match self {
-            Self::Linear(axis) => axis.map(&value, (left, right)),
-            Self::Log(_) if value.is_nan() || value <= 0.0 => left,
-            Self::Log(axis) => axis.map(&value, (left, right)),
+        let x = match self.log {
+            false => RangedCoordf64::from(self.range.clone()).map(&value, (left, right)),
+            true if value.is_nan() || value <= 0.0 => left,
+            true => self.log_coord().map(&value, (left, right)),
         };
         x.clamp(left, right)
     }
 
-    /// The gridline values.
-    fn ticks(&self) -> Vec<f64> {
-        match self {
-            Self::Linear(axis) => axis.key_points(6),
-            Self::Log(axis) => axis.key_points(8),
-        }
+    fn log_coord(&self) -> LogCoord<f64> {
+        self.range.clone().log_scale().into()
     }
 
-    /// The value at the right end.
-    fn hi(&self) -> f64 {
-        match self {
-            Self::Linear(axis) => axis.range().end,
-            Self::Log(axis) => axis.range().end,
+    /// The gridline values.
+    fn ticks(&self) -> Vec<f64> {
+        match self.log {
+            false => RangedCoordf64::from(self.range.clone()).key_points(6),
+            true => self.log_coord().key_points(8),
         }
     }
 
     fn caption(&self) -> &'static str {
-        match self {
-            Self::Linear(_) => "time per operation",
-            Self::Log(_) => "time per operation (log scale)",
+        match self.log {
+            false => "time per operation",
+            true => "time per operation (log scale)",
         }
     }
 }
@@ -118,9 +104,8 @@ fn positive(xs: &[f64]) -> impl Iterator<Item = f64> + '_ {
     xs.iter().copied().filter(|x| x.is_finite() && *x > 0.0)
 }
 
-/// `value` nanoseconds with three significant digits in the largest unit that keeps it at 1
-/// or more, moving up a unit where the digits would round it to 1000: `11.0 ns`, `123 ns`,
-/// `1.00 µs`, `45.0 ms`. Not finite: `n/a`.
+/// `value` nanoseconds to three significant digits in the largest unit that keeps it at 1 or
+/// more: `11.0 ns`, `123 ns`, `1.00 µs`; not finite: `n/a`.
 pub fn format_ns(value: f64) -> String {
     const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
     let fits = |&(scale, _): &(f64, &str)| value.abs() >= scale * 0.9995;
@@ -129,13 +114,7 @@ pub fn format_ns(value: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_owned();
     }
-    let digits = if x >= 100.0 {
-        0
-    } else if x >= 10.0 {
-        1
-    } else {
-        2
-    };
+    let digits = 2 - usize::from(x >= 10.0) - usize::from(x >= 100.0);
     format!("{x:.digits$} {unit}")
 }
 
@@ -154,9 +133,7 @@ fn format_tick(value: f64) -> String {
     }
 }
 
-/// The label after a bar: the median, for any variant but bridge its ratio to bridge's
-/// median, and under a background load the background's work during the variant's batches
-/// over the baseline's, e.g. `61.0 ns (5.45x), bg 0.83x`.
+/// The label after a bar, e.g. `61.0 ns (5.45x), bg 0.83x`.
 fn bar_label(row: &Row) -> String {
     let mut label = format_ns(row.ns.median);
     if row.variant != BASELINE && row.ratio_to_bridge.is_finite() {
@@ -168,8 +145,7 @@ fn bar_label(row: &Row) -> String {
     }
 }
 
-/// A generous estimate of the width of `text` at `px` pixels in a sans-serif font: wide
-/// enough that reserved space is not overrun, whatever font the viewer picks.
+/// A generous estimate of the width of `text` at `px` pixels in any sans-serif font.
 fn text_width(text: &str, px: f64) -> i32 {
     (text.chars().count() as f64 * px * 0.6).ceil() as i32
 }
@@ -184,8 +160,7 @@ fn bar_color(variant: &str) -> RGBColor {
     }
 }
 
-/// A font at `px` pixels as the reader sees them: plotters' SVG backend divides a font size
-/// by 1.24 when it writes it out, so this multiplies it back.
+/// A font at `px` pixels as seen: plotters' SVG backend divides font sizes by 1.24.
 fn font(px: f64, color: RGBColor, (h, v): (HPos, VPos), bold: bool) -> TextStyle<'static> {
     let style = [FontStyle::Normal, FontStyle::Bold][usize::from(bold)];
     let font = ("sans-serif", px * 1.24, style).into_font();
@@ -235,7 +210,7 @@ pub fn svg(study: &str, reports: &[ScenarioReport]) -> io::Result<String> {
 fn draw(root: &Area<'_>, study: &str, reports: &[ScenarioReport]) -> DrawResult {
     root.fill(&WHITE)?;
     let rows = || reports.iter().flat_map(|r| &r.rows);
-    // Every panel shares one name column and one label column, so their axes line up.
+    // One name column and one label column for every panel, so that the axes line up.
     let names = rows().map(|r| text_width(&r.variant, BODY_PX)).max();
     let labels = rows().map(|r| text_width(&bar_label(r), SMALL_PX)).max();
     let left = MARGIN + names.unwrap_or(60).max(60) + 12;
@@ -347,7 +322,7 @@ fn draw_panel(root: &Area<'_>, report: &ScenarioReport, top: i32, ends: (i32, i3
         line(root, (x_min, mid), (x_max, mid), whisker)?;
         // A cap at each end, or an arrowhead where the whisker runs off the axis.
         line(root, (x_min, mid - 4), (x_min, mid + 4), whisker)?;
-        let end = if row.ns.max > axis.hi() {
+        let end = if row.ns.max > axis.range.end {
             let head = vec![(x_max, mid - 4), (x_max + 7, mid), (x_max, mid + 4)];
             root.draw(&Polygon::new(head, WHISKER.filled()))?;
             x_max + 7
@@ -373,14 +348,14 @@ mod tests {
         let axis = Axis::fit(&[11.0, 60.0], &[10.0, 55.0], &[12.0, 70.0]);
         assert_eq!(axis.caption(), "time per operation");
         assert_eq!(axis.px(0.0, (0, 100)), 0);
-        assert!(axis.hi() >= 70.0 && axis.ticks().len() >= 3);
+        assert!(axis.range.end >= 70.0 && axis.ticks().len() >= 3);
         let log = Axis::fit(&[10.0, 310.0], &[9.0, 300.0], &[12.0, 400.0]);
         assert_eq!(log.caption(), "time per operation (log scale)");
         assert_eq!(log.ticks(), vec![10.0, 100.0]);
         // A slow round far past the bars does not stretch the axis.
         let spiky = Axis::fit(&[10.0, 20.0], &[9.0, 19.0], &[12.0, 500.0]);
-        assert!((spiky.hi() - 21.0).abs() < 1e-9);
-        assert_eq!(Axis::fit(&[f64::NAN], &[], &[0.0]).hi(), 1.0);
+        assert!((spiky.range.end - 21.0).abs() < 1e-9);
+        assert_eq!(Axis::fit(&[f64::NAN], &[], &[0.0]).range.end, 1.0);
     }
 
     #[test]

@@ -1,5 +1,4 @@
-//! The reference page of a study for `--docs DIR`: `DIR/STUDY.md` with the command that made
-//! it, the machine it ran on, the study's markdown and its chart, copied to `DIR/STUDY.svg`.
+//! The reference page of a study for `--docs DIR`: `DIR/STUDY.md` and `DIR/STUDY.svg`.
 
 use crate::report::table;
 use std::ffi::OsString;
@@ -7,9 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Facts about the machine and the checkout a run happened on: the CPUs this process may
-/// use and their model, the OS and architecture (e.g. `linux x86_64`), the day (UTC) and the
-/// checked-out commit, marked when tracked files differ from it.
+/// The machine and checkout of a run: CPUs and model, OS and architecture, day (UTC), commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
     pub cpus: usize,
@@ -54,8 +51,7 @@ impl Machine {
     }
 }
 
-/// The short hash of `HEAD`, marked when tracked files have changes; `None` if git is missing
-/// or this is not a checkout.
+/// The short hash of `HEAD`, marked when tracked files have changes; `None` without git.
 fn commit() -> Option<String> {
     let git = |args: &[&str]| {
         let out = Command::new("git").args(args).output().ok()?;
@@ -70,8 +66,7 @@ fn commit() -> Option<String> {
     })
 }
 
-/// The command that reruns this process through cargo from the repository root, each
-/// argument quoted for a POSIX shell where it needs it.
+/// The cargo command, from the repository root, that reruns this process with `args`.
 pub fn command_line(args: impl IntoIterator<Item = OsString>) -> String {
     let args: Vec<String> = args
         .into_iter()
@@ -82,9 +77,8 @@ pub fn command_line(args: impl IntoIterator<Item = OsString>) -> String {
     format!("cargo run --release --manifest-path bridge-bench/Cargo.toml -- {quoted}")
 }
 
-/// What one study's page shows: the command that made the run (from [`command_line`]), the
-/// machine, how long and how often it measured (`mode`), how long it took, and the markdown
-/// the study printed.
+/// What one study's page shows: the command, the machine, the mode, the time taken and the
+/// study's markdown.
 #[derive(Debug, Clone, Copy)]
 pub struct Page<'a> {
     pub study: &'a str,

@@ -1,13 +1,6 @@
-//! Interleaved measurement: every round runs every variant for the same batch of iterations,
-//! in an order that changes from round to round, so slow drift of the machine (frequency,
-//! other load, a cold cache) spreads over all variants instead of landing on one. The orders
-//! are balanced ([`round_order`]): each variant runs right after each other one equally
-//! often, so what a batch leaves behind (a pool that went to sleep, a CPU given to the
-//! background) does not always land on the same successor.
-//!
-//! An iteration is one operation unless the scenario says otherwise ([`measure`]): a
-//! scenario that starts 1,000 hops and then awaits them counts 1,000 operations per
-//! iteration, and reports nanoseconds per hop.
+//! Interleaved measurement: every round runs every variant for one batch, in balanced orders
+//! ([`round_order`]) so that drift of the machine and what a batch leaves behind spread over
+//! all variants. Samples are nanoseconds per operation (an iteration may be several).
 
 use crate::busy::Load;
 use crate::progress;
@@ -26,10 +19,8 @@ pub struct Settings {
     pub batch: Duration,
     /// Wall time a variant must reach during calibration before its cost is estimated.
     pub probe: Duration,
-    /// Target wall time of one batch of the slowest variant under a background load, where a
-    /// batch must be long against the scheduler's time slices (a few milliseconds) for its
-    /// time and its count of background work to mean anything. Calibration then probes
-    /// until half of it.
+    /// Target wall time of one batch under a background load: long against the scheduler's
+    /// time slices. Calibration probes until half of it.
     pub busy_batch: Duration,
 }
 
@@ -54,8 +45,7 @@ impl Settings {
         }
     }
 
-    /// Whether these are the quick settings: the studies with plans of their own then run
-    /// their quick plan.
+    /// Whether these are the quick settings (studies with plans of their own run the quick one).
     pub fn is_quick(&self) -> bool {
         self.rounds <= Self::quick().rounds
     }
@@ -64,10 +54,9 @@ impl Settings {
 /// What one batch of iterations reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Batch {
-    /// The time the batch took, measured inside the batch (so runtime entry is excluded).
+    /// The time the batch took, measured inside it (runtime entry excluded).
     pub elapsed: Duration,
-    /// The wrapping sum of the values received; operation `k` of the batch sends `k` (with
-    /// one operation per iteration, iteration `i` sends `i`).
+    /// The wrapping sum of the values received; operation `k` of the batch sends `k`.
     pub checksum: u64,
 }
 
@@ -99,11 +88,8 @@ pub fn timed_on(
 /// Calls in one burst of the paused calling pattern ([`in_bursts`]).
 pub const BURST: u64 = 400;
 
-/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`: in one burst, or with
-/// `burst` (the paused pattern, in bursts of [`BURST`]) in bursts of that many, each after a
-/// pause of 2 to 17 ms (a fixed pseudo-random sequence) in which this thread sleeps: the
-/// calling pattern of a program that hands off in bursts, where each burst starts against
-/// threads that went to sleep and CPUs that may have halted. The pauses are not timed.
+/// Awaits `op(i)` for `i in 0..iters` inside one `block_on` of `rt`; with `burst`, in bursts
+/// of that many, each after an untimed sleep of 2 to 17 ms (a fixed pseudo-random sequence).
 pub fn in_bursts(
     rt: &tokio::runtime::Runtime,
     iters: u64,
@@ -136,9 +122,7 @@ pub fn in_bursts(
     })
 }
 
-/// Like [`timed_on`], but `op` is awaited inside a task spawned on `rt`, so the batch runs on
-/// one of the runtime's worker threads (on a multi-thread runtime, not on the thread that
-/// calls `block_on`) and wakes go through the runtime's scheduler.
+/// Like [`timed_on`], but `op` is awaited inside a task spawned on `rt` (on a worker thread).
 pub fn timed_in_task<F, Fut>(rt: &tokio::runtime::Runtime, iters: u64, mut op: F) -> Batch
 where
     F: FnMut(u64) -> Fut + Send + 'static,
@@ -155,24 +139,22 @@ where
             checksum,
         }
     });
-    match rt.block_on(task) {
-        Ok(batch) => batch,
-        Err(e) => match e.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(e) => panic!("the measuring task did not finish: {e}"),
-        },
-    }
+    // A panic in the task resumes here (`into_panic` itself panics if it was cancelled).
+    rt.block_on(task)
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
-/// How many units of `work` take about `target` on this thread: doubles them until a run
-/// takes at least 1 ms, then scales by the fastest of 20 runs (a run that was preempted is
-/// slower, never faster).
+/// Seconds that `work(arg)` takes.
+fn secs<R>(work: &mut impl FnMut(u64) -> R, arg: u64) -> f64 {
+    let start = Instant::now();
+    std::hint::black_box(work(arg));
+    start.elapsed().as_secs_f64()
+}
+
+/// How many units of `work` take about `target`: doubles them until a run takes 1 ms, then
+/// scales by the fastest of 20 runs.
 pub fn calibrate<R>(target: Duration, mut work: impl FnMut(u64) -> R) -> u64 {
-    let mut time = |units| {
-        let start = Instant::now();
-        std::hint::black_box(work(units));
-        start.elapsed().as_secs_f64()
-    };
+    let mut time = |units| secs(&mut work, units);
     let mut units = 1u64;
     while units < 1 << 40 && time(units) < 1e-3 {
         units *= 2;
@@ -183,19 +165,12 @@ pub fn calibrate<R>(target: Duration, mut work: impl FnMut(u64) -> R) -> u64 {
 
 /// The median time of `runs` runs of `work` on this thread.
 pub fn median_time<R>(runs: usize, mut work: impl FnMut(u64) -> R) -> Duration {
-    let mut times: Vec<f64> = (0..runs as u64)
-        .map(|k| {
-            let start = Instant::now();
-            std::hint::black_box(work(k));
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
+    let mut times: Vec<f64> = (0..runs as u64).map(|k| secs(&mut work, k)).collect();
     times.sort_by(f64::total_cmp);
     Duration::from_secs_f64(times[times.len() / 2])
 }
 
-/// A multi-thread runtime of `workers` threads named `name`, with I/O and timers, every
-/// worker started ([`warm_up_tokio`]).
+/// A multi-thread runtime of `workers` threads named `name`, with I/O and timers, warmed up.
 pub fn runtime(workers: usize, name: &str) -> io::Result<tokio::runtime::Runtime> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -206,8 +181,7 @@ pub fn runtime(workers: usize, name: &str) -> io::Result<tokio::runtime::Runtime
     Ok(rt)
 }
 
-/// Starts every worker of the multi-thread runtime behind `handle` (1,000 tasks) and one
-/// thread of its blocking pool, so that no measurement pays for thread creation.
+/// Starts every worker of the runtime behind `handle` and one blocking thread.
 pub fn warm_up_tokio(handle: &tokio::runtime::Handle) {
     handle.block_on(async {
         let tasks: Vec<_> = (0..1_000)
@@ -220,16 +194,15 @@ pub fn warm_up_tokio(handle: &tokio::runtime::Handle) {
     });
 }
 
-/// Starts every worker of rayon's global pool, so that no measurement pays for thread
-/// creation.
+/// Starts every worker of rayon's global pool.
 pub fn warm_up_rayon() {
     for _ in 0..100 {
         rayon::broadcast(|_| std::hint::black_box(()));
     }
 }
 
-/// The environment variable that makes a copy of this binary started by [`in_child`] run one
-/// cell of a study instead of the whole study: `STUDY:SPEC`.
+/// The environment variable (`STUDY:SPEC`) that makes a copy started by [`in_child`] run one
+/// cell of a study.
 pub const CHILD_ENV: &str = "BRIDGE_BENCH_CHILD";
 
 /// The start of the line on a child's stdout that carries its result.
@@ -256,10 +229,8 @@ fn from_line<T: DeserializeOwned>(line: &str) -> io::Result<T> {
     parsed.map_err(|e| io::Error::other(format!("a bad line `{line}`: {e}")))
 }
 
-/// Runs one cell of `study`, described by `spec`, in a fresh copy of this binary, and returns
-/// the result the child handed back with [`child_reply`]: for what is per process (peak
-/// memory), or leaves threads and kept heap behind. The child is started as `EXE STUDY` with
-/// [`CHILD_ENV`] set; the study's `run` finds the spec with [`child_spec`].
+/// Runs one cell of `study`, described by `spec`, in a fresh copy of this binary (`EXE STUDY`
+/// with [`CHILD_ENV`] set) and returns what the child passed to [`child_reply`].
 pub fn in_child<R: DeserializeOwned>(study: &str, spec: &impl Serialize) -> io::Result<R> {
     let spec = to_line(spec)?;
     let out = std::process::Command::new(std::env::current_exe()?)
@@ -313,8 +284,7 @@ impl<'a> Variant<'a> {
         }
     }
 
-    /// Runs a batch of `iters` iterations of `ops_per_iter` operations each, and returns its
-    /// nanoseconds per operation.
+    /// Runs a batch of `iters` iterations; returns nanoseconds per operation and the time.
     fn ns_per_op(&mut self, iters: u64, ops_per_iter: u64) -> (f64, Duration) {
         let batch = (self.run)(iters);
         let ops = iters * ops_per_iter;
@@ -339,9 +309,8 @@ pub fn sum_below(n: u64) -> u64 {
     a.wrapping_mul(b)
 }
 
-/// The samples of one variant, in nanoseconds per operation, one per round, and under a
-/// [`Load`] the background kernels finished per second of wall time during each of its
-/// batches (empty on an idle machine).
+/// One variant's samples (ns per operation, one per round) and, under a [`Load`], the
+/// background's kernels per second during each of its batches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     pub name: &'static str,
@@ -349,9 +318,7 @@ pub struct Measured {
     pub background: Vec<f64>,
 }
 
-/// The outcome of [`measure`]: the iterations in every batch of every variant, of
-/// `ops_per_iter` operations each (samples are per operation), and one entry per variant in
-/// the order they were given; under a [`Load`], what was measured of the background work.
+/// The outcome of [`measure`]: one entry per variant in the order given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     pub iters_per_round: u64,
@@ -382,29 +349,20 @@ impl Measurement {
 /// The part of a [`Measurement`] that only a [`Load`] has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadMeasurement {
-    /// The background kernels finished per second during each round's baseline batch (the
-    /// background alone).
+    /// The background's kernels per second during each round's baseline batch (alone).
     pub idle_kernels_per_s: Vec<f64>,
-    /// Each variant's iterations per batch (the median over its rounds), in the order of
-    /// [`Measurement::variants`]: under a load every batch runs for the batch target's wall
-    /// time (see [`for_at_least`]), so that each is long enough for the background's count
-    /// ([`Measurement::iters_per_round`] is then the largest chunk after calibration).
+    /// Each variant's median iterations per batch (batches run for a set wall time).
     pub iters_per_round: Vec<u64>,
 }
 
-/// Calibrates the batches and runs `settings.rounds` interleaved rounds. On an idle machine
-/// (`load` is `None`) one batch size serves every variant, sized so that the slowest takes
-/// about `settings.batch`; under a background `load`, running through calibration and every
-/// round, each batch runs for a set wall time instead (see [`for_at_least`]). Every
-/// iteration is `ops_per_iter` operations: batches report the checksum of `0..iters *
-/// ops_per_iter`, and samples are nanoseconds per operation.
+/// Calibrates and runs `settings.rounds` interleaved rounds: on an idle machine one batch
+/// size sized for the slowest variant, under a `load` batches of a set wall time.
 pub fn measure(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
     settings: &Settings,
     load: Option<&Load>,
 ) -> Measurement {
-    // Progress is reported between batches only, never inside a timed one.
     progress::measurement_started(settings.rounds, variants.iter().map(|v| v.name));
     let (batch, probe) = match load {
         None => (settings.batch, settings.probe),
@@ -413,11 +371,11 @@ pub fn measure(
             (settings.busy_batch / 2).max(settings.probe),
         ),
     };
-    // On an idle machine every variant runs the same iterations, sized for the slowest.
-    // Under a load every batch runs for a set wall time instead, in chunks sized per variant
-    // (see `for_at_least`), so that no batch is too short to count the background's kernels;
-    // calibration is then a first such batch, as warm-up.
-    let mut chunks = vec![Chunk::default(); variants.len()];
+    let fresh = Chunk {
+        iters: 1,
+        worst_ns_per_iter: 0.0,
+    };
+    let mut chunks = vec![fresh; variants.len()];
     let iters = match load {
         None => {
             let mut slowest_ns_per_iter = 0.0f64;
@@ -509,13 +467,8 @@ pub fn measure(
     }
 }
 
-/// The order of a round's `slots` batches: a balanced (Williams) design. Rows 0, 1, ... of
-/// the square `0, 1, n-1, 2, n-2, ...` shifted by the row are orders in which every slot
-/// runs right after every other slot once per `n` rows when `n` is even; when `n` is odd,
-/// the mirror images of those rows follow, and every pair comes once per `2n` rows. (A plain
-/// rotation, `round + k`, keeps each slot's predecessor the same in every round: under a
-/// load the variant after the baseline batch, which sleeps, was measured 3-5% slower than
-/// the same code placed later.)
+/// The order of a round's `slots` batches: a balanced (Williams) design, in which each slot
+/// follows each other once per `slots` rounds (even), or per `2 * slots` (odd, mirrored).
 pub fn round_order(round: usize, slots: usize) -> impl Iterator<Item = usize> {
     let period = if slots % 2 == 0 { slots } else { 2 * slots };
     let row = round % period.max(1);
@@ -531,25 +484,14 @@ pub fn round_order(round: usize, slots: usize) -> impl Iterator<Item = usize> {
     })
 }
 
-/// The size of a variant's next chunk under a load, and the most nanoseconds per iteration
-/// one of its chunks has taken so far.
+/// A variant's next chunk size under a load, and its slowest chunk so far.
 #[derive(Debug, Clone, Copy)]
 struct Chunk {
     iters: u64,
     worst_ns_per_iter: f64,
 }
 
-impl Default for Chunk {
-    fn default() -> Self {
-        Self {
-            iters: 1,
-            worst_ns_per_iter: 0.0,
-        }
-    }
-}
-
-/// Runs chunks of `variant` until `target` wall time has passed, and returns its nanoseconds
-/// per operation over all of them and the iterations run.
+/// Runs chunks of `variant` for `target`; returns ns per operation and the iterations run.
 fn for_at_least(
     variant: &mut Variant<'_>,
     chunk: &mut Chunk,

@@ -1,14 +1,6 @@
-//! The studies of the bridge crate family: each puts bridge and its peers side by side in one
-//! process and prints a markdown table per scenario, framed by what was varied, what was held
-//! fixed and the takeaway.
-//!
-//! ```text
-//! cargo run --release --manifest-path bridge-bench/Cargo.toml -- STUDY|all [--quick] [--runs N] [--strict] [--out DIR] [--docs DOCS]
-//! ```
-//!
-//! Each study writes `results.csv`, `results.md` and `chart.svg` into `DIR/STUDY/`, and with
-//! `--docs` its reference page. A goal is a target: missing it is a finding about the machine,
-//! and fails the run only with `--strict`. See `--help` for the options.
+//! The studies of the bridge crate family: bridge and its peers side by side, a markdown table
+//! per scenario with its frame and takeaway, written with a CSV file and a chart to
+//! `DIR/STUDY/` (see `--help`). A missed goal fails the run only with `--strict`.
 #![forbid(unsafe_code)]
 
 mod busy;
@@ -82,21 +74,18 @@ fn main() -> ExitCode {
 
 /// Runs the selected studies and returns how many goals were not met.
 fn run(cli: &Cli) -> Result<usize, String> {
-    let selected: Vec<_> = if cli.study == "all" {
-        studies::ALL.iter().collect()
-    } else {
-        // The value parser only lets known names through.
-        studies::find(&cli.study).into_iter().collect()
-    };
-    let settings = if cli.quick {
-        Settings::quick()
-    } else {
-        Settings::full()
+    let all = cli.study == "all";
+    let selected: Vec<_> = studies::ALL
+        .iter()
+        .filter(|s| all || s.name == cli.study)
+        .collect();
+    let (settings, name) = match cli.quick {
+        true => (Settings::quick(), "quick"),
+        false => (Settings::full(), "full"),
     };
     let mode = format!(
-        "{}: {} rounds per scenario, batches of ~{} ms (~{} ms under a background load), {} \
+        "{name}: {} rounds per scenario, batches of ~{} ms (~{} ms under a background load), {} \
          run{}",
-        if cli.quick { "quick" } else { "full" },
         settings.rounds,
         settings.batch.as_millis(),
         settings.busy_batch.as_millis(),
@@ -117,10 +106,9 @@ fn run(cli: &Cli) -> Result<usize, String> {
         let mut runs = Vec::new();
         let mut took = std::time::Duration::ZERO;
         for run in 1..=cli.runs {
-            let label = if cli.runs == 1 {
-                study.name.to_owned()
-            } else {
-                format!("{} {run}/{}", study.name, cli.runs)
+            let label = match cli.runs {
+                1 => study.name.to_owned(),
+                runs => format!("{} {run}/{runs}", study.name),
             };
             let bar = progress::start(&label);
             let reports = (study.run)(&settings)

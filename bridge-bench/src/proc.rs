@@ -1,6 +1,5 @@
-//! What Linux's /proc tells of this process and machine, for the studies' notes: OS threads,
-//! memory, CPU time, nice values, the load average and the CPU model. Elsewhere every
-//! reading is `None` (or NaN) and the notes say "not read".
+//! What Linux's /proc tells of this process and machine, for the studies' notes; elsewhere
+//! every reading is `None` (or NaN).
 
 use crate::harness::{Batch, Variant};
 use std::cell::RefCell;
@@ -10,8 +9,7 @@ fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// The number of field `name` of a `/proc/<pid>/status` text, e.g. `Threads` or `VmHWM` (in
-/// KiB).
+/// The number in field `name` of a `/proc/<pid>/status` text, e.g. `Threads` or `VmHWM`.
 fn status_field(status: &str, name: &str) -> Option<f64> {
     let value = status
         .lines()
@@ -32,8 +30,8 @@ pub fn os_threads() -> Option<u32> {
     Some(status_field(&read("/proc/self/status")?, "Threads")? as u32)
 }
 
-/// Field `n` (3 or more, numbered as in proc(5)) of a `/proc/.../stat` text: counted after
-/// the command's closing parenthesis, since the command (field 2) may hold spaces.
+/// Field `n` (3 or more, as in proc(5)) of a `/proc/.../stat` text, counted after the
+/// command's closing parenthesis (the command may hold spaces).
 fn stat_field(stat: &str, n: usize) -> Option<&str> {
     let after_command = stat.rsplit_once(')')?.1;
     after_command.split_whitespace().nth(n.checked_sub(3)?)
@@ -53,18 +51,10 @@ pub fn load_average() -> Option<String> {
     (fields.len() == 3).then(|| fields.join(" "))
 }
 
-/// The CPU model: the first `model name` line of /proc/cpuinfo (x86, most arm64 kernels),
-/// else the first of the keys other architectures use for it.
+/// The CPU model: the first of the keys architectures use for it in /proc/cpuinfo.
 pub fn cpu_model() -> Option<String> {
     let info = read("/proc/cpuinfo")?;
-    let keys = [
-        "model name",
-        "cpu model",
-        "Processor",
-        "Hardware",
-        "uarch",
-        "cpu",
-    ];
+    let keys = "model name,cpu model,Processor,Hardware,uarch,cpu".split(',');
     keys.into_iter().find_map(|wanted| {
         info.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
@@ -73,8 +63,7 @@ pub fn cpu_model() -> Option<String> {
     })
 }
 
-/// CPU time in clock ticks: of all CPUs (busy and in all), from the `cpu` line of
-/// /proc/stat, and of this process, from /proc/self/stat.
+/// CPU time in clock ticks: of all CPUs (busy and in all) and of this process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTicks {
     pub busy: u64,
@@ -123,8 +112,7 @@ impl CpuTicks {
         }
     }
 
-    /// The shares of all CPUs' time used by this process and by everything else, in
-    /// percent; NaN for both over no time.
+    /// The percent of all CPUs' time used by this process and by everything else.
     pub fn shares(self) -> (f64, f64) {
         if self.total == 0 {
             return (f64::NAN, f64::NAN);
@@ -134,9 +122,8 @@ impl CpuTicks {
     }
 }
 
-/// The thread counts seen around the batches of one variant: the fewest and the most right
-/// after one of its batches, and the growth during its batches, summed (an upper bound on
-/// the threads the variant started: threads that other code starts meanwhile count too).
+/// The thread counts right after one variant's batches (fewest, most) and the growth during
+/// them, summed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ThreadTally {
     pub min_after: Option<u32>,
@@ -168,8 +155,7 @@ impl fmt::Display for ThreadTally {
     }
 }
 
-/// The process's thread count before a scenario is measured (its pools warmed up) and
-/// around every batch of its variants, one tally per variant in the order they were made.
+/// The thread count before a scenario is measured and a tally per variant around its batches.
 #[derive(Debug)]
 pub struct Census {
     base: Option<u32>,
@@ -184,8 +170,7 @@ impl Census {
         }
     }
 
-    /// A variant whose batches are run by `run`, with the thread count read before and
-    /// after each batch (outside the timed part).
+    /// A variant run by `run`, with the thread count read around each batch.
     pub fn variant<'a>(
         &'a self,
         name: &'static str,
@@ -211,8 +196,7 @@ impl Census {
         tally.map_or_else(|| "not measured".to_owned(), |(_, t)| t.to_string())
     }
 
-    /// The thread counts as a note: before measuring (`holds` says what was running then),
-    /// and around each variant's batches.
+    /// The thread counts as a note; `holds` says what was running before measuring.
     pub fn note(&self, holds: &str) -> String {
         let each: Vec<String> = (self.tallies.borrow().iter())
             .map(|(n, t)| format!("{n} {t}"))

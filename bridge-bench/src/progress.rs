@@ -1,9 +1,5 @@
-//! One progress bar per study on stderr, advanced once per round of each scenario.
-//!
-//! The harness reports here between batches, never inside a timed one, and the bar has no
-//! ticking thread: it redraws only on those calls. indicatif hides it when stderr is not a
-//! terminal, so CI logs only get the markdown on stdout. The bar grows by one scenario's
-//! rounds (plus one step for calibration) each time a measurement starts.
+//! One progress bar per study on stderr, advanced between batches only (no ticking thread);
+//! indicatif hides it when stderr is not a terminal.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::{Mutex, MutexGuard};
@@ -13,7 +9,6 @@ use std::time::{Duration, Instant};
 static CURRENT: Mutex<Option<(ProgressBar, Instant)>> = Mutex::new(None);
 
 fn current() -> MutexGuard<'static, Option<(ProgressBar, Instant)>> {
-    // A panic elsewhere while holding the lock leaves nothing half-updated that matters.
     CURRENT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -60,8 +55,7 @@ impl Drop for StudyBar {
     }
 }
 
-/// A measurement of `rounds` rounds of `variants` starts: the bar grows by its rounds and one
-/// calibration step.
+/// A measurement of `rounds` rounds of `variants` starts (plus one calibration step).
 pub fn measurement_started<'a>(rounds: usize, variants: impl Iterator<Item = &'a str>) {
     if let Some((bar, started)) = current().as_mut() {
         *started = Instant::now();

@@ -1,4 +1,4 @@
-//! Turning measurements into rows, a CSV file and markdown tables with a computed takeaway.
+//! Measurements into rows, a CSV file and markdown tables with a computed takeaway.
 
 use crate::chart;
 use crate::harness::Measurement;
@@ -10,16 +10,15 @@ use std::sync::OnceLock;
 
 pub use crate::stats::BASELINE;
 
-/// One variant's result in one scenario. Over several runs (see [`merge_runs`]), `samples`
-/// holds every run's rounds one after the other, and `ns` the median of the run medians with
-/// the min and max of every round.
+/// One variant's result in one scenario; over several runs ([`merge_runs`]) `samples` holds
+/// every run's rounds and `ns` the median of the run medians with every round's min and max.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub scenario: String,
     pub variant: String,
     pub rounds: usize,
     pub iters_per_round: u64,
-    /// Operations per iteration (1 unless the scenario batches them, e.g. 1,000 hops).
+    /// Operations per iteration (1 unless the scenario batches them).
     pub ops_per_iter: u64,
     /// Nanoseconds per operation across rounds.
     pub ns: Summary,
@@ -27,14 +26,14 @@ pub struct Row {
     pub ratio_to_bridge: f64,
     /// The per-round samples in round order, for paired comparisons with bridge.
     pub samples: Vec<f64>,
-    /// Each run's median in run order: one entry for a single run.
+    /// Each run's median in run order.
     pub run_medians: Vec<f64>,
     /// Under a background load, what the variant's batches left of the background work.
     pub background: Option<Background>,
 }
 
-/// The background work's throughput during a variant's batches (see [`crate::busy`]), in
-/// kernels per second; over several runs, each median is the median of the runs' medians.
+/// The background's kernels per second during a variant's batches (see [`crate::busy`]);
+/// over several runs each median is the median of the runs' medians.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Background {
     /// During the variant's batches, one per round.
@@ -42,10 +41,10 @@ pub struct Background {
     /// During the same rounds' baseline batches, when the background ran alone.
     pub idle_samples: Vec<f64>,
     pub kernels_per_s: f64,
-    /// The median over rounds of the variant's kernels/s over the same round's baseline.
+    /// The median over rounds of the variant's kernels/s over the round's baseline.
     pub vs_idle: f64,
     pub idle_kernels_per_s: f64,
-    /// Each run's `vs_idle` in run order: one entry for a single run.
+    /// Each run's `vs_idle` in run order.
     pub run_vs_idle: Vec<f64>,
 }
 
@@ -72,8 +71,7 @@ impl Background {
     }
 }
 
-/// Summarizes a measurement into one row per variant, and tells the study's progress bar (if
-/// any) that `scenario` is done.
+/// One row per variant of `m`; tells the progress bar that `scenario` is done.
 pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     progress::scenario_done(scenario);
     let load = m.load.as_ref();
@@ -116,15 +114,8 @@ pub fn find<'a>(rows: &'a [Row], variant: &str) -> Option<&'a Row> {
     rows.iter().find(|r| r.variant == variant)
 }
 
-/// One line of `results.csv`: a row of one scenario; the field names are the header. The
-/// columns after `ratio_to_bridge` came later, so they come last: `runs` and `run_medians_ns`
-/// (each run's median, `;`-separated; `median_ns` is then the median of those), under a
-/// background load `bg_kernels_per_s` (background kernels per second during the variant's
-/// batches), `bg_vs_idle` (that over the baseline with the background alone) and
-/// `bg_idle_kernels_per_s` (the baseline), empty on an idle machine; and `sample`, what each
-/// sample whose median, min and max the `*_ns` columns hold is (e.g. `ns/op`, or `I/O-only
-/// p99 ns` where a scenario's sample is a latency percentile). Nanoseconds have 1 decimal,
-/// ratios 3, kernels per second none.
+/// One line of `results.csv`; the field names are the header. `run_medians_ns` is
+/// `;`-separated, `bg_*` are empty on an idle machine, `sample` names the samples' unit.
 #[derive(Debug, Serialize)]
 struct CsvLine<'a> {
     scenario: &'a str,
@@ -180,10 +171,8 @@ pub fn csv(reports: &[ScenarioReport]) -> String {
     String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
-/// What a scenario's samples are, for its table's headers and its goals' figures: by default
-/// nanoseconds per operation. A sample is `what` (e.g. `I/O-only p99`, empty for a time per
-/// operation) in `unit` (`ns_per_unit` nanoseconds) `per` something (e.g. `/op`, empty for a
-/// latency), shown with `decimals`.
+/// What a scenario's samples are (default: nanoseconds per operation): `what` in `unit`
+/// (`ns_per_unit` ns) `per` something, shown with `decimals`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measure {
     pub what: &'static str,
@@ -191,14 +180,12 @@ pub struct Measure {
     pub per: &'static str,
     pub ns_per_unit: f64,
     pub decimals: usize,
-    /// How the samples were taken, in place of the sentence on rounds and their order, where
-    /// that sentence would not fit (e.g. one sample per variant, each in its own process).
+    /// How the samples were taken, in place of the sentence on rounds and their order.
     pub sampling: Option<&'static str>,
 }
 
 impl Measure {
-    /// A duration named `what` (e.g. `read p50`) shown in milliseconds, sampled as
-    /// `sampling` says.
+    /// A duration named `what` (e.g. `read p50`) in milliseconds.
     pub const fn ms(what: &'static str, sampling: Option<&'static str>) -> Self {
         Self {
             what,
@@ -226,8 +213,7 @@ impl Measure {
         format!("{:.*}", self.decimals, ns / self.ns_per_unit)
     }
 
-    /// `ns` nanoseconds in this unit, with the unit, e.g. `2.35 ms`; in nanoseconds, scaled
-    /// to three significant digits, e.g. `11.0 ns/op` or `13.4 µs/op`.
+    /// `ns` nanoseconds with the unit, e.g. `2.35 ms`; nanoseconds scaled, e.g. `13.4 µs/op`.
     pub fn value(&self, ns: f64) -> String {
         if self.ns_per_unit == 1.0 {
             format!("{}{}", chart::format_ns(ns), self.per)
@@ -251,8 +237,7 @@ impl Default for Measure {
     }
 }
 
-/// A target for bridge against one peer, stated as `text`: the peer's median must be at
-/// least `at_least` times bridge's.
+/// A target stated as `text`: the `peer`'s median at least `at_least` times bridge's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Goal {
     pub peer: &'static str,
@@ -260,8 +245,7 @@ pub struct Goal {
     pub text: &'static str,
 }
 
-/// A target for bridge's own cost, stated as `text`: its median must be at most `max_ns`
-/// nanoseconds per operation.
+/// A target stated as `text`: bridge's median at most `max_ns` nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     pub max_ns: f64,
@@ -277,10 +261,8 @@ pub enum LoadTarget {
     Latency,
 }
 
-/// A target for bridge under a background load, stated as `text`, against the fastest
-/// park-at-once peer: of the `park_at_once` variants measured (those that wait for the
-/// hand-off by parking their thread at once, without spinning first), the one with the
-/// lowest median time per hand-off, the alternative a user would pick instead of bridge.
+/// A target under a background load, stated as `text`, against the fastest (lowest median)
+/// measured variant of `park_at_once`, those that park at once without spinning first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadGoal {
     pub park_at_once: Vec<&'static str>,
@@ -288,9 +270,8 @@ pub struct LoadGoal {
     pub text: &'static str,
 }
 
-/// The two goals every busy scenario states: bridge costs the background work no more than
-/// the fastest park-at-once peer (within 1.05x), and its hand-off is no slower than that
-/// peer's.
+/// The goals of every busy scenario: bridge's background throughput within 1.05x of the
+/// fastest park-at-once peer's, and its hand-off no slower.
 pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
     let goal = |target, text| LoadGoal {
         park_at_once: park_at_once.to_vec(),
@@ -310,9 +291,8 @@ pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
     ]
 }
 
-/// One goal judged on one run: met or not, the measured `value` (e.g. `5.45x`) and the
-/// `bound` it was held to (e.g. `tokio / bridge >= 5.00x`), short, for the summary tables,
-/// and the numbers behind it in words (`detail`), for the takeaway.
+/// One goal judged on one run: met or not, `value` and `bound` for the summary tables (e.g.
+/// `5.45x`, `tokio / bridge >= 5.00x`), and `detail` in words for the takeaway.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub met: bool,
@@ -321,8 +301,7 @@ pub struct Check {
     pub detail: String,
 }
 
-/// A goal a study judges itself, on numbers the generic goals do not see (e.g. a table of its
-/// own): its text and its check on each run in run order (`None` where not measured).
+/// A goal a study judges itself: its text and its check on each run (`None`: not measured).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
     pub text: String,
@@ -341,14 +320,12 @@ impl Judged {
 
 static MACHINE: OnceLock<String> = OnceLock::new();
 
-/// Names the machine the goals are judged on, e.g. `Intel(R) Xeon(R) Processor, 2 CPUs`,
-/// for [`not_met`]; the first call wins.
+/// Names the machine for [`not_met`], e.g. `Intel Xeon, 2 CPUs`; the first call wins.
 pub fn set_machine(label: String) {
     let _ = MACHINE.set(label);
 }
 
-/// How a goal that was missed is labelled: a finding of this machine, not a failure, e.g.
-/// `not met on this machine (Intel(R) Xeon(R) Processor, 2 CPUs)`.
+/// The label of a missed goal, e.g. `not met on this machine (Intel Xeon, 2 CPUs)`.
 pub fn not_met() -> String {
     match MACHINE.get() {
         Some(machine) => format!("not met on this machine ({machine})"),
@@ -356,9 +333,7 @@ pub fn not_met() -> String {
     }
 }
 
-/// `; reached in N of M rounds`: the rounds, paired by index, where `ok(a, b)` holds. Rounds
-/// are interleaved, so round k of bridge and of a peer ran side by side: counting the rounds
-/// that reach a goal is robust to drift across rounds.
+/// `; reached in N of M rounds`: the rounds, paired by index, where `ok(a, b)` holds.
 fn reached(a: &[f64], b: &[f64], ok: impl Fn(f64, f64) -> bool) -> String {
     let n = a.iter().zip(b).filter(|&(&x, &y)| ok(x, y)).count();
     format!("; reached in {n} of {} rounds", a.len().min(b.len()))
@@ -377,17 +352,13 @@ impl Goal {
         let bridge = find(rows, BASELINE)?;
         let peer = find(rows, self.peer)?;
         let (name, r, at_least) = (&peer.variant, peer.ratio_to_bridge, self.at_least);
-        let mut detail = format!("{name} at {r:.2}x bridge's median, needed {at_least:.2}x");
-        if at_least < 1.0 {
-            let _ = write!(
-                detail,
-                ", i.e. bridge at most {:.2}x {name}",
-                1.0 / at_least
-            );
-        }
-        detail += &reached(&bridge.samples, &peer.samples, |b, p| {
+        let inverse = format!(", i.e. bridge at most {:.2}x {name}", 1.0 / at_least);
+        let inverse = if at_least < 1.0 { inverse.as_str() } else { "" };
+        let reached = reached(&bridge.samples, &peer.samples, |b, p| {
             ratio(p, b) >= at_least
         });
+        let detail =
+            format!("{name} at {r:.2}x bridge's median, needed {at_least:.2}x{inverse}{reached}");
         Some(Check {
             met: r >= at_least,
             value: format!("{r:.2}x"),
@@ -415,7 +386,6 @@ impl LoadGoal {
     fn check(&self, rows: &[Row], m: &Measure) -> Option<Check> {
         let bridge = find(rows, BASELINE)?;
         let bridge_bg = bridge.background.as_ref()?;
-        // The park-at-once peer with the lowest median, among those with a background.
         let (peer, peer_bg) = self
             .park_at_once
             .iter()
@@ -459,9 +429,8 @@ impl LoadGoal {
     }
 }
 
-/// A scenario's results with its frame (what differs between the variants, what is the
-/// same for all), its goals and its notes (further observations, one paragraph each, printed
-/// after the table), ready to print.
+/// A scenario's results with its frame (what was varied, what held fixed), goals and notes
+/// (one paragraph each, after the table).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScenarioReport {
     pub name: &'static str,
@@ -481,8 +450,7 @@ pub struct ScenarioReport {
 }
 
 /// One goal of one scenario in a summary table: the runs that met it, measured it and in
-/// all, and its figure: each run's value against the bound, e.g. `5.45x / 4.90x (tokio /
-/// bridge >= 5.00x)`.
+/// all, and its figure, e.g. `5.45x / 4.90x (tokio / bridge >= 5.00x)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GoalLine {
     pub scenario: &'static str,
@@ -494,14 +462,12 @@ pub struct GoalLine {
 }
 
 impl GoalLine {
-    /// Met in every run (`Some(true)`), missed or unmeasured in some run (`Some(false)`),
-    /// or measured in no run (`None`), as [`ScenarioReport::verdicts`] judges it.
+    /// As [`ScenarioReport::verdicts`]: met in every run, missed in some, or never measured.
     pub fn verdict(&self) -> Option<bool> {
         (self.measured > 0).then_some(self.met == self.runs)
     }
 
-    /// `met in N of M runs`, followed by the verdict when it is not met: `not met on this
-    /// machine` (the table's caption names the machine) or `not measured`.
+    /// `met in N of M runs`, then `: not met on this machine` if missed; or `not measured`.
     fn met_in(&self) -> String {
         let s = if self.runs == 1 { "" } else { "s" };
         let count = format!("met in {} of {} run{s}", self.met, self.runs);
@@ -513,9 +479,8 @@ impl GoalLine {
     }
 }
 
-/// The figure of a goal over its runs: each run's value, then the bound; runs' values that
-/// share a bound are listed once with it, e.g. `2.73x / 1.43x / 4.00x (tokio / bridge >=
-/// 2.00x)`.
+/// Each run's value with its bound, a shared bound once, e.g. `2.73x / 1.43x (tokio / bridge
+/// >= 2.00x)`.
 fn figure(runs: &[Option<Check>]) -> String {
     let checks: Vec<&Check> = runs.iter().flatten().collect();
     let Some(first) = checks.first() else {
@@ -533,8 +498,7 @@ fn figure(runs: &[Option<Check>]) -> String {
     }
 }
 
-/// The summary table of `lines`: a row per goal, with `study` as the first column when it is
-/// given (the closing table of every study); empty when there are no goals.
+/// The summary table of `lines`, a row per goal, with the study column if `with_study`.
 pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
     if lines.is_empty() {
         return String::new();
@@ -551,9 +515,7 @@ pub fn goals_table(lines: &[(&str, GoalLine)], with_study: bool) -> String {
     table(&head[skip..], "---", &rows)
 }
 
-/// The head line of a summary table: how many goals were met, e.g. `5 of 7 goals met in
-/// every run; 2 not met on this machine (Intel Xeon, 2 CPUs), a finding of this machine
-/// rather than a failure of the run.`
+/// The head line of a summary table, e.g. `5 of 7 goals met in every run; 2 not met on ...`.
 pub fn goals_count(lines: &[(&str, GoalLine)]) -> String {
     let count = |v| lines.iter().filter(|(_, l)| l.verdict() == v).count();
     let (met, missed) = (count(Some(true)), count(Some(false)));
@@ -565,14 +527,11 @@ pub fn goals_count(lines: &[(&str, GoalLine)]) -> String {
             not_met()
         );
     }
-    match lines.len() - met - missed {
-        0 => {}
-        unmeasured => {
-            let _ = write!(out, "; {unmeasured} not measured");
-        }
+    let unmeasured = lines.len() - met - missed;
+    if unmeasured > 0 {
+        let _ = write!(out, "; {unmeasured} not measured");
     }
-    out.push('.');
-    out
+    out + "."
 }
 
 /// The summary that ends a study's markdown: the count of its goals met and their table.
@@ -581,9 +540,8 @@ pub fn study_summary(study: &str, lines: &[(&str, GoalLine)]) -> String {
     format!("### {study} / goals\n\n{count}\n\n{table}")
 }
 
-/// A markdown table: the header `head`, a rule (`---` for the first column, `rule` for the
-/// others, e.g. `---:` to right-align numbers), then `rows`, every cell made safe (`|`
-/// escaped, line breaks as spaces).
+/// A markdown table: `head`, a rule (`---`, then `rule` for the other columns), then `rows`,
+/// with `|` escaped and line breaks as spaces.
 pub fn table(head: &[&str], rule: &str, rows: &[Vec<String>]) -> String {
     let line = |cells: &mut dyn Iterator<Item = &str>| {
         let cells: Vec<String> = cells
@@ -619,32 +577,22 @@ impl ScenarioReport {
         }
     }
 
-    /// Every goal, budget, load goal and judged goal in words with its check on each run, in
-    /// that order.
+    /// Every goal, budget, load goal and judged goal, in that order, with its check per run.
     fn checks(&self) -> Vec<(String, Vec<Option<Check>>)> {
-        let runs = self.run_rows();
-        let m = &self.measure;
-        let each = |check: &dyn Fn(&[Row]) -> Option<Check>| -> Vec<Option<Check>> {
-            runs.iter().map(|rows| check(rows)).collect()
+        let (runs, m) = (self.run_rows(), &self.measure);
+        let each = |text: &str, check: &dyn Fn(&[Row]) -> Option<Check>| {
+            (
+                text.to_owned(),
+                runs.iter().map(|rows| check(rows)).collect(),
+            )
         };
-        let goals = self
-            .goals
-            .iter()
-            .map(|g| (g.text, each(&|rows| g.check(rows))));
-        let budgets = self
-            .budgets
-            .iter()
-            .map(|b| (b.text, each(&|rows| b.check(rows, m))));
-        let loads = self
-            .load_goals
-            .iter()
-            .map(|g| (g.text, each(&|rows| g.check(rows, m))));
-        let generic: Vec<_> = goals.chain(budgets).chain(loads).collect();
-        let generic = generic
-            .into_iter()
-            .map(|(text, runs)| (text.to_owned(), runs));
-        let judged = self.judged.iter().map(|j| (j.text.clone(), j.runs.clone()));
-        generic.chain(judged).collect()
+        let mut out: Vec<_> = (self.goals.iter())
+            .map(|g| each(g.text, &|rows| g.check(rows)))
+            .collect();
+        out.extend((self.budgets.iter()).map(|b| each(b.text, &|rows| b.check(rows, m))));
+        out.extend((self.load_goals.iter()).map(|g| each(g.text, &|rows| g.check(rows, m))));
+        out.extend(self.judged.iter().map(|j| (j.text.clone(), j.runs.clone())));
+        out
     }
 
     /// Each goal of the scenario as a line of the summary tables.
@@ -662,8 +610,7 @@ impl ScenarioReport {
             .collect()
     }
 
-    /// The first sentence of the [`takeaway`](Self::takeaway): where bridge ranks, e.g.
-    /// "bridge is fastest; the next, tokio, takes 5.45x as long."
+    /// Where bridge ranks, e.g. "bridge is fastest; the next, tokio, takes 5.45x as long."
     pub fn ranking(&self) -> String {
         let mut ranked: Vec<&Row> = self.rows.iter().collect();
         ranked.sort_by(|a, b| a.ns.median.total_cmp(&b.ns.median));
@@ -689,9 +636,8 @@ impl ScenarioReport {
         }
     }
 
-    /// Each goal, budget and load goal in words with its verdict, in that order: met
-    /// (`Some(true)`, over several runs only when met in every run), missed (`Some(false)`)
-    /// or not measured in any run (`None`), as the [`takeaway`](Self::takeaway) judges them.
+    /// Each goal with its verdict: met in every run (`Some(true)`), missed in some
+    /// (`Some(false)`) or measured in none (`None`).
     pub fn verdicts(&self) -> Vec<(String, Option<bool>)> {
         self.checks()
             .into_iter()
@@ -699,8 +645,7 @@ impl ScenarioReport {
             .collect()
     }
 
-    /// The takeaway, computed from the rows: the ranking, then each goal met or missed (over
-    /// several runs, met only when met in every run).
+    /// The ranking, then each goal met or missed (over several runs, met only in every run).
     pub fn takeaway(&self) -> String {
         let mut out = self.ranking();
         if self.rows.is_empty() {
@@ -715,25 +660,19 @@ impl ScenarioReport {
                     let _ = write!(out, "{verdict}: {}.", check.detail);
                 }
                 (Some(met), _) => {
-                    let n = runs.len();
-                    if met {
-                        let _ = write!(out, "met in all {n} runs (");
-                    } else {
-                        let met_in = runs.iter().flatten().filter(|c| c.met).count();
-                        let _ = write!(out, "{}: met in {met_in} of {n} runs (", not_met());
-                    }
-                    let each: Vec<String> = runs
-                        .iter()
-                        .enumerate()
+                    let (n, met_in) = (runs.len(), runs.iter().flatten().filter(|c| c.met).count());
+                    let each: Vec<String> = (runs.iter().enumerate())
                         .map(|(k, check)| match check {
-                            Some(c) => {
-                                let met = if c.met { "met" } else { "not met" };
-                                format!("run {}: {met}, {}", k + 1, c.detail)
-                            }
+                            Some(c) if c.met => format!("run {}: met, {}", k + 1, c.detail),
+                            Some(c) => format!("run {}: not met, {}", k + 1, c.detail),
                             None => format!("run {}: not measured", k + 1),
                         })
                         .collect();
-                    let _ = write!(out, "{}).", each.join("; "));
+                    let head = match met {
+                        true => format!("met in all {n} runs"),
+                        false => format!("{}: met in {met_in} of {n} runs", not_met()),
+                    };
+                    let _ = write!(out, "{head} ({}).", each.join("; "));
                 }
             }
         }
@@ -746,8 +685,7 @@ impl ScenarioReport {
         let background = self.rows.iter().any(|r| r.background.is_some());
         let m = &self.measure;
         let label = m.label();
-        // With one sample per run the min-max of a run's rounds is that sample: the column
-        // is left out, and the value is the sample (or the median of the runs' samples).
+        // With one sample per run, min-max is that sample: the column is left out.
         let one_round = self.rows.iter().all(|r| r.rounds == 1);
         let (value, ratio_head, each_run) = match (one_round, runs > 1) {
             (false, _) => (
@@ -812,43 +750,31 @@ impl ScenarioReport {
             table(&head, "---:", &rows)
         );
         if let Some(r) = self.rows.first() {
-            match m.sampling {
-                Some(sampling) => {
-                    let _ = writeln!(out, "\n{sampling}");
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "\n{} per variant, in orders balanced across rounds (each runs right \
-                         after each other one equally often){}.",
-                        self.rounds_text(r.rounds, r.ops_per_iter),
-                        if background {
-                            ", with one baseline batch (the background alone) per round"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-            }
+            let baseline = ", with one baseline batch (the background alone) per round";
+            let _ = match m.sampling {
+                Some(sampling) => writeln!(out, "\n{sampling}"),
+                None => writeln!(
+                    out,
+                    "\n{} per variant, in orders balanced across rounds (each runs right after \
+                     each other one equally often){}.",
+                    self.rounds_text(r.rounds, r.ops_per_iter),
+                    when(background, baseline)
+                ),
+            };
             if runs > 1 {
+                let (values, spans) = match one_round {
+                    true => ("values", ""),
+                    false => ("medians", ", min-max spans every round of every run"),
+                };
+                let bg = "; background kernels/s and background / idle-baseline are medians of \
+                          the runs' medians, the latter with the range across runs";
                 let _ = writeln!(
                     out,
-                    "\nOver the {runs} runs: {value} is the median of the runs' {}{}, {each_run} \
-                     lists them in run order, and range across runs is the lowest to the \
-                     highest, with its width as a share of the median in parentheses{}. A goal \
-                     is met only when it is met in every run.",
-                    if one_round { "values" } else { "medians" },
-                    if one_round {
-                        ""
-                    } else {
-                        ", min-max spans every round of every run"
-                    },
-                    if background {
-                        "; background kernels/s and background / idle-baseline are medians of \
-                         the runs' medians, the latter with the range across runs"
-                    } else {
-                        ""
-                    }
+                    "\nOver the {runs} runs: {value} is the median of the runs' {values}{spans}, \
+                     {each_run} lists them in run order, and range across runs is the lowest to \
+                     the highest, with its width as a share of the median in parentheses{}. A \
+                     goal is met only when it is met in every run.",
+                    when(background, bg)
                 );
             }
         }
@@ -869,67 +795,51 @@ impl ScenarioReport {
         out
     }
 
-    /// How many runs and rounds of how many iterations each variant ran, e.g. `51 rounds of
-    /// 1000 iterations`, or with iterations that differ by variant or run, `3 runs, each of
-    /// 51 rounds, of a batch calibrated per variant and run (iterations: bridge 10/12/11,
-    /// tokio 2400/2390/2500)`.
+    /// The runs, rounds and iterations each variant ran, e.g. `51 rounds of 1000 iterations`.
     fn rounds_text(&self, rounds: usize, ops_per_iter: u64) -> String {
-        let ops = if ops_per_iter == 1 {
-            String::new()
-        } else {
-            format!(" of {ops_per_iter} operations each")
-        };
-        let runs = self.run_rows();
-        let per_row: Vec<(&str, String)> = self
-            .rows
-            .iter()
+        let ops = format!(" of {ops_per_iter} operations each");
+        let ops = when(ops_per_iter != 1, &ops);
+        let (runs, many) = (self.run_rows(), self.runs.len() > 1);
+        let per_row: Vec<(&str, String)> = (self.rows.iter())
             .map(|row| {
-                let iters: Vec<String> = runs
-                    .iter()
-                    .filter_map(|rows| find(rows, &row.variant))
-                    .map(|r| r.iters_per_round.to_string())
-                    .collect();
+                let iters = runs.iter().filter_map(|rows| find(rows, &row.variant));
+                let iters: Vec<String> = iters.map(|r| r.iters_per_round.to_string()).collect();
                 (row.variant.as_str(), iters.join("/"))
             })
             .collect();
-        let mut out = if runs.len() > 1 {
-            format!("{} runs, each of {rounds} rounds", runs.len())
-        } else {
-            format!("{rounds} rounds")
+        let head = match many {
+            true => format!("{} runs, each of {rounds} rounds", runs.len()),
+            false => format!("{rounds} rounds"),
         };
         match per_row.split_first() {
             Some(((_, first), rest)) if rest.iter().all(|(_, iters)| iters == first) => {
-                let _ = write!(out, " of {first} iterations{ops}");
-                if runs.len() > 1 {
-                    out.push_str(" (calibrated per run)");
-                }
+                let calibrated = when(many, " (calibrated per run)");
+                format!("{head} of {first} iterations{ops}{calibrated}")
             }
             _ => {
-                let each: Vec<String> = per_row
-                    .iter()
+                let each: Vec<String> = (per_row.iter())
                     .map(|(name, iters)| format!("{name} {iters}"))
                     .collect();
-                let _ = write!(
-                    out,
-                    " of a batch that runs for a set wall time (median iterations per \
+                format!(
+                    "{head} of a batch that runs for a set wall time (median iterations per \
                      batch{ops}{}: {})",
-                    if runs.len() > 1 { ", by run" } else { "" },
+                    when(many, ", by run"),
                     each.join(", ")
-                );
+                )
             }
         }
-        out
     }
 }
 
-/// Met in every run (`Some(true)`), missed or unmeasured in some run (`Some(false)`), or
-/// measured in no run (`None`).
+/// `text` if `cond`, else nothing.
+fn when(cond: bool, text: &str) -> &str {
+    if cond { text } else { "" }
+}
+
+/// Met in every run (`Some(true)`), missed in some (`Some(false)`), measured in none (`None`).
 fn verdict(runs: &[Option<Check>]) -> Option<bool> {
-    if runs.iter().all(Option::is_none) {
-        None
-    } else {
-        Some(runs.iter().all(|c| c.as_ref().is_some_and(|c| c.met)))
-    }
+    let met = runs.iter().all(|c| c.as_ref().is_some_and(|c| c.met));
+    runs.iter().any(Option::is_some).then_some(met)
 }
 
 /// The lowest and highest of `values`; `None` if empty or any is NaN.
@@ -953,10 +863,8 @@ fn median(values: &[f64]) -> f64 {
     Summary::of(values).map_or(f64::NAN, |s| s.median)
 }
 
-/// Merges the reports of `runs` runs of one study, each a list of its scenarios: one report
-/// per scenario of the first run, with each variant's rows of every run merged (see
-/// [`Row::run_medians`]) and each run's rows kept for the goals. A single run comes back as
-/// it is.
+/// Merges the runs of one study: per scenario of the first run, each variant's rows merged
+/// (see [`Row::run_medians`]) and each run's rows kept for the goals.
 pub fn merge_runs(mut runs: Vec<Vec<ScenarioReport>>) -> Vec<ScenarioReport> {
     if runs.len() <= 1 {
         return runs.pop().unwrap_or_default();
@@ -993,7 +901,6 @@ fn merge_scenario(first: &ScenarioReport, runs: &[&ScenarioReport]) -> ScenarioR
             .flat_map(|(k, run)| run.notes.iter().map(move |n| format!("Run {}: {n}", k + 1)))
             .collect()
     };
-    // Each judged goal of the first run, with its check on every run (by its text).
     let judged = first
         .judged
         .iter()
@@ -1073,19 +980,13 @@ mod tests {
 
     #[test]
     fn csv_has_header_and_formatted_rows() {
-        let mut rows = rows("a,b", &measurement());
-        rows[1].variant = "say \"hi\"".to_owned();
-        let report = ScenarioReport {
-            rows,
-            ..Default::default()
-        };
         assert_eq!(
-            csv(&[report]),
+            csv(&[ScenarioReport::of("s", &measurement())]),
             "scenario,variant,rounds,iters_per_round,ops_per_iter,median_ns,min_ns,max_ns,\
              ratio_to_bridge,runs,run_medians_ns,bg_kernels_per_s,bg_vs_idle,\
              bg_idle_kernels_per_s,sample\n\
-             \"a,b\",bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,,ns/op\n\
-             \"a,b\",\"say \"\"hi\"\"\",3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,,ns/op\n"
+             s,bridge,3,1000,1,11.0,10.0,12.0,1.000,1,11.0,,,,ns/op\n\
+             s,tokio,3,1000,1,60.0,55.0,70.0,5.455,1,60.0,,,,ns/op\n"
         );
     }
 

@@ -17,26 +17,17 @@ pub struct Summary {
 impl Summary {
     /// Summarizes `samples`, or returns `None` if there are none (or any is NaN).
     pub fn of(samples: &[f64]) -> Option<Self> {
-        let mut sorted = samples.to_vec();
-        if sorted.iter().any(|x| x.is_nan()) {
+        let (mut s, n) = (samples.to_vec(), samples.len());
+        if n == 0 || s.iter().any(|x| x.is_nan()) {
             return None;
         }
-        sorted.sort_by(f64::total_cmp);
-        Some(Self {
-            median: median_of_sorted(&sorted)?,
-            min: *sorted.first()?,
-            max: *sorted.last()?,
-        })
-    }
-}
-
-/// The median of samples that are already sorted ascending; `None` if empty.
-fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+        s.sort_by(f64::total_cmp);
+        let median = match n % 2 {
+            1 => s[n / 2],
+            _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+        };
+        let (min, max) = (s[0], s[n - 1]);
+        Some(Self { median, min, max })
     }
 }
 

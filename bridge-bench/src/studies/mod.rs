@@ -45,8 +45,7 @@ pub const ALL: &[Study] = &[
     study("cpu-async", cpu_async::run),
 ];
 
-/// Measures `variants` (each iteration `ops_per_iter` operations, under `load` if any) into
-/// the rows of `report`, whose frame, goals and notes the caller gives.
+/// `report` with the rows of `variants` measured ([`measure`]).
 pub fn measured(
     report: ScenarioReport,
     variants: &mut [Variant<'_>],
@@ -74,13 +73,12 @@ pub fn current_thread() -> io::Result<Runtime> {
 }
 
 thread_local! {
-    /// The raw per-thread way to run a future: a current-thread runtime built on first use
-    /// and kept by the calling thread.
+    /// A current-thread runtime per thread, built on first use.
     pub static CACHED: Runtime = current_thread().expect("cannot build a current-thread runtime");
 }
 
-/// The published penalty of a shared multi-thread runtime against a current-thread runtime
-/// per thread (percent), which the run and no-runtime studies check.
+/// The published penalty (percent) of a shared multi-thread runtime against a runtime per
+/// thread.
 pub const PUBLISHED_PENALTY: (f64, f64) = (6.0, 17.0);
 
 /// Where a penalty in percent lies against the published range.
@@ -95,8 +93,8 @@ pub fn placement(percent: f64) -> &'static str {
     }
 }
 
-/// `a` against `b` in the same run: the ratio of their medians, the median of the per-round
-/// ratios (round k of both ran side by side), and the rounds where `a` was slower, of all.
+/// `a` against `b`: the ratio of medians, the median per-round ratio, the rounds where `a` was
+/// slower and all rounds.
 pub fn paired(a: &Row, b: &Row) -> (f64, f64, usize, usize) {
     let per_round: Vec<f64> = a
         .samples
@@ -114,16 +112,10 @@ pub fn paired(a: &Row, b: &Row) -> (f64, f64, usize, usize) {
     )
 }
 
-/// The route a `run_blocking` call made here takes, as a note: the one place the studies
-/// ask bridge-tokio for it.
+/// The route a `run_blocking` call made here takes, as a note.
 pub fn route_note() -> String {
     format!(
         "Route: bridge_tokio::route() from the calling code returns {:?}.",
         bridge_tokio::route()
     )
-}
-
-/// Looks a study up by name.
-pub fn find(name: &str) -> Option<&'static Study> {
-    ALL.iter().find(|s| s.name == name)
 }
