@@ -22,11 +22,7 @@ pub fn tcp_server<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let runtime = Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .enable_all()
-        .build()?;
+    let runtime = server_runtime(name)?;
     let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
     let addr = listener.local_addr()?;
     runtime.spawn(async move {
@@ -38,6 +34,45 @@ where
         }
     });
     Ok((addr, runtime))
+}
+
+/// A multi-thread runtime with one worker (threads named `name`), I/O and timers: a
+/// loopback server's own.
+pub fn server_runtime(name: &'static str) -> io::Result<Runtime> {
+    Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
+}
+
+/// A connection to `addr` with `TCP_NODELAY`.
+pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// One [`MESSAGE`]-byte round trip to the echo server carrying `i` and `k`; whether the
+/// echo matched.
+pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
+    let mut sent = [0u8; MESSAGE];
+    let mut back = [0u8; MESSAGE];
+    sent[..8].copy_from_slice(&i.to_le_bytes());
+    sent[8..16].copy_from_slice(&k.to_le_bytes());
+    stream.write_all(&sent).await?;
+    stream.read_exact(&mut back).await?;
+    Ok(back == sent)
+}
+
+/// A rayon pool of `threads` threads named `name-k`, each running `start` first.
+pub fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<rayon::ThreadPool> {
+    let builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+    let builder = builder.thread_name(move |k| format!("{name}-{k}"));
+    builder
+        .start_handler(move |_| start())
+        .build()
+        .map_err(io::Error::other)
 }
 
 /// The echo server ([`tcp_server`]).

@@ -4,7 +4,7 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
-use super::echo::tcp_server;
+use super::echo::{connect, tcp_server};
 use crate::harness;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
@@ -27,41 +27,32 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-/// Workers of the tokio runtime that drives the queries; queries in flight at once in one
-/// iteration; sequential reads of every query, each followed by a decode.
+/// Query runtime workers; queries per iteration; sequential reads per query.
 const WORKERS: usize = 2;
 const QUERIES: usize = 64;
 const READS: usize = 8;
-/// The object store's answer time: the server replies this long after it received a request.
+/// The store's answer time; a decode's CPU time on an idle thread.
 const DELAY: Duration = Duration::from_millis(2);
-/// The CPU time one decode is calibrated to on an idle thread.
 const DECODE_TARGET: Duration = Duration::from_micros(300);
-/// Bytes of a request (the query's number and the read's number) and of a response (the
-/// request echoed, the seed of the decode, padding).
+/// Bytes of a request (query, read) and of a response (request, decode seed, padding).
 const REQUEST: usize = 16;
 const RESPONSE: usize = 64;
-/// Goals: the most a read's median may exceed the nominal delay for bridge, and the most
-/// bridge's wall time may exceed tokio-rayon's.
+/// Goals: bridge's read p50 over the nominal delay; its wall time over tokio-rayon's.
 const READ_SLACK: f64 = 1.5;
 const WALL_SLACK: f64 = 1.05;
-/// An iteration that takes longer than this has hung: it fails instead of blocking the run.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest the delay server's timer thread sleeps before it looks at its state again.
 const TIMER_MAX_WAIT: Duration = Duration::from_millis(100);
-/// The `watch` scenario: the CPU time of one decode there (a row group's worth), and its
-/// queries, each with [`READS`] reads.
+/// The `watch` scenario's decode CPU time and queries.
 const WATCH_DECODE: Duration = Duration::from_millis(20);
 const WATCH_QUERIES: usize = 8;
-/// Sequential queries (without decode) that measure the unloaded read latency.
+/// Sequential queries without decode for the unloaded read latency.
 const FLOOR_QUERIES: usize = 16;
 
 const TOKIO_RAYON: &str = "tokio-rayon";
 const SPAWN_BLOCKING: &str = "spawn_blocking";
 const INLINE: &str = "inline";
 
-/// Where a query's decode runs: on the tokio worker that polls the query (between two
-/// reads), on tokio's blocking pool, or on rayon's global pool through `bridge::spawn` or
-/// `tokio_rayon::spawn`.
+/// Where a query's decode runs (see [`varied`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Decode {
     Inline,
@@ -84,8 +75,7 @@ impl Decode {
     }
 }
 
-/// The stand-in for decoding a block: `rounds` dependent xorshift-multiply steps, so the
-/// compiler can neither skip nor vectorise them and the cost is linear in `rounds`.
+/// The stand-in for decoding a block: `rounds` dependent xorshift-multiply steps.
 fn decode(seed: u64, rounds: u64) -> u64 {
     let mut x = seed | 1;
     for _ in 0..black_box(rounds) {
@@ -97,14 +87,11 @@ fn decode(seed: u64, rounds: u64) -> u64 {
     black_box(x)
 }
 
-/// The CPU time of every thread of this process so far, in ns: the sum of the first field of
-/// `/proc/self/task/*/schedstat` (time on a CPU). Threads that have exited no longer count.
-/// `None` where it cannot be read (not Linux, or no schedstats).
+/// The CPU time (ns) of this process's live threads, from `/proc/self/task/*/schedstat`.
 fn process_cpu_ns() -> Option<u64> {
     let mut total = 0u64;
     for entry in std::fs::read_dir("/proc/self/task").ok()? {
         let Ok(entry) = entry else { continue };
-        // A thread that exits meanwhile has no file any more: it is skipped.
         if let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) {
             total += text.split_whitespace().next()?.parse::<u64>().ok()?;
         }
@@ -112,7 +99,6 @@ fn process_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
-/// The seed of the decode of read `read` of query `query`, as the server computes it.
 fn seed_of(request: &[u8; REQUEST]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(&request[..8]);
@@ -122,9 +108,7 @@ fn seed_of(request: &[u8; REQUEST]) -> u64 {
     (query << 32 | read).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// Replies that are due, in deadline order, on a thread of their own that sleeps on a condvar
-/// until the next one: no CPU is burnt while waiting, and a reply is not rounded up to tokio's
-/// 1 ms timer tick.
+/// Deadlines fired in order by a thread that sleeps on a condvar (no 1 ms tokio tick).
 struct Timer {
     shared: Arc<TimerShared>,
     thread: Option<JoinHandle<()>>,
@@ -138,7 +122,6 @@ struct TimerShared {
 
 #[derive(Debug, Default)]
 struct TimerState {
-    /// The pending replies by (deadline, sequence number).
     due: BTreeMap<(Instant, u64), oneshot::Sender<()>>,
     next: u64,
     closed: bool,
@@ -170,7 +153,6 @@ impl TimerShared {
         rx
     }
 
-    /// Fires what is due and sleeps until the next deadline, until closed.
     fn run(&self) {
         let mut state = self.lock();
         while !state.closed {
@@ -224,10 +206,8 @@ impl Drop for Timer {
     }
 }
 
-/// The object store: a TCP server on 127.0.0.1 in this process, on its own runtime with one
-/// worker, that answers every request [`DELAY`] after it received it.
-/// Fields drop in order: the runtime shuts down before the timer, so no connection waits on a
-/// closed timer.
+/// The object store ([`tcp_server`]), answering each request [`DELAY`] after it arrived; the
+/// runtime drops before the timer.
 struct DelayServer {
     addr: SocketAddr,
     _runtime: Runtime,
@@ -248,8 +228,7 @@ impl DelayServer {
     }
 }
 
-/// Answers [`READS`] requests, each [`DELAY`] after it arrived, waits for the client to close,
-/// then resets the connection (`SO_LINGER` 0) so that no socket is left in TIME_WAIT.
+/// Answers [`READS`] requests, then waits for the close and resets the connection.
 async fn serve(mut stream: TcpStream, timer: Arc<TimerShared>) {
     if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
         return;
@@ -272,12 +251,9 @@ async fn serve(mut stream: TcpStream, timer: Arc<TimerShared>) {
     let _ = stream.read(&mut request).await;
 }
 
-/// One query: connect, then [`READS`] sequential reads, each followed by a decode of
-/// `rounds` rounds run by `how`. Returns the duration of every read in nanoseconds, from
-/// writing the request to having the whole response, measured in the query's task.
+/// One query: [`READS`] reads, each followed by a decode by `how`; returns each read's ns.
 async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result<Vec<f64>> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
+    let mut stream = connect(addr).await?;
     let mut reads = Vec::with_capacity(READS);
     let mut request = [0u8; REQUEST];
     let mut response = [0u8; RESPONSE];
@@ -300,9 +276,7 @@ async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result
     Ok(reads)
 }
 
-/// One iteration: `queries` queries spawned at once on the ambient runtime, awaited. Returns
-/// every read's duration, or `None` (after saying why) if a query failed or it all took
-/// longer than [`ITERATION_TIMEOUT`].
+/// `queries` queries at once; every read's ns, or `None` if one failed or it timed out.
 async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -> Option<Vec<f64>> {
     let run = async {
         let tasks: Vec<_> = (0..queries as u64)
@@ -334,8 +308,7 @@ async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -
     }
 }
 
-/// What one variant saw, one entry per batch (calibration batches first): every read's
-/// duration (ns), and the process's CPU time per iteration (ns; NaN if not read).
+/// What one variant saw per batch: every read's ns, and the CPU ns per iteration.
 #[derive(Debug)]
 struct Log {
     name: &'static str,
@@ -343,8 +316,7 @@ struct Log {
     cpu: Vec<f64>,
 }
 
-/// The reads of every variant and the thread counts around its batches, recorded outside
-/// the timed part.
+/// The reads of every variant and the thread counts around its batches.
 #[derive(Debug)]
 struct Recorder {
     census: Census,
@@ -359,7 +331,6 @@ impl Recorder {
         }
     }
 
-    /// The variant `name`: batches of iterations on `rt`, decode run by `how`.
     fn variant<'a>(
         &'a self,
         name: &'static str,
@@ -397,8 +368,7 @@ impl Recorder {
         })
     }
 
-    /// Per variant, one sample per measured round (the last `rounds` batches): the
-    /// percentile `p` of that round's reads.
+    /// Per variant, the percentile `p` of each measured round's reads.
     fn read_percentiles(&self, m: &Measurement, p: f64) -> Measurement {
         let variants = self
             .logs
@@ -430,8 +400,7 @@ impl Recorder {
         }
     }
 
-    /// The median over the measured rounds (the last `rounds` batches) of the process's CPU
-    /// time per iteration while `name` ran, in ns; NaN if not read.
+    /// The median CPU ns per iteration of `name` over the measured rounds.
     fn cpu_of(&self, name: &str, rounds: usize) -> f64 {
         let logs = self.logs.borrow();
         let Some(log) = logs.iter().find(|log| log.name == name) else {
@@ -442,13 +411,11 @@ impl Recorder {
     }
 }
 
-/// The tokio runtime that drives the queries, warmed up.
 fn query_runtime() -> io::Result<Runtime> {
     harness::runtime(WORKERS, "queries")
 }
 
-/// The read durations (ns) of [`FLOOR_QUERIES`] queries run one after the other, without
-/// decode: what the loopback and the server's timer cost on their own.
+/// The sorted read ns of [`FLOOR_QUERIES`] sequential queries without decode.
 fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
     let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
     for _ in 0..FLOOR_QUERIES {
@@ -464,8 +431,6 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-/// The summary table: per variant, wall time, read p50 and p99 against the nominal delay,
-/// CPU time and thread count.
 fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> String {
     let nominal = DELAY.as_secs_f64() * 1e9;
     let rows: Vec<Vec<String>> = wall
@@ -505,7 +470,6 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
     )
 }
 
-/// What bounds the wall time of an iteration, from the calibrated decode cost.
 fn bounds_note(cost: Duration, cpus: usize) -> String {
     let decodes = (QUERIES * READS) as f64;
     let cpu_bound = decodes * cost.as_secs_f64() * 1e3 / cpus.max(1) as f64;
@@ -533,10 +497,7 @@ fn varied() -> String {
         .to_owned()
 }
 
-/// What the `watch` scenario saw of one run: the slow polls the bridge named, the
-/// held-runtime reports of its probe, the longest poll on the I/O side (by the bridge's
-/// histogram: its bucket's bound), every read's duration (ns), and the line of the spawn
-/// that the bridge names.
+/// What the `watch` scenario saw of one run, with the spawn line the bridge names.
 struct Watched {
     slow_polls: u64,
     held: u64,
@@ -545,11 +506,9 @@ struct Watched {
     line: u32,
 }
 
-/// The `watch` scenario's run of one variant: [`WATCH_QUERIES`] queries spawned at once with
-/// `IoRuntime::spawn` on `io` (the query runtime, under `bridge::rt::watch`), decode by `how`.
+/// [`WATCH_QUERIES`] queries spawned with `IoRuntime::spawn` on `io`, decode by `how`.
 fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u64) -> Watched {
     let before = bridge::metrics().io;
-    // The spawn site the bridge names, with its line.
     let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
         .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
         .collect();
@@ -561,15 +520,12 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
     Watched::since(&before, reads, line)
 }
 
-/// The `watch` scenario's user's-runtime case: the same queries, decode inline, spawned as
-/// tasks of the user's own runtime (`rt`, no `IoRuntime`), each wrapped in
-/// `bridge::rt::watched`, as a service wraps its handlers.
+/// The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
 fn watched_on_users_runtime(
     rt: &tokio::runtime::Runtime,
     addr: SocketAddr,
     rounds: u64,
 ) -> Watched {
-    /// Spawns `query` watched, with the line of the `watched` call the bridge names.
     fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
     where
         F: std::future::Future + Send + 'static,
@@ -595,7 +551,6 @@ fn watched_on_users_runtime(
 }
 
 impl Watched {
-    /// What the I/O side's counters say happened since `before`, with the run's `reads`.
     fn since(before: &bridge::IoMetrics, mut reads: Vec<f64>, line: u32) -> Self {
         reads.sort_by(f64::total_cmp);
         let after = bridge::metrics().io;
@@ -612,8 +567,7 @@ impl Watched {
     }
 }
 
-/// The `watch` scenario: the inline variant and bridge's, with the bridge's watch on, and the
-/// inline decode on the user's own runtime, its tasks watched; see its `varied` text.
+/// The `watch` scenario; see its `varied` text.
 fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<ScenarioReport> {
     let rt = query_runtime()?;
     let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
@@ -825,7 +779,6 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(3));
         futures::executor::block_on(late).unwrap();
         assert!(start.elapsed() >= Duration::from_millis(6));
-        // Closing the timer fails what is still pending.
         let pending = timer.shared.at(start + Duration::from_secs(60));
         drop(timer);
         assert!(futures::executor::block_on(pending).is_err());
@@ -836,12 +789,8 @@ mod tests {
         let server = DelayServer::start().unwrap();
         let rt = query_runtime().unwrap();
         warm_up_rayon();
-        for how in [
-            Decode::Bridge,
-            Decode::TokioRayon,
-            Decode::SpawnBlocking,
-            Decode::Inline,
-        ] {
+        use Decode::*;
+        for how in [Bridge, TokioRayon, SpawnBlocking, Inline] {
             let reads = rt.block_on(iteration(server.addr, 3, how, 1_000)).unwrap();
             assert_eq!(reads.len(), 3 * READS, "{how:?}");
             let nominal = DELAY.as_secs_f64() * 1e9;
