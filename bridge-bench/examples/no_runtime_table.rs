@@ -34,7 +34,7 @@ use std::future::Future;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier, LazyLock, Mutex};
+use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -240,16 +240,15 @@ fn measure(
     window: Duration,
     servers: &Servers,
 ) -> Outcome {
-    let cell = Arc::new(Cell {
+    let cell = Cell {
         echo: servers.echo,
         http: format!("http://{}/", servers.http),
         client: Client::builder(TokioExecutor::new()).build_http(),
         failed: AtomicU64::new(0),
-    });
-    let stop = Arc::new(AtomicBool::new(false));
-    // Set once the window's clock runs, so that no call before it counts.
-    let go = Arc::new(AtomicBool::new(false));
-    let latencies = Arc::new(Mutex::new(Vec::<f32>::new()));
+    };
+    // `go` is set once the window's clock runs, so that no call before it counts.
+    let (stop, go) = (AtomicBool::new(false), AtomicBool::new(false));
+    let latencies = Mutex::new(Vec::<f32>::new());
     let timed = move |cell: &Cell, lat: &mut Vec<f32>| {
         let start = Instant::now();
         let ok = call(variant, work, cell);
@@ -258,12 +257,11 @@ fn measure(
     };
     let elapsed = match callers {
         Callers::Threads(n) => {
-            let barrier = Arc::new(Barrier::new(n + 1));
-            let threads: Vec<_> = (0..n)
-                .map(|_| {
-                    let (cell, stop, go) = (cell.clone(), stop.clone(), go.clone());
-                    let (barrier, latencies) = (barrier.clone(), latencies.clone());
-                    std::thread::spawn(move || {
+            let barrier = Barrier::new(n + 1);
+            // The scope joins every caller before the clock is read.
+            let start = std::thread::scope(|s| {
+                for _ in 0..n {
+                    s.spawn(|| {
                         let mut lat = Vec::new();
                         let mut ok = (0..WARM).all(|_| call(variant, work, &cell));
                         barrier.wait();
@@ -276,17 +274,15 @@ fn measure(
                         }
                         latencies.lock().unwrap().extend(lat);
                         CONNS.with(|c| c.borrow_mut().clear());
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let start = Instant::now();
-            go.store(true, Relaxed);
-            std::thread::sleep(window);
-            stop.store(true, Relaxed);
-            for t in threads {
-                t.join().expect("a caller thread");
-            }
+                    });
+                }
+                barrier.wait();
+                let start = Instant::now();
+                go.store(true, Relaxed);
+                std::thread::sleep(window);
+                stop.store(true, Relaxed);
+                start
+            });
             start.elapsed()
         }
         Callers::ParIter => {

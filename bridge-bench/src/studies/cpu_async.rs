@@ -169,41 +169,30 @@ impl Batcher {
     }
 }
 
-/// The store's HTTP/1.1 server, answering GET and HEAD for the objects ([`tcp_server`]).
-struct Server {
-    addr: SocketAddr,
-    _runtime: Runtime,
+/// The store's HTTP/1.1 server ([`tcp_server`]), answering GET and HEAD for the objects.
+fn server() -> io::Result<(SocketAddr, Runtime)> {
+    let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
+        .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
+        .collect();
+    objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
+    let objects = Arc::new(objects);
+    tcp_server("store-server", move |stream| {
+        serve(stream, Arc::clone(&objects))
+    })
 }
 
-impl Server {
-    fn start() -> io::Result<Self> {
-        let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
-            .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
-            .collect();
-        objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
-        let objects = Arc::new(objects);
-        let (addr, runtime) = tcp_server("store-server", move |stream| {
-            serve(stream, Arc::clone(&objects))
-        })?;
-        Ok(Self {
-            addr,
-            _runtime: runtime,
-        })
-    }
-
-    /// An HTTP store on this server, in an `IoStore` with `io`.
-    fn store(&self, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
-        let store = object_store::http::HttpBuilder::new()
-            .with_url(format!("http://{}", self.addr))
-            .with_client_options(ClientOptions::new().with_allow_http(true))
-            .build()
-            .map_err(io::Error::other)?;
-        Ok(if io {
-            Arc::new(IoStore::new(store))
-        } else {
-            Arc::new(store)
-        })
-    }
+/// An HTTP store on the server at `addr`, in an `IoStore` with `io`.
+fn store(addr: SocketAddr, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
+    let store = object_store::http::HttpBuilder::new()
+        .with_url(format!("http://{addr}"))
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .build()
+        .map_err(io::Error::other)?;
+    Ok(if io {
+        Arc::new(IoStore::new(store))
+    } else {
+        Arc::new(store)
+    })
 }
 
 async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
@@ -235,6 +224,8 @@ fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Res
 }
 
 type Body = BoxStream<'static, object_store::Result<Bytes>>;
+/// A decoded batch's length and digest.
+type Decoded = object_store::Result<(usize, u64)>;
 
 /// How a pipeline or the probe reaches the store.
 #[derive(Debug, Clone)]
@@ -253,13 +244,8 @@ impl Access {
         };
         let (tx, rx) = tokio::sync::mpsc::channel(BOUND);
         io.spawn(async move {
-            let mut body = match store.get(&path).await {
-                Ok(result) => result.into_stream(),
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
-            };
+            let body = store.get(&path).await.map(|result| result.into_stream());
+            let mut body = body.unwrap_or_else(|e| futures::stream::iter([Err(e)]).boxed());
             while let Some(chunk) = body.next().await {
                 if tx.send(chunk).await.is_err() {
                     return;
@@ -306,10 +292,8 @@ impl Shared {
 
     fn fail(&self, e: &object_store::Error) {
         self.failures.fetch_add(1, Relaxed);
-        let mut first = self
-            .first_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let first = self.first_error.lock();
+        let mut first = first.unwrap_or_else(PoisonError::into_inner);
         first.get_or_insert_with(|| e.to_string());
     }
 
@@ -329,7 +313,7 @@ fn pipeline(
     p: usize,
     passes: u32,
     shared: Arc<Shared>,
-) -> impl Stream<Item = object_store::Result<(usize, u64)>> + Send + 'static {
+) -> impl Stream<Item = Decoded> + Send + 'static {
     let reader = Reader {
         access,
         next: 7 * p,
@@ -387,10 +371,7 @@ impl Reader {
     }
 }
 
-async fn consume(
-    batches: impl Stream<Item = object_store::Result<(usize, u64)>>,
-    shared: Arc<Shared>,
-) {
+async fn consume(batches: impl Stream<Item = Decoded>, shared: Arc<Shared>) {
     let mut batches = pin!(batches);
     let mut digest = 0u64;
     while let Some(batch) = batches.next().await {
@@ -444,10 +425,8 @@ impl Probes {
     /// The sorted latencies (ns) of the probes due in `[start, end)`, with the one still
     /// out at `end` at its wait so far.
     fn in_window(&self, start: Instant, end: Instant) -> Vec<f64> {
-        let overdue = self
-            .due
-            .filter(|&due| due < end)
-            .map(|due| (end - due).as_secs_f64() * 1e9);
+        let overdue = self.due.filter(|&due| due < end);
+        let overdue = overdue.map(|due| (end - due).as_secs_f64() * 1e9);
         let answered = self
             .done
             .iter()
@@ -472,7 +451,7 @@ struct Rig {
     cpu_workers: usize,
     io_workers: usize,
     passes: u32,
-    _server: Server,
+    _server: Runtime,
 }
 
 /// Lowers the calling thread to [`LOW_NICE`] where the OS allows.
@@ -502,7 +481,7 @@ fn tokio_joiner(rt: &Runtime, task: tokio::task::JoinHandle<()>) -> Joiner {
 impl Rig {
     fn start(passes: u32) -> io::Result<Self> {
         warm_up_rayon();
-        let server = Server::start()?;
+        let (addr, server) = server()?;
         // The tokio variants get the bridge's thread counts.
         let cpu_workers = rayon::current_num_threads();
         let io_workers = super::cpus();
@@ -515,9 +494,9 @@ impl Rig {
             .build()?;
         warm_up_tokio(cpu_low.handle());
         Ok(Self {
-            one_store: server.store(false)?,
-            two_store: server.store(false)?,
-            bridge_store: server.store(true)?,
+            one_store: store(addr, false)?,
+            two_store: store(addr, false)?,
+            bridge_store: store(addr, true)?,
             one: harness::runtime(cpu_workers + io_workers, "one-runtime")?,
             cpu: harness::runtime(cpu_workers, "cpu-runtime")?,
             io: harness::runtime(io_workers, "io-runtime")?,
@@ -605,11 +584,8 @@ impl Rig {
                 variant.name()
             )));
         }
-        let first_error = shared
-            .first_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let first_error = shared.first_error.lock();
+        let first_error = first_error.unwrap_or_else(PoisonError::into_inner).take();
         Ok(Cell {
             variant,
             probes,
@@ -639,35 +615,26 @@ impl Cell {
         percentile(&self.probes, p)
     }
 
-    /// Ns of the window per MiB decoded; `None` for idle.
+    /// Ns of the window per MiB decoded (infinite if none); `None` for idle.
     fn ns_per_mib(&self) -> Option<f64> {
         let mib = self.bytes as f64 / f64::from(1u32 << 20);
-        let ns = if mib > 0.0 {
-            self.window.as_secs_f64() * 1e9 / mib
-        } else {
-            f64::INFINITY
-        };
-        (self.variant != Idle).then_some(ns)
+        (self.variant != Idle).then_some(self.window.as_secs_f64() * 1e9 / mib)
     }
 }
 
+/// A cell's sample in a scenario; `None` where the variant has none.
+type Sample = fn(&Cell) -> Option<f64>;
+
 /// `sample` of each variant's cells in round order.
-fn measurement(
-    cells: &[Cell],
-    variants: &[Variant],
-    rounds: usize,
-    sample: fn(&Cell) -> Option<f64>,
-) -> Measurement {
+fn measurement(cells: &[Cell], variants: &[Variant], rounds: usize, sample: Sample) -> Measurement {
     let of = |v: Variant| {
         cells
             .iter()
             .filter(move |c| c.variant == v)
             .filter_map(sample)
     };
-    Measurement::of(
-        rounds,
-        variants.iter().map(|&v| (v.row_name(), of(v).collect())),
-    )
+    let rows = variants.iter().map(|&v| (v.row_name(), of(v).collect()));
+    Measurement::of(rounds, rows)
 }
 
 /// The regression goal on the probe-p99 rows.
@@ -716,11 +683,8 @@ fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String 
 /// The summary table per variant.
 fn summary(cells: &[Cell]) -> String {
     let pooled = |v: Variant| {
-        let mut all: Vec<f64> = cells
-            .iter()
-            .filter(|c| c.variant == v)
-            .flat_map(|c| c.probes.iter().copied())
-            .collect();
+        let mine = cells.iter().filter(|c| c.variant == v);
+        let mut all: Vec<f64> = mine.flat_map(|c| c.probes.iter().copied()).collect();
         all.sort_by(f64::total_cmp);
         all
     };
@@ -735,11 +699,8 @@ fn summary(cells: &[Cell]) -> String {
     for v in VARIANTS {
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.variant == v).collect();
         let all = pooled(v);
-        let mib_s: Vec<f64> = mine
-            .iter()
-            .filter_map(|c| c.ns_per_mib())
-            .map(|ns| 1e9 / ns)
-            .collect();
+        let per_mib = mine.iter().filter_map(|c| c.ns_per_mib());
+        let mib_s: Vec<f64> = per_mib.map(|ns| 1e9 / ns).collect();
         let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
         let failures: u64 = mine.iter().map(|c| c.failures).sum();
         let batches = match mine.iter().map(|c| c.batches).sum::<u64>() {
@@ -832,11 +793,13 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
         progress::step_done(false);
     }
-    let scenario = |name, varied, fixed, measure, variants: &[Variant], sample: fn(&Cell) -> _| {
+    // A scenario of the default-priority variants, or with `low` of the low-priority ones.
+    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> _| {
+        let variants: &[Variant] = if low { &AT_LOW } else { &AT_DEFAULT };
         let m = measurement(&cells, variants, rounds, sample);
         ScenarioReport {
             name,
-            varied,
+            varied: if low { varied_low() } else { varied() },
             fixed,
             measure,
             rows: rows(name, &m),
@@ -844,10 +807,12 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
     };
     let same = || "the same rounds as `probe-p99`.".to_owned();
+    let per_mib = Cell::ns_per_mib;
+    let as_in = "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned();
     let p99 = Measure::ms("probe p99", Some(P99));
     let p99_of = |c: &Cell| Some(c.probe(0.99));
     let fixed = fixed(&rig, batch, warm, window);
-    let probe_p99 = scenario("probe-p99", varied(), fixed, p99, &AT_DEFAULT, p99_of);
+    let probe_p99 = scenario("probe-p99", fixed, p99, false, p99_of);
     let regression = regression_check(&probe_p99.rows);
     let cpus = super::cpus();
     let batch_ms = batch.as_secs_f64() * 1e3;
@@ -884,41 +849,20 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             notes,
             ..probe_p99
         },
-        scenario("probe-p50", varied(), same(), p50, &AT_DEFAULT, p50_of),
+        scenario("probe-p50", same(), p50, false, p50_of),
         ScenarioReport {
             goals: vec![throughput_goal()],
             notes: vec![summary(&cells)],
-            ..scenario(
-                "throughput",
-                varied(),
-                throughput,
-                THROUGHPUT,
-                &AT_DEFAULT,
-                Cell::ns_per_mib,
-            )
+            ..scenario("throughput", throughput, THROUGHPUT, false, per_mib)
         },
         ScenarioReport {
             goals: probe_goals(),
             notes: vec![low_note()],
-            ..scenario(
-                "probe-p99-low-priority",
-                varied_low(),
-                same(),
-                p99,
-                &AT_LOW,
-                p99_of,
-            )
+            ..scenario("probe-p99-low-priority", same(), p99, true, p99_of)
         },
         ScenarioReport {
             goals: vec![throughput_goal()],
-            ..scenario(
-                "throughput-low-priority",
-                varied_low(),
-                "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
-                THROUGHPUT,
-                &AT_LOW,
-                Cell::ns_per_mib,
-            )
+            ..scenario("throughput-low-priority", as_in, THROUGHPUT, true, per_mib)
         },
     ];
     drop(rig);
@@ -931,22 +875,17 @@ const P50: &str = "One sample per round and variant: the median latency of the p
                    that round's measured window.";
 
 fn probe_goals() -> Vec<Goal> {
+    let idle = "bridge's probe p99 within 1.5x of idle's";
+    let two = "bridge's probe p99 at or below two runtimes'";
     vec![
-        Goal::new(
-            IDLE,
-            1.0 / IDLE_SLACK,
-            "bridge's probe p99 within 1.5x of idle's",
-        ),
-        Goal::new(TWO, 1.0, "bridge's probe p99 at or below two runtimes'"),
+        Goal::new(IDLE, 1.0 / IDLE_SLACK, idle),
+        Goal::new(TWO, 1.0, two),
     ]
 }
 
 fn throughput_goal() -> Goal {
-    Goal::new(
-        TWO,
-        THROUGHPUT_SLACK,
-        "bridge's pipeline throughput at least 0.95x two runtimes'",
-    )
+    let text = "bridge's pipeline throughput at least 0.95x two runtimes'";
+    Goal::new(TWO, THROUGHPUT_SLACK, text)
 }
 
 const THROUGHPUT: Measure = Measure {
@@ -1051,7 +990,7 @@ mod tests {
 
     #[test]
     fn every_access_decodes_whole_objects_until_stopped_and_answers_the_probe() {
-        let server = Server::start().unwrap();
+        let (addr, _server) = server().unwrap();
         let io = harness::runtime(1, "test-io").unwrap();
         let cpu = harness::runtime(1, "test-cpu").unwrap();
         // Pipeline 0 reads object 0 (4 batches), then object 1 (8).
@@ -1065,9 +1004,9 @@ mod tests {
             })
             .collect();
         let accesses = [
-            Access::Here(server.store(false).unwrap()),
-            Access::Spawned(io.handle().clone(), server.store(false).unwrap()),
-            Access::Here(server.store(true).unwrap()),
+            Access::Here(store(addr, false).unwrap()),
+            Access::Spawned(io.handle().clone(), store(addr, false).unwrap()),
+            Access::Here(store(addr, true).unwrap()),
         ];
         for access in accesses {
             let shared = Arc::new(Shared::default());

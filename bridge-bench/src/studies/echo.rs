@@ -69,24 +69,19 @@ pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bo
 pub fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<rayon::ThreadPool> {
     let builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
     let builder = builder.thread_name(move |k| format!("{name}-{k}"));
-    builder
-        .start_handler(move |_| start())
-        .build()
-        .map_err(io::Error::other)
+    let builder = builder.start_handler(move |_| start());
+    builder.build().map_err(io::Error::other)
 }
 
-/// The echo server ([`tcp_server`]).
-#[derive(Debug)]
-pub struct EchoServer {
-    pub addr: SocketAddr,
-    pub runtime: Runtime,
+/// Workers of bridge's shared I/O runtime.
+pub fn io_workers() -> usize {
+    let io = bridge::rt::IoRuntime::global();
+    io.handle().metrics().num_workers()
 }
 
-impl EchoServer {
-    pub fn start() -> io::Result<Self> {
-        let (addr, runtime) = tcp_server("echo-server", echo)?;
-        Ok(Self { addr, runtime })
-    }
+/// The echo server ([`tcp_server`]): its address and runtime.
+pub fn echo_server() -> io::Result<(SocketAddr, Runtime)> {
+    tcp_server("echo-server", echo)
 }
 
 /// Echoes [`MESSAGE`]-byte messages until the client closes, then resets the connection

@@ -214,9 +214,8 @@ impl Producers {
         for (p, waves) in (0u64..).zip(senders) {
             let shared = Arc::clone(shared);
             let first = share_start(p, shared.n);
-            let spawned = thread::Builder::new()
-                .name(format!("fan-out-producer-{p}"))
-                .spawn(move || produce(&shared, first, waves));
+            let named = thread::Builder::new().name(format!("fan-out-producer-{p}"));
+            let spawned = named.spawn(move || produce(&shared, first, waves));
             match spawned {
                 Ok(t) => producers.threads.push(t),
                 Err(e) => {
@@ -312,12 +311,10 @@ impl Consumers {
     fn new(driver: Driver) -> io::Result<Self> {
         Ok(match driver {
             Driver::Pool => Self::Pool(Pool::start(super::cpus())?, Vec::new()),
-            Driver::Tokio => Self::Tokio(
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(super::cpus())
-                    .build()?,
-                Vec::new(),
-            ),
+            Driver::Tokio => {
+                let mut rt = tokio::runtime::Builder::new_multi_thread();
+                Self::Tokio(rt.worker_threads(super::cpus()).build()?, Vec::new())
+            }
             Driver::Threads => Self::Threads(Vec::new()),
         })
     }
@@ -329,11 +326,10 @@ impl Consumers {
             match self {
                 Self::Pool(pool, tasks) => tasks.push(pool.executor.spawn(consume(shared, waves))),
                 Self::Tokio(rt, handles) => handles.push(rt.spawn(consume(shared, waves))),
-                Self::Threads(handles) => handles.push(
-                    thread::Builder::new()
-                        .stack_size(THREAD_STACK)
-                        .spawn(move || consume_blocking(&shared, waves))?,
-                ),
+                Self::Threads(handles) => {
+                    let thread = thread::Builder::new().stack_size(THREAD_STACK);
+                    handles.push(thread.spawn(move || consume_blocking(&shared, waves))?);
+                }
             }
         }
         Ok(())
@@ -348,10 +344,10 @@ impl Consumers {
                 let all = rt.block_on(join_all(handles)).into_iter();
                 all.map(|h| h.unwrap_or(MISSING)).fold(0, add)
             }
-            Self::Threads(handles) => handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or(MISSING))
-                .fold(0, add),
+            Self::Threads(handles) => {
+                let all = handles.into_iter().map(|h| h.join().unwrap_or(MISSING));
+                all.fold(0, add)
+            }
         }
     }
 }
@@ -469,13 +465,8 @@ fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
     drop(ends);
     let checksum = consumers.finish();
     producers.join();
-    Ok((
-        Batch {
-            elapsed: Duration::from_nanos(elapsed),
-            checksum,
-        },
-        census,
-    ))
+    let elapsed = Duration::from_nanos(elapsed);
+    Ok((Batch { elapsed, checksum }, census))
 }
 
 /// One driver's thread counts over its batches: started (peak - before), and peak.
@@ -524,11 +515,8 @@ struct Cell {
 
 /// Runs the scenario of each consumer count.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    let counts: Vec<(u64, &str)> = FULL
-        .iter()
-        .copied()
-        .filter(|&(n, _)| !settings.is_quick() || n != 1_000)
-        .collect();
+    let mut counts = FULL.to_vec();
+    counts.retain(|&(n, _)| !settings.is_quick() || n != 1_000);
     let settings = Settings {
         rounds: settings.rounds.min(MAX_ROUNDS),
         batch: settings.batch * BATCH_SCALE,
@@ -595,16 +583,8 @@ fn scenario(
                 .filter(|_| driver == Driver::Threads),
         })
         .collect();
-    let goals = if n == GAP_AT {
-        vec![Goal::new(
-            THREADS,
-            GAP,
-            "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 \
-                   consumers",
-        )]
-    } else {
-        Vec::new()
-    };
+    let gap = "the fixed pool at least 10x the items/s of thread-per-consumer at 10,000 consumers";
+    let goals = (n == GAP_AT).then(|| Goal::new(THREADS, GAP, gap));
     let report = ScenarioReport {
         name,
         varied: varied(),
@@ -613,7 +593,7 @@ fn scenario(
             per: "/item",
             ..Measure::default()
         },
-        goals,
+        goals: goals.into_iter().collect(),
         notes: scenario_notes(&cells, &rows),
         rows,
         ..Default::default()
@@ -690,11 +670,8 @@ fn scenario_notes(cells: &[Cell], rows: &[Row]) -> Vec<String> {
         threads.join("; ")
     )];
     notes.extend(rows.first().map(|r| {
-        format!(
-            "Items per batch: {} waves of {} consumers.",
-            grouped(r.iters_per_round),
-            grouped(r.ops_per_iter)
-        )
+        let (waves, n) = (grouped(r.iters_per_round), grouped(r.ops_per_iter));
+        format!("Items per batch: {waves} waves of {n} consumers.")
     }));
     notes
 }
@@ -715,10 +692,8 @@ fn cell(cells: &[Cell], n: u64, driver: Driver) -> Option<&Cell> {
 fn summary(cells: &[Cell]) -> String {
     let mut head = vec!["N".to_owned()];
     for d in Driver::ALL {
-        head.extend([
-            format!("{} items/s", d.name()),
-            format!("{} threads", d.name()),
-        ]);
+        let name = d.name();
+        head.extend([format!("{name} items/s"), format!("{name} threads")]);
     }
     let mut counts: Vec<u64> = cells.iter().map(|c| c.n).collect();
     counts.dedup();
@@ -767,11 +742,8 @@ fn hold_goal(cells: &[Cell], counts: &[(u64, &str)]) -> Judged {
     let check = match (rates, pool.first(), pool.last()) {
         (Some(rates), Some(first), Some(last)) if last.n >= 100_000 && first.n < last.n => {
             let base = rates[0].1;
-            let worst = rates
-                .iter()
-                .map(|&(_, r)| r / base)
-                .min_by(f64::total_cmp)
-                .unwrap_or(f64::NAN);
+            let ratios = rates.iter().map(|&(_, r)| r / base);
+            let worst = ratios.min_by(f64::total_cmp).unwrap_or(f64::NAN);
             let relative: Vec<String> = rates[1..]
                 .iter()
                 .map(|&(n, r)| format!("{:.2}x at {}", r / base, grouped(n)))
@@ -869,14 +841,9 @@ mod tests {
         ];
         let check = |cells: &[Cell]| hold_goal(cells, FULL).runs[0].clone();
         let met = check(&cells).unwrap();
-        assert!(
-            met.met && met.value == "lowest 0.75x, threads constant",
-            "{met:?}"
-        );
-        assert!(
-            met.detail.contains("1.25x at 1,000, 1.12x at 10,000"),
-            "{met:?}"
-        );
+        assert!(met.met, "{met:?}");
+        assert_eq!(met.value, "lowest 0.75x, threads constant");
+        assert!(met.detail.contains("1.25x at 1,000, 1.12x at 10,000"));
         // Too slow at 100,000, then a thread more at 100,000.
         for (rate, threads) in [(1e6, 4), (4e6, 5)] {
             cells[3] = cell_of(100_000, Driver::Pool, rate, threads);

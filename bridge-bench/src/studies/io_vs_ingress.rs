@@ -111,10 +111,8 @@ fn udp_socket() -> io::Result<UdpSocket> {
 
 /// A socket timeout (Unix reports `WouldBlock`).
 fn timed_out(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+    use io::ErrorKind::{TimedOut, WouldBlock};
+    matches!(e.kind(), WouldBlock | TimedOut)
 }
 
 /// Query `id`: its id, a zero verdict, and padding that depends on the id.
@@ -145,28 +143,18 @@ fn policy(query: &[u8; QUERY]) -> u64 {
 }
 
 /// The upstream: a UDP server on a runtime of its own that echoes each datagram [`DELAY`]
-/// after it arrived.
-struct Upstream {
-    addr: SocketAddr,
-    _runtime: Runtime,
-}
-
-impl Upstream {
-    fn start() -> io::Result<Self> {
-        let runtime = server_runtime("upstream")?;
-        let socket = udp_socket()?;
-        socket.set_nonblocking(true)?;
-        let addr = socket.local_addr()?;
-        let socket = {
-            let _entered = runtime.enter();
-            tokio::net::UdpSocket::from_std(socket)?
-        };
-        runtime.spawn(answer(Arc::new(socket)));
-        Ok(Self {
-            addr,
-            _runtime: runtime,
-        })
-    }
+/// after it arrived; its address and runtime.
+fn upstream() -> io::Result<(SocketAddr, Runtime)> {
+    let runtime = server_runtime("upstream")?;
+    let socket = udp_socket()?;
+    socket.set_nonblocking(true)?;
+    let addr = socket.local_addr()?;
+    let socket = {
+        let _entered = runtime.enter();
+        tokio::net::UdpSocket::from_std(socket)?
+    };
+    runtime.spawn(answer(Arc::new(socket)));
+    Ok((addr, runtime))
 }
 
 /// Answers each datagram [`DELAY`] after it arrived; a receive error other than a refused or
@@ -193,16 +181,12 @@ async fn answer(socket: Arc<tokio::net::UdpSocket>) {
     }
 }
 
-/// One upstream exchange on a fresh socket, its answer awaited (at most [`LOST_AFTER`]).
-async fn exchange(
-    upstream: SocketAddr,
-    query: [u8; QUERY],
-    verdict: u64,
-) -> io::Result<[u8; QUERY]> {
+/// One exchange with the upstream `to` on a fresh socket, its answer awaited (at most [`LOST_AFTER`]).
+async fn exchange(to: SocketAddr, query: [u8; QUERY], verdict: u64) -> io::Result<[u8; QUERY]> {
     let mut q = query;
     q[8..16].copy_from_slice(&verdict.to_le_bytes());
     let socket = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-    socket.connect(upstream).await?;
+    socket.connect(to).await?;
     socket.send(&q).await?;
     let mut answer = [0u8; QUERY];
     let n = tokio::time::timeout(LOST_AFTER, socket.recv(&mut answer))
@@ -215,12 +199,15 @@ async fn exchange(
     }
 }
 
+/// The policy step's rayon pool.
+type Pool = Arc<rayon::ThreadPool>;
+
 /// What a dataplane's threads share; `io` is a handle ([`Dataplane`] owns the runtime).
 struct Shared {
     mode: Mode,
     socket: UdpSocket,
     upstream: SocketAddr,
-    pool: Arc<rayon::ThreadPool>,
+    pool: Pool,
     io: bridge::rt::IoRuntime,
     stop: AtomicBool,
     failed: AtomicU64,
@@ -286,12 +273,7 @@ struct PlaneCounts {
 }
 
 impl Dataplane {
-    fn start(
-        mode: Mode,
-        io_workers: usize,
-        upstream: SocketAddr,
-        pool: &Arc<rayon::ThreadPool>,
-    ) -> io::Result<Self> {
+    fn start(mode: Mode, io_workers: usize, upstream: SocketAddr, pool: &Pool) -> io::Result<Self> {
         let socket = udp_socket()?;
         socket.set_read_timeout(Some(INGRESS_POLL))?;
         socket.set_write_timeout(Some(Duration::from_secs(1)))?;
@@ -314,9 +296,8 @@ impl Dataplane {
         };
         for k in 0..INGRESS {
             let shared = Arc::clone(&plane.shared);
-            let spawned = thread::Builder::new()
-                .name(format!("ingress-{k}"))
-                .spawn(move || ingress(shared));
+            let named = thread::Builder::new().name(format!("ingress-{k}"));
+            let spawned = named.spawn(move || ingress(shared));
             match spawned {
                 Ok(thread) => plane.threads.push(thread),
                 Err(e) => {
@@ -367,11 +348,7 @@ impl LoadOutcome {
 
     /// Nanoseconds per answer in the measured window; infinite if none.
     fn ns_per_query(&self) -> f64 {
-        if self.in_window == 0 {
-            f64::INFINITY
-        } else {
-            self.window.as_nanos() as f64 / self.in_window as f64
-        }
+        self.window.as_nanos() as f64 / self.in_window as f64
     }
 
     /// The average latency (s) in the measured window; NaN if none.
@@ -530,9 +507,9 @@ fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
 }
 
 fn run_load(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
-    thread::Builder::new()
-        .name("load".to_owned())
-        .spawn(move || generate(target, load))?
+    let load_thread = thread::Builder::new().name("load".to_owned());
+    let handle = load_thread.spawn(move || generate(target, load))?;
+    handle
         .join()
         .map_err(|_| io::Error::other("the load generator panicked"))?
 }
@@ -550,17 +527,12 @@ struct Cell {
     wall: Duration,
 }
 
-fn run_cell(
-    mode: Mode,
-    io_workers: usize,
-    plan: &Plan,
-    pool: &Arc<rayon::ThreadPool>,
-) -> io::Result<Cell> {
+fn run_cell(mode: Mode, io_workers: usize, plan: &Plan, pool: &Pool) -> io::Result<Cell> {
     let threads_before = os_threads();
     let cpu_before = CpuTicks::now();
     let started = Instant::now();
-    let upstream = Upstream::start()?;
-    let plane = Dataplane::start(mode, io_workers, upstream.addr, pool)?;
+    let (to, upstream) = upstream()?;
+    let plane = Dataplane::start(mode, io_workers, to, pool)?;
     let outcome = run_load(plane.addr, Load::new(WINDOW, plan.warm, plan.measure));
     let counts = plane.stop();
     drop(upstream);
@@ -587,9 +559,9 @@ struct Baseline {
 
 impl Baseline {
     fn measure(plan: &Plan) -> io::Result<Self> {
-        let upstream = Upstream::start()?;
-        let unloaded = run_load(upstream.addr, Load::new(1, Duration::ZERO, plan.probe))?;
-        let direct = run_load(upstream.addr, Load::new(WINDOW, plan.warm, plan.measure))?;
+        let (to, _upstream) = upstream()?;
+        let unloaded = run_load(to, Load::new(1, Duration::ZERO, plan.probe))?;
+        let direct = run_load(to, Load::new(WINDOW, plan.warm, plan.measure))?;
         Ok(Self {
             unloaded: unloaded.latency(),
             direct,
@@ -624,6 +596,7 @@ impl Tally {
             .filter(|c| c.mode == mode && c.io_workers == io_workers)
             .collect();
         let sum = |f: fn(&LoadOutcome) -> u64| mine.iter().map(|c| f(&c.load)).sum::<u64>();
+        let cpu = mine.iter().filter_map(|c| c.cpu);
         Self {
             mode,
             io_workers,
@@ -639,10 +612,7 @@ impl Tally {
                 window: Duration::ZERO,
             },
             failed: mine.iter().map(|c| c.plane.failed).sum(),
-            cpu: mine
-                .iter()
-                .filter_map(|c| c.cpu)
-                .fold(CpuTicks::default(), CpuTicks::add),
+            cpu: cpu.fold(CpuTicks::default(), CpuTicks::add),
         }
     }
 
@@ -701,10 +671,8 @@ fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
     let (split, sync) = (of(Mode::Split), of(Mode::Sync));
     // A mode's bound, its achieved / bound furthest from 1, and the numbers in words.
     let against = |ts: &[&Tally], mode| {
-        let (bound, lost) = (
-            base.bound(mode),
-            ts.iter().map(|t| t.load.lost).sum::<u64>(),
-        );
+        let bound = base.bound(mode);
+        let lost: u64 = ts.iter().map(|t| t.load.lost).sum();
         let ratios = ts.iter().map(|t| t.qps() / bound);
         let worst = ratios.max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
         let each: Vec<String> = (ts.iter())
@@ -762,11 +730,8 @@ fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
 
 fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
     let sum = |f: fn(&Tally) -> u64| tallies.iter().map(f).sum::<u64>();
-    let (failed, late, send_errors) = (
-        sum(|t| t.failed),
-        sum(|t| t.load.late),
-        sum(|t| t.load.send_errors),
-    );
+    let (failed, late) = (sum(|t| t.failed), sum(|t| t.load.late));
+    let send_errors = sum(|t| t.load.send_errors);
     format!(
         "Reading the numbers: without the dataplane (the generator straight to the upstream, \
          same window) the rig reaches {:.0} QPS, {} of the bound, at {:.2} ms: the ceiling of \
@@ -874,10 +839,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 .map(|c| c.load.ns_per_query())
                 .collect()
         };
-        let m = Measurement::of(
-            plan.rounds,
-            MODES.map(|mode| (mode.variant(), samples(mode))),
-        );
+        let per_mode = MODES.map(|mode| (mode.variant(), samples(mode)));
+        let m = Measurement::of(plan.rounds, per_mode);
         let wall: f64 = mine.iter().map(|c| c.wall.as_secs_f64()).sum();
         reports.push(ScenarioReport {
             name,

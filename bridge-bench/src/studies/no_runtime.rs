@@ -6,7 +6,7 @@
 //! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
-use super::echo::{EchoServer, MESSAGE, connect, pool, round_trip};
+use super::echo::{MESSAGE, connect, echo_server, io_workers, pool, round_trip};
 use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
 use crate::harness::{self, Batch, MISSING, Settings, Variant, timed};
 use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find};
@@ -155,13 +155,10 @@ struct Env {
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let shared = harness::runtime(1, "shared1")?;
     harness::warm_up_tokio(bridge::rt::IoRuntime::global().handle());
-    let server = EchoServer::start()?;
+    let (addr, server) = echo_server()?;
     let pool = pool(RAYON_THREADS, "caller", || ())?;
     pool.broadcast(|_| black_box(()));
-    let env = Env {
-        shared,
-        addr: server.addr,
-    };
+    let env = Env { shared, addr };
     let done: Vec<Done> = SPECS
         .iter()
         .map(|spec| {
@@ -182,7 +179,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     pool.broadcast(|_| close_conns());
     drop(pool);
     drop(env);
-    drop(server.runtime);
+    drop(server);
     Ok(reports)
 }
 
@@ -405,10 +402,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
              ran on their workers); every current-thread runtime has enable_all. {} CPUs.",
             caller_text(spec.caller),
             workload_text(workload),
-            bridge::rt::IoRuntime::global()
-                .handle()
-                .metrics()
-                .num_workers(),
+            io_workers(),
             super::cpus(),
         ),
         goals: vec![goal(workload)],
@@ -485,11 +479,8 @@ fn warm_up(caller: Caller<'_>, env: &Env, workload: Workload) -> Option<Polls> {
 }
 
 fn polls_note(polls: &Polls) -> String {
-    let each: Vec<String> = Strategy::ALL
-        .iter()
-        .zip(polls)
-        .map(|(s, p)| format!("{} {p:.2}", s.name()))
-        .collect();
+    let each = Strategy::ALL.iter().zip(polls);
+    let each: Vec<String> = each.map(|(s, p)| format!("{} {p:.2}", s.name())).collect();
     format!(
         "Polls of the call's future per call, from an untimed warm-up pass of {WARM_CALLS} calls \
          per caller thread (every poll after the first follows a wake-up: of the caller, except \
@@ -534,19 +525,17 @@ fn summary(all: &[Done]) -> Vec<String> {
         .iter()
         .filter_map(|done| {
             let p = penalty(&done.report.rows)?;
-            let polls = (
-                polls_of(done, Strategy::Shared),
-                polls_of(done, Strategy::PerThread),
-            );
+            let shared = polls_of(done, Strategy::Shared);
+            let local = polls_of(done, Strategy::PerThread);
             Some(vec![
                 done.spec.name.to_owned(),
                 format!("{:+.1}%", p.per_thread),
                 format!("{:+.1}%", p.paired),
                 format!("{:+.2}", p.extra_us),
-                if polls.0.is_nan() || polls.1.is_nan() {
+                if shared.is_nan() || local.is_nan() {
                     "-".to_owned()
                 } else {
-                    format!("{:.1} / {:.1}", polls.0, polls.1)
+                    format!("{shared:.1} / {local:.1}")
                 },
                 format!("{:+.1}%", p.per_call),
                 format!("{:+.1}%", p.bridge),
@@ -632,19 +621,11 @@ mod tests {
 
     #[test]
     fn every_strategy_runs_every_workload() {
-        let server = EchoServer::start().unwrap();
+        let (addr, _server) = echo_server().unwrap();
         let shared = harness::runtime(1, "shared1").unwrap();
-        let env = Env {
-            shared,
-            addr: server.addr,
-        };
-        let workloads = [
-            Workload::Ready,
-            Workload::Yield,
-            tcp(1, false),
-            tcp(3, false),
-            tcp(2, true),
-        ];
+        let env = Env { shared, addr };
+        use Workload::{Ready, Yield};
+        let workloads = [Ready, Yield, tcp(1, false), tcp(3, false), tcp(2, true)];
         for s in Strategy::ALL {
             for w in workloads {
                 for i in [5, 6] {

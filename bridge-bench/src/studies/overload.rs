@@ -331,9 +331,7 @@ impl Service {
                 let ns = at.elapsed().as_nanos().min(u128::from(SHED - 1)) as u64;
                 slot.store(ns.max(1), Relaxed);
             }
-            Err(_) => {
-                self.errors.fetch_add(1, Relaxed);
-            }
+            Err(_) => _ = self.errors.fetch_add(1, Relaxed),
         }
     }
 }
@@ -344,29 +342,23 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
     let s = Arc::clone(&service);
     let work = move || s.run_step(body);
     let hash = match (service.variant, &service.limit) {
-        (Inline, _) => work(),
-        (SpawnBlocking, _) => match tokio::task::spawn_blocking(work).await {
-            Ok(hash) => hash,
-            Err(_) => {
-                service.errors.fetch_add(1, Relaxed);
-                return;
-            }
-        },
-        (Bridge | BridgeNice0, _) => bridge::spawn(work).await,
-        (Wait, Some(limit)) => limit.spawn(work).await,
+        (Inline, _) => Some(work()),
+        (SpawnBlocking, _) => tokio::task::spawn_blocking(work).await.ok(),
+        (Bridge | BridgeNice0, _) => Some(bridge::spawn(work).await),
+        (Wait, Some(limit)) => Some(limit.spawn(work).await),
         (Shed, Some(limit)) => match limit.try_spawn(work) {
-            Ok(task) => task.await,
+            Ok(task) => Some(task.await),
             Err(_) => {
                 service.shed.fetch_add(1, Relaxed);
-                service.full[id].store(SHED, Relaxed);
-                return;
+                return service.full[id].store(SHED, Relaxed);
             }
         },
-        (Wait | Shed, None) => {
-            service.errors.fetch_add(1, Relaxed);
-            return;
-        }
+        (Wait | Shed, None) => None,
     };
+    if hash.is_none() {
+        service.errors.fetch_add(1, Relaxed);
+        return;
+    }
     black_box(hash);
     if !service.stop.load(Relaxed) {
         service.read(id as u64, &service.full[id], at).await;
@@ -381,13 +373,9 @@ async fn probe(service: Arc<Service>, id: usize, at: Instant) {
         .await;
 }
 
-/// The sorted latencies of `slots` at the cutoff, the unfinished with their wait so far (and
+/// The sorted latencies of `slots` at the cutoff `at`, the unfinished with their wait so far (and
 /// counted), the shed left out.
-fn latencies(
-    slots: &[AtomicU64],
-    due: impl Fn(usize) -> Instant,
-    cutoff: Instant,
-) -> (Vec<f64>, f64) {
+fn latencies(slots: &[AtomicU64], due: impl Fn(usize) -> Instant, at: Instant) -> (Vec<f64>, f64) {
     let mut unfinished = 0.0;
     let mut out: Vec<f64> = slots
         .iter()
@@ -396,7 +384,7 @@ fn latencies(
             SHED => None,
             PENDING => {
                 unfinished += 1.0;
-                Some((cutoff - due(k)).as_nanos() as f64)
+                Some((at - due(k)).as_nanos() as f64)
             }
             ns => Some(ns as f64),
         })
@@ -562,9 +550,8 @@ impl Cell {
 }
 
 fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
-    cells
-        .iter()
-        .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
+    let at = |c: &&Cell| c.variant == variant && (c.load - load).abs() < 1e-9;
+    cells.iter().find(at)
 }
 
 fn all_at<'a>(cells: &'a [Cell], variants: &[Variant], load: f64) -> Option<Vec<&'a Cell>> {
@@ -602,11 +589,8 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
     );
     for c in VARIANTS.into_iter().filter_map(|v| find(cells, v, load)) {
         let o = &c.out;
-        let in_limit = if c.variant.bounded() {
-            format!("{:.0}", o.limit_max)
-        } else {
-            "-".to_owned()
-        };
+        let in_limit = c.variant.bounded().then(|| format!("{:.0}", o.limit_max));
+        let in_limit = in_limit.unwrap_or_else(|| "-".to_owned());
         let _ = write!(
             out,
             "\n| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {in_limit} | {:.0} | {} \
@@ -632,11 +616,8 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
 
 /// `; others' CPU in these cells up to N%`, empty if not read.
 fn others(cells: &[&Cell]) -> String {
-    let finite = cells
-        .iter()
-        .map(|c| c.out.cpu_others)
-        .filter(|x| x.is_finite());
-    match finite.fold(f64::NAN, f64::max) {
+    let others = cells.iter().map(|c| c.out.cpu_others);
+    match others.filter(|x| x.is_finite()).fold(f64::NAN, f64::max) {
         max if max.is_finite() => format!("; others' CPU in these cells up to {max:.0}%"),
         _ => String::new(),
     }
@@ -653,7 +634,7 @@ const GOALS: [&str; 4] = [
 /// The goals of [`GOALS`] on this run's cells (`None` where not measured).
 fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
     let bounded = [Wait, Shed];
-    let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], value, bound| {
+    let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], (value, bound)| {
         let detail = format!("{}; {needed}{}", each.join(", "), others(involved));
         Some(Check {
             met,
@@ -668,23 +649,14 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         let ratio = |&(l, h): &(&Cell, &Cell)| h.out.io_p99 / l.out.io_p99;
         let each = pairs.iter().map(|p @ (l, h)| {
             let (lo, hi, name) = (ms(l.out.io_p99), ms(h.out.io_p99), h.variant.name());
-            format!(
-                "{name} {hi} ms at 2x against {lo} ms at 0.5x = {:.2}x",
-                ratio(p)
-            )
+            let r = ratio(p);
+            format!("{name} {hi} ms at 2x against {lo} ms at 0.5x = {r:.2}x")
         });
         let worst = pairs.iter().map(ratio).fold(f64::NAN, f64::max);
         let met = pairs.iter().all(|p| ratio(p) <= IO_SLACK);
         let needed = format!("needed at most {IO_SLACK:.2}x");
-        let (value, limit) = (format!("highest {worst:.2}x"), format!("<= {IO_SLACK:.2}x"));
-        check(
-            met,
-            each.collect(),
-            needed,
-            &[lo, hi].concat(),
-            value,
-            limit,
-        )
+        let vl = (format!("highest {worst:.2}x"), format!("<= {IO_SLACK:.2}x"));
+        check(met, each.collect(), needed, &[lo, hi].concat(), vl)
     });
     let in_limit = all_at(cells, &bounded, 2.0).and_then(|hi| {
         let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
@@ -697,25 +669,16 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
             format!("{head}{} at most {:.0}", c.variant.name(), c.out.limit_max)
         });
         let met = hi.iter().all(|c| c.out.limit_max <= bound as f64);
-        let (value, limit) = (format!("highest {worst:.0}"), format!("<= {bound}"));
-        check(
-            met,
-            each.collect(),
-            format!("bound {bound}"),
-            &hi,
-            value,
-            limit,
-        )
+        let vl = (format!("highest {worst:.0}"), format!("<= {bound}"));
+        check(met, each.collect(), format!("bound {bound}"), &hi, vl)
     });
     let unbounded = [Bridge, BridgeNice0, SpawnBlocking, Inline];
     let growing = all_at(cells, &unbounded, 2.0).and_then(|grow| {
         let growth = |c: &Cell| c.out.queued_end / c.out.queued_half;
         let each = grow.iter().map(|c| {
             let (o, name) = (&c.out, c.variant.name());
-            let (h, e) = (
-                sample(o.queued_half, o.half_late),
-                sample(o.queued_end, o.end_late),
-            );
+            let h = sample(o.queued_half, o.half_late);
+            let e = sample(o.queued_end, o.end_late);
             format!("{name} {h} at ½ window, {e} at its end ({:.2}x)", growth(c))
         });
         let worst = grow.iter().map(|c| growth(c)).fold(f64::NAN, f64::min);
@@ -727,16 +690,16 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         );
         let value = format!("lowest {worst:.2}x");
         let limit = format!(">= {GROWTH:.1}x, to over {}", 4 * bound);
-        check(met, each.collect(), needed, &grow, value, limit)
+        check(met, each.collect(), needed, &grow, (value, limit))
     });
     let (mut costs, mut each, mut involved) = (Vec::new(), Vec::new(), Vec::new());
     for load in [0.5, 0.9] {
         for v in bounded {
             if let Some([base, c]) = all_at(cells, &[Bridge, v], load).as_deref() {
                 involved.extend([*base, *c]);
-                let (base, mine) = (base.throughput(), c.throughput());
-                costs.push(base / mine);
-                let (name, cost) = (v.name(), base / mine);
+                let (base, mine, name) = (base.throughput(), c.throughput(), v.name());
+                let cost = base / mine;
+                costs.push(cost);
                 each.push(format!(
                     "{name} at {load}x: {mine:.0} req/s against {base:.0}, {cost:.3}x"
                 ));
@@ -749,7 +712,7 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         let needed = format!("needed at most {THROUGHPUT_SLACK:.2}x");
         let value = format!("highest {worst:.3}x");
         let limit = format!("<= {THROUGHPUT_SLACK:.2}x");
-        check(met, each, needed, &involved, value, limit)
+        check(met, each, needed, &involved, (value, limit))
     });
     vec![io, in_limit, growing, throughput.flatten()]
 }
@@ -763,20 +726,13 @@ fn pool_note(cells: &[Cell]) -> String {
             !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want)
         })
         .map(|c| {
-            let (lo, hi) = (c.out.pool_nice_lo, c.out.pool_nice_hi);
-            format!(
-                "{} at {}x: nice {lo:.0} to {hi:.0}",
-                c.variant.name(),
-                c.load
-            )
+            let (name, lo, hi) = (c.variant.name(), c.out.pool_nice_lo, c.out.pool_nice_hi);
+            format!("{name} at {}x: nice {lo:.0} to {hi:.0}", c.load)
         })
         .collect();
     let refused: f64 = cells.iter().map(|c| c.out.pool_refused).sum();
-    let named = if off.is_empty() {
-        String::new()
-    } else {
-        format!(" (not in {})", off.join(", "))
-    };
+    let named = (!off.is_empty()).then(|| format!(" (not in {})", off.join(", ")));
+    let named = named.unwrap_or_default();
     format!(
         "The pool's priority, read on each of its threads (/proc/thread-self/stat): as set up \
          (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{named}; \
@@ -835,10 +791,8 @@ fn reading(cells: &[Cell]) -> String {
     }
     let busy = cells.iter().filter(|c| c.out.cpu_others > 10.0).count();
     let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
-    let lag = cells
-        .iter()
-        .map(|c| c.out.generator_lag)
-        .fold(0.0, f64::max);
+    let lags = cells.iter().map(|c| c.out.generator_lag);
+    let lag = lags.fold(0.0, f64::max);
     let _ = write!(
         out,
         " Other work took over 10% of the CPUs in {busy} of {} cells (there a nominal load was \
@@ -1057,11 +1011,8 @@ mod tests {
             assert_eq!(nice_range(&nices), (want, want));
             assert_eq!(refused.load(Relaxed), 0, "{nice:?}");
         }
-        assert_eq!(
-            thread_nice(),
-            own,
-            "the pool's threads were lowered, not this one"
-        );
+        // The pool's threads were lowered, not this one.
+        assert_eq!(thread_nice(), own);
     }
 
     #[test]
@@ -1154,10 +1105,8 @@ mod tests {
             let clean =
                 (out.arrived, out.errors, out.shed, out.full_unfinished) == (20.0, 0.0, 0.0, 0.0);
             let slow = out.full_p50 >= delay && out.io_p50 >= delay;
-            assert!(
-                clean && slow && out.served_in_window >= 10.0,
-                "{variant:?}: {out:?}"
-            );
+            let served = out.served_in_window >= 10.0;
+            assert!(clean && slow && served, "{variant:?}: {out:?}");
         }
         // A limit of 1 with steps far longer than the gap between arrivals must shed.
         let spec = Spec {

@@ -3,7 +3,7 @@
 //! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
-use super::echo::{EchoServer, MESSAGE, connect, round_trip};
+use super::echo::{MESSAGE, connect, echo_server, io_workers, round_trip};
 use super::{PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note};
 use crate::busy::{Load, under_load};
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
@@ -54,19 +54,13 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     ];
     if cpus() > 1 {
         let one_free = Load::start_threads(cpus() - 1, 0)?;
-        reports.push(current_thread_task(
-            settings,
-            Some(&one_free),
-            Pattern::Steady,
-        )?);
+        let report = current_thread_task(settings, Some(&one_free), Pattern::Steady)?;
+        reports.push(report);
     }
     let load = Load::start()?;
     reports.push(no_runtime_tcp(settings, &shared, Some(&load))?);
-    reports.push(current_thread_task(
-        settings,
-        Some(&load),
-        Pattern::Batches,
-    )?);
+    let report = current_thread_task(settings, Some(&load), Pattern::Batches)?;
+    reports.push(report);
     Ok(reports)
 }
 
@@ -95,13 +89,6 @@ fn shared_frame(shared: &Runtime) -> String {
         shared.metrics().num_workers(),
         io_workers(),
     )
-}
-
-fn io_workers() -> usize {
-    bridge::rt::IoRuntime::global()
-        .handle()
-        .metrics()
-        .num_workers()
 }
 
 /// The no-runtime scenarios' variants: a plain thread runs `call(i)` by four of the
@@ -199,11 +186,8 @@ fn penalty_note(rows: &[Row]) -> String {
     let Some(local) = find(rows, THREAD_LOCAL) else {
         return out + " not measured.";
     };
-    let each = [HANDLE, BASELINE]
-        .map(|name| find(rows, name))
-        .into_iter()
-        .flatten();
-    let each = each.map(|row| {
+    let each = [HANDLE, BASELINE].map(|name| find(rows, name));
+    let each = each.into_iter().flatten().map(|row| {
         let percent = (paired(row, local).0 - 1.0) * 100.0;
         let (name, placed, compared) = (&row.variant, placement(percent), compare(row, local));
         format!(" {name} {percent:+.1}%, {placed}; {compared}")
@@ -216,8 +200,7 @@ fn no_runtime_tcp(
     shared: &Runtime,
     load: Option<&Load>,
 ) -> io::Result<ScenarioReport> {
-    let server = EchoServer::start()?;
-    let addr = server.addr;
+    let (addr, server) = echo_server()?;
     let mut variants = from_a_plain_thread(shared.handle(), move |i| exchange(addr, i));
     let report = ScenarioReport {
         name: "no-runtime-tcp",
@@ -244,7 +227,7 @@ fn no_runtime_tcp(
     let report = under_load(report, "no-runtime-tcp-busy", load, TCP_PARK_AT_ONCE, why);
     let mut report = measured(report, &mut variants, 1, settings, load);
     report.notes.insert(1, penalty_note(&report.rows));
-    drop(server.runtime);
+    drop(server);
     Ok(report)
 }
 
@@ -264,6 +247,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             })
         }),
     ];
+    let goal = "bridge at most 1.2x raw block_in_place + Handle::block_on";
     let report = ScenarioReport {
         name: "multi-thread-task",
         varied: "bridge::run_blocking (on a worker: block_in_place, then the ambient handle's \
@@ -279,11 +263,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
              hand off: the numbers are the cost around a block_in_place with nothing to hand \
              off, the same for both variants."
         ),
-        goals: vec![Goal::new(
-            BLOCK_IN_PLACE,
-            1.0 / TASK_SLACK,
-            "bridge at most 1.2x raw block_in_place + Handle::block_on",
-        )],
+        goals: vec![Goal::new(BLOCK_IN_PLACE, 1.0 / TASK_SLACK, goal)],
         notes: vec![route.map_err(io::Error::other)?],
         ..Default::default()
     };
@@ -424,6 +404,7 @@ fn current_thread_task(
         (_, Some(_)) if all_busy => ("current-thread-task", in_batches),
         (_, Some(_)) => ("current-thread-task-one-busy", steady),
     };
+    let goal = "bridge at most 1.2x a pre-spawned worker thread";
     let report = ScenarioReport {
         name,
         varied: "how the block_on body of a current-thread runtime (which must not be blocked \
@@ -441,14 +422,11 @@ fn current_thread_task(
              pre-spawned worker (one thread for both of its variants) ran one job first.",
             io_workers()
         ),
-        goals: vec![Goal::new(
-            PRE_SPAWNED,
-            1.0 / TASK_SLACK,
-            "bridge at most 1.2x a pre-spawned worker thread",
-        )],
+        goals: vec![Goal::new(PRE_SPAWNED, 1.0 / TASK_SLACK, goal)],
         notes: vec![route, WAKE_NOTE.to_owned()],
         ..Default::default()
     };
+    const BUSY: &str = "current-thread-task-busy";
     let why = "the pre-spawned worker with std mpsc both ways parks in recv on both sides, and \
                a thread per call is joined, which parks the caller; the pre-spawned worker \
                that answers on a bridge oneshot does not count, as its recv_blocking spins \
@@ -459,13 +437,7 @@ fn current_thread_task(
             fixed: format!("{} All of it on {}", report.fixed, load.describe()),
             ..report
         },
-        _ => under_load(
-            report,
-            "current-thread-task-busy",
-            load,
-            TASK_PARK_AT_ONCE,
-            why,
-        ),
+        _ => under_load(report, BUSY, load, TASK_PARK_AT_ONCE, why),
     };
     Ok(measured(report, &mut variants, 1, settings, load))
 }
@@ -489,10 +461,10 @@ mod tests {
 
     #[test]
     fn exchange_round_trips_through_the_echo_server() {
-        let server = EchoServer::start().unwrap();
+        let (addr, _server) = echo_server().unwrap();
         let rt = current_thread().unwrap();
-        assert_eq!(rt.block_on(exchange(server.addr, 7)), 7);
-        assert_eq!(bridge::run_blocking(exchange(server.addr, 8)), 8);
+        assert_eq!(rt.block_on(exchange(addr, 7)), 7);
+        assert_eq!(bridge::run_blocking(exchange(addr, 8)), 8);
     }
 
     #[test]

@@ -141,10 +141,8 @@ impl TimerShared {
         }
         let seq = state.next;
         state.next += 1;
-        let first = state
-            .due
-            .first_key_value()
-            .is_none_or(|(&key, _)| (at, seq) < key);
+        let next = state.due.first_key_value();
+        let first = next.is_none_or(|(&key, _)| (at, seq) < key);
         state.due.insert((at, seq), tx);
         drop(state);
         if first {
@@ -163,17 +161,10 @@ impl TimerShared {
                 }
                 let _ = entry.remove().send(());
             }
-            let wait = state
-                .due
-                .first_key_value()
-                .map_or(TIMER_MAX_WAIT, |(&(at, _), _)| {
-                    (at - now).min(TIMER_MAX_WAIT)
-                });
-            state = self
-                .changed
-                .wait_timeout(state, wait)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            let next = state.due.first_key_value().map(|(&(at, _), _)| at - now);
+            let wait = next.map_or(TIMER_MAX_WAIT, |d| d.min(TIMER_MAX_WAIT));
+            let waited = self.changed.wait_timeout(state, wait);
+            state = waited.unwrap_or_else(PoisonError::into_inner).0;
         }
         // Dropping the senders fails every pending wait.
         state.due.clear();
@@ -183,12 +174,9 @@ impl TimerShared {
 impl Timer {
     fn start() -> io::Result<Self> {
         let shared = Arc::new(TimerShared::default());
-        let thread = thread::Builder::new()
-            .name("delay-timer".to_owned())
-            .spawn({
-                let shared = Arc::clone(&shared);
-                move || shared.run()
-            })?;
+        let named = thread::Builder::new().name("delay-timer".into());
+        let timer = Arc::clone(&shared);
+        let thread = named.spawn(move || timer.run())?;
         Ok(Self {
             shared,
             thread: Some(thread),
@@ -308,7 +296,7 @@ async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -
     }
 }
 
-/// What one variant saw per batch: every read's ns, and the CPU ns per iteration.
+/// What one variant saw per batch: every read's ns (sorted), and the CPU ns per iteration.
 #[derive(Debug)]
 struct Log {
     name: &'static str,
@@ -361,6 +349,7 @@ impl Recorder {
                 (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n.max(1) as f64,
                 _ => f64::NAN,
             };
+            reads.sort_by(f64::total_cmp);
             let mut logs = self.logs.borrow_mut();
             logs[k].batches.push(reads);
             logs[k].cpu.push(cpu);
@@ -376,14 +365,8 @@ impl Recorder {
             .iter()
             .map(|log| {
                 let skip = log.batches.len().saturating_sub(m.rounds);
-                let samples = log.batches[skip..]
-                    .iter()
-                    .map(|reads| {
-                        let mut sorted = reads.clone();
-                        sorted.sort_by(f64::total_cmp);
-                        percentile(&sorted, p)
-                    })
-                    .collect();
+                let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
+                let samples = samples.collect();
                 Measured {
                     name: log.name,
                     samples,
@@ -411,10 +394,6 @@ impl Recorder {
     }
 }
 
-fn query_runtime() -> io::Result<Runtime> {
-    harness::runtime(WORKERS, "queries")
-}
-
 /// The sorted read ns of [`FLOOR_QUERIES`] sequential queries without decode.
 fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
     let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
@@ -436,18 +415,12 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
     let rows: Vec<Vec<String>> = wall
         .iter()
         .filter_map(|w| {
-            let (a, b) = (
-                find(p50, &w.variant)?.ns.median,
-                find(p99, &w.variant)?.ns.median,
-            );
+            let (med, lo, hi) = (ms(w.ns.median), ms(w.ns.min), ms(w.ns.max));
+            let a = find(p50, &w.variant)?.ns.median;
+            let b = find(p99, &w.variant)?.ns.median;
             Some(vec![
                 w.variant.clone(),
-                format!(
-                    "{:.1} ({:.1}-{:.1})",
-                    ms(w.ns.median),
-                    ms(w.ns.min),
-                    ms(w.ns.max)
-                ),
+                format!("{med:.1} ({lo:.1}-{hi:.1})"),
                 format!("{:.2} ({:.2}x)", ms(a), a / nominal),
                 format!("{:.2} ({:.2}x)", ms(b), b / nominal),
                 format!("{:.1}", ms(recorder.cpu_of(&w.variant, w.rounds))),
@@ -521,11 +494,7 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
 }
 
 /// The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
-fn watched_on_users_runtime(
-    rt: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    rounds: u64,
-) -> Watched {
+fn watched_on_users_runtime(rt: &Runtime, addr: SocketAddr, rounds: u64) -> Watched {
     fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
     where
         F: std::future::Future + Send + 'static,
@@ -554,13 +523,11 @@ impl Watched {
     fn since(before: &bridge::IoMetrics, mut reads: Vec<f64>, line: u32) -> Self {
         reads.sort_by(f64::total_cmp);
         let after = bridge::metrics().io;
+        let polls = after.poll_durations.since(&before.poll_durations);
         Watched {
             slow_polls: after.slow_polls - before.slow_polls,
             held: after.held_runtimes - before.held_runtimes,
-            longest_poll: after
-                .poll_durations
-                .since(&before.poll_durations)
-                .percentile(100.0),
+            longest_poll: polls.percentile(100.0),
             reads,
             line,
         }
@@ -569,7 +536,7 @@ impl Watched {
 
 /// The `watch` scenario; see its `varied` text.
 fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<ScenarioReport> {
-    let rt = query_runtime()?;
+    let rt = harness::runtime(WORKERS, "queries")?;
     let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
     let _watch = bridge::rt::watch(rt.handle());
     let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
@@ -629,6 +596,8 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
             detail: describe(BASELINE, &bridged),
         }),
     );
+    let (b_reads, i_reads) = (bridged.reads.clone(), inline.reads.clone());
+    let m = Measurement::of(1, [(BASELINE, b_reads), (INLINE, i_reads)]);
     Ok(ScenarioReport {
         name: "watch",
         varied: format!(
@@ -646,16 +615,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
              each wrapped in bridge::rt::watched (at {users_site})."
         ),
         measure: Measure::ms("read", None),
-        rows: rows(
-            "watch",
-            &Measurement::of(
-                1,
-                [
-                    (BASELINE, bridged.reads.clone()),
-                    (INLINE, inline.reads.clone()),
-                ],
-            ),
-        ),
+        rows: rows("watch", &m),
         judged: vec![named, users_named, silent],
         notes: vec![
             describe(INLINE, &inline),
@@ -673,7 +633,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let cost = harness::median_time(101, |k| decode(k, rounds));
     let server = DelayServer::start()?;
     let addr = server.addr;
-    let rt = query_runtime()?;
+    let rt = harness::runtime(WORKERS, "queries")?;
     let floor = unloaded_reads(&rt, addr);
 
     let cpus = super::cpus();
@@ -707,6 +667,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         ms(percentile(&floor, 0.99)),
     );
 
+    let wall_goal = "bridge wall time at most 1.05x tokio-rayon's";
     let read_scenario = |name, which, what, rows| ScenarioReport {
         name,
         varied: varied(),
@@ -741,11 +702,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 per: "/iteration",
                 ..Measure::ms("", None)
             },
-            goals: vec![Goal::new(
-                TOKIO_RAYON,
-                1.0 / WALL_SLACK,
-                "bridge wall time at most 1.05x tokio-rayon's",
-            )],
+            goals: vec![Goal::new(TOKIO_RAYON, 1.0 / WALL_SLACK, wall_goal)],
             notes: vec![bounds, recorder.census.note(", everything warmed up")],
             rows: wall,
             ..Default::default()
@@ -787,7 +744,7 @@ mod tests {
     #[test]
     fn every_decode_route_reads_through_the_delay_server() {
         let server = DelayServer::start().unwrap();
-        let rt = query_runtime().unwrap();
+        let rt = harness::runtime(WORKERS, "queries").unwrap();
         warm_up_rayon();
         use Decode::*;
         for how in [Bridge, TokioRayon, SpawnBlocking, Inline] {
