@@ -11,18 +11,15 @@
 //!   connection the thread keeps); `fan16` (16 concurrent round trips on 16 kept
 //!   connections); `connect` (connect, one round trip, close); `http` (a GET through one
 //!   pooled hyper client shared by every thread, 1 KiB replies).
-//! - **Peers:** `rt per thread` (a current-thread runtime kept in a `thread_local!`);
-//!   `global` (one multi-thread runtime with a worker per CPU, entered with
-//!   `Handle::block_on`); `background` (one runtime thread that every call hands its future
-//!   to, the way `reqwest::blocking` works).
+//! - **Peers:** `rt per thread` (a `thread_local!` current-thread runtime); `global` (one
+//!   multi-thread runtime, `Handle::block_on`); `background` (one runtime thread every call
+//!   hands its future to, like `reqwest::blocking`).
 //!
-//! Each cell runs every variant for `MILLIS` (400 by default) after a warm-up, the variants'
-//! order rotated from run to run. `TABLE_WORK` and `TABLE_CALLERS` (comma-separated names:
-//! `echo,http`; `1,cpus,4x,32x,par_iter`) pick cells; `TABLE_FIRST_RUN` numbers the runs
-//! from another start, so that separate processes rotate the order too. It prints one CSV
-//! line per run, cell and variant (calls/s, p50 and p99 in microseconds, failures), then a
-//! table of the median calls/s over the runs with the bridge's ratio to the best peer that
-//! worked in the cell. The servers run on a runtime of their own in this process.
+//! Each cell runs every variant for `MILLIS` (400) after a warm-up, the order rotated per
+//! run. `TABLE_WORK` and `TABLE_CALLERS` (comma-separated: `echo,http`;
+//! `1,cpus,4x,32x,par_iter`) pick cells; `TABLE_FIRST_RUN` offsets the run numbers. It prints
+//! a CSV line per run, cell and variant, then the median calls/s per cell with the best
+//! peer's ratio to the bridge.
 
 use futures::future::join_all;
 use http_body_util::{BodyExt, Empty, Full};
@@ -37,24 +34,22 @@ use std::future::Future;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier, LazyLock, Mutex};
+use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Handle, Runtime};
 
-/// Each variant's calls per second in one cell, run by run (`None`: a call failed).
+/// Each variant's calls/s in one cell, run by run (`None`: a call failed).
 type PerVariant = BTreeMap<Variant, Vec<Option<f64>>>;
 
-/// Bytes of every echo request and reply, and of every HTTP reply body.
+/// Bytes of an echo message and of an HTTP reply body.
 const MESSAGE: usize = 64;
 const BODY: usize = 1024;
-/// Calls each caller makes before the timed window (and the connections it opens).
+/// Untimed calls per caller; a call slower than `CALL_LIMIT` failed.
 const WARM: u32 = 20;
-/// A call that takes longer failed (a client shared across runtimes that nobody drives).
 const CALL_LIMIT: Duration = Duration::from_secs(10);
 
-/// The peers, in the table's order (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Variant {
     Bridge,
@@ -71,7 +66,6 @@ impl Variant {
     }
 }
 
-/// The futures handed over (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Work {
     Ready,
@@ -150,7 +144,6 @@ where
     }
 }
 
-/// What one cell shares between its callers.
 struct Cell {
     echo: SocketAddr,
     http: String,
@@ -158,7 +151,6 @@ struct Cell {
     failed: AtomicU64,
 }
 
-/// Whether `work` finished within [`CALL_LIMIT`] with `Ok(true)`.
 async fn in_time<E>(work: impl Future<Output = Result<bool, E>>) -> bool {
     matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(true)))
 }
@@ -178,8 +170,7 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             let want = if work == Echo { 1 } else { 16 };
             let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
             let (ok, conns) = drive(variant, async move {
-                // Connecting is the warm-up's work (a burst of connects may wait for the
-                // listener's backlog); the limit is the round trips'.
+                // Connecting (the warm-up's work) is outside the limit.
                 while conns.len() < want {
                     match TcpStream::connect(echo).await {
                         Ok(conn) => conns.push(conn),
@@ -235,7 +226,6 @@ async fn round_trip(conn: &mut TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
-/// What one variant did in one cell.
 struct Outcome {
     calls_per_s: f64,
     p50_us: f64,
@@ -250,18 +240,15 @@ fn measure(
     window: Duration,
     servers: &Servers,
 ) -> Outcome {
-    let cell = Arc::new(Cell {
+    let cell = Cell {
         echo: servers.echo,
         http: format!("http://{}/", servers.http),
         client: Client::builder(TokioExecutor::new()).build_http(),
         failed: AtomicU64::new(0),
-    });
-    let stop = Arc::new(AtomicBool::new(false));
-    // Set once the window's clock has started: callers released by the barrier earlier wait
-    // for it, so that no call before the window counts (the main thread may be descheduled
-    // between the barrier and its clock when callers outnumber CPUs).
-    let go = Arc::new(AtomicBool::new(false));
-    let latencies = Arc::new(Mutex::new(Vec::<f32>::new()));
+    };
+    // `go` is set once the window's clock runs, so that no call before it counts.
+    let (stop, go) = (AtomicBool::new(false), AtomicBool::new(false));
+    let latencies = Mutex::new(Vec::<f32>::new());
     let timed = move |cell: &Cell, lat: &mut Vec<f32>| {
         let start = Instant::now();
         let ok = call(variant, work, cell);
@@ -270,12 +257,11 @@ fn measure(
     };
     let elapsed = match callers {
         Callers::Threads(n) => {
-            let barrier = Arc::new(Barrier::new(n + 1));
-            let threads: Vec<_> = (0..n)
-                .map(|_| {
-                    let (cell, stop, go) = (cell.clone(), stop.clone(), go.clone());
-                    let (barrier, latencies) = (barrier.clone(), latencies.clone());
-                    std::thread::spawn(move || {
+            let barrier = Barrier::new(n + 1);
+            // The scope joins every caller before the clock is read.
+            let start = std::thread::scope(|s| {
+                for _ in 0..n {
+                    s.spawn(|| {
                         let mut lat = Vec::new();
                         let mut ok = (0..WARM).all(|_| call(variant, work, &cell));
                         barrier.wait();
@@ -288,17 +274,15 @@ fn measure(
                         }
                         latencies.lock().unwrap().extend(lat);
                         CONNS.with(|c| c.borrow_mut().clear());
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let start = Instant::now();
-            go.store(true, Relaxed);
-            std::thread::sleep(window);
-            stop.store(true, Relaxed);
-            for t in threads {
-                t.join().expect("a caller thread");
-            }
+                    });
+                }
+                barrier.wait();
+                let start = Instant::now();
+                go.store(true, Relaxed);
+                std::thread::sleep(window);
+                stop.store(true, Relaxed);
+                start
+            });
             start.elapsed()
         }
         Callers::ParIter => {

@@ -1,18 +1,11 @@
-//! The cpu-async study: CPU-heavy async streams read objects from a store and decode them,
-//! while an I/O probe beside them sends a small request to the same store every few
-//! milliseconds and records its latency. The pipelines and the probe run on one tokio
-//! runtime (the regression: CPU polls delay the I/O), on two tokio runtimes (the
-//! dedicated-executor pattern: a CPU runtime for the pipelines, an I/O runtime for the store
-//! and the probe), or through the bridge (`bridge::stream::on_cpu` and
-//! `bridge::cpu::spawn_future` for the pipelines, the store through an `IoStore` on the
-//! shared `IoRuntime`, the probe there through `bridge::spawn_io`); the probe alone is the
-//! reference.
-//!
-//! The store is object_store's HTTP store against a loopback HTTP/1.1 server of the study's
-//! own (objects in memory, on a runtime of its own), so that every read is a real request
-//! whose body streams from a socket.
+//! The cpu-async study: CPU-heavy async pipelines read objects from a store and decode them
+//! while a probe beside them sends a small request to the same store every few ms; we
+//! measure the probe's latency and the pipelines' throughput. Peers: one tokio runtime (the
+//! regression), two runtimes (the dedicated-executor pattern), and the bridge
+//! (`stream::on_cpu`, `cpu::spawn_future`, an `IoStore`, `spawn_io`); the probe alone is the
+//! reference. The store is object_store's HTTP store against a loopback HTTP/1.1 server.
 
-use super::echo::tcp_server;
+use super::echo::{pool, tcp_server};
 use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
@@ -43,36 +36,27 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
-/// Pipelines running at once: each reads objects one after the other and decodes them.
 const PIPELINES: usize = 8;
 /// Objects in the store; object `k` holds `(1 + k % 4)` x 256 KiB.
 const OBJECTS: usize = 16;
-/// Bytes of one batch: a pipeline decodes its bodies in batches of this size (the last
-/// batch of an object may be shorter).
+/// Bytes of one decoded batch, and its decode's CPU time on an idle thread.
 const BATCH: usize = 64 << 10;
-/// The CPU time one batch's decode is calibrated to on an idle thread: a few milliseconds,
-/// like decoding a record batch.
 const BATCH_CPU: Duration = Duration::from_millis(2);
-/// How often the probe sends its request, a `head` of a small object.
+/// The probe: a `head` of a small object this often.
 const PROBE_EVERY: Duration = Duration::from_millis(5);
 const PROBE_OBJECT: &str = "probe";
-/// Items a crossing or a channel between the sides holds: body chunks from the I/O side,
-/// decoded batches from the CPU side.
+/// Items a crossing or a channel between the sides holds.
 const BOUND: usize = 2;
-/// Goals: the most bridge's probe p99 may exceed idle's; the least bridge's pipeline
-/// throughput may be against two runtimes'; the least one runtime's probe p99 must exceed
-/// idle's to show the regression.
+/// Goals: bridge's probe p99 over idle's; bridge's throughput against two runtimes'; one
+/// runtime's probe p99 over idle's (the regression).
 const IDLE_SLACK: f64 = 1.5;
 const THROUGHPUT_SLACK: f64 = 0.95;
 const REGRESSION: f64 = 10.0;
-/// How long the tasks of a cell may take to stop once told to; longer is a hang, and the
-/// study fails instead of blocking the run.
+/// Longer than this to stop a cell's tasks is a hang.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-/// The published figure: DataFusion's I/O latency without, then with CPU work on the I/O
-/// runtime (apache/datafusion#13692).
+/// DataFusion's I/O latency without, then with CPU work on the I/O runtime (#13692).
 const PUBLISHED: &str = "from 2 ms to 5,003 ms";
-/// The nice value of the CPU side's threads in the low-priority variants: the remedy the
-/// guide gives (`bridge::cpu::lower_thread_priority`).
+/// The CPU side's nice value in the low-priority variants.
 const LOW_NICE: u8 = 10;
 
 const IDLE: &str = "idle";
@@ -81,35 +65,23 @@ const TWO: &str = "two runtimes";
 const TWO_LOW: &str = "two runtimes, CPU at nice 10";
 const BRIDGE_LOW: &str = "bridge, pool at nice 10, yield after long polls";
 const BRIDGE_YIELD: &str = "bridge, yield after long polls";
-/// The bridge's default: the pool threads' scheduling left as it is.
 const BRIDGE_DEFAULT: &str = "bridge, scheduling left alone";
 
-/// How the pipelines and the probe run.
+/// How the pipelines and the probe run (see [`varied`] and [`varied_low`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
-    /// The probe alone, on the `IoRuntime` through the bridge's store: the reference.
     Idle,
-    /// The pipelines, their store reads and the probe as tasks of one multi-thread runtime.
     One,
-    /// The pipelines on a CPU runtime; every store read and body, and the probe, on an I/O
-    /// runtime (reads sent there with `io_handle.spawn`, chunks sent back on a channel).
     Two,
-    /// The pipelines on rayon (`stream::on_cpu`, consumed by `cpu::spawn_future`), the store
-    /// through `bridge::object_store::IoStore`, the probe on the `IoRuntime` (`spawn_io`).
     Bridge,
-    /// As `Bridge` with `yield_after_long_polls(true)` while the cell runs, on a rayon pool
-    /// of the study's own (so the time slices its threads are given stay off the global
-    /// pool's).
+    /// As `Bridge` with `yield_after_long_polls(true)`, on a rayon pool of the study's own.
     BridgeYield,
-    /// As `Two`, with the CPU runtime's threads at nice [`LOW_NICE`].
     TwoLow,
-    /// As `BridgeYield`, on a pool whose threads run at nice [`LOW_NICE`].
     BridgeLow,
 }
 
 use Variant::{Bridge, BridgeLow, BridgeYield, Idle, One, Two, TwoLow};
-/// The variants, in the order they run and the summary lists them; those of the
-/// default-priority scenarios and of the low-priority ones, in table order.
+/// Every variant in run order; those of the default-priority and low-priority scenarios.
 const VARIANTS: [Variant; 7] = [Idle, One, Two, Bridge, BridgeYield, TwoLow, BridgeLow];
 const AT_DEFAULT: [Variant; 5] = [Idle, One, Two, Bridge, BridgeYield];
 const AT_LOW: [Variant; 3] = [Idle, TwoLow, BridgeLow];
@@ -127,9 +99,7 @@ impl Variant {
         }
     }
 
-    /// The variant's name in the rows of its scenarios, which the goals name: `two
-    /// runtimes` and `bridge` among the low-priority rows; `bridge` is the bridge as the
-    /// guide sets it up for CPU-heavy async work beside I/O, with the scheduling opt-in.
+    /// The name in the rows, which the goals name.
     fn row_name(self) -> &'static str {
         match self {
             Self::TwoLow => TWO,
@@ -139,7 +109,6 @@ impl Variant {
     }
 }
 
-/// The name of object `k`.
 fn object_name(k: usize) -> String {
     format!("objects/{k:02}")
 }
@@ -158,9 +127,7 @@ fn object_bytes(k: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The stand-in for decoding a batch: `passes` passes of a multiply-rotate hash over its
-/// 8-byte words (the tail bytes one by one), each pass seeded by the last, so nothing can
-/// be skipped or vectorised and the cost is linear in `passes` and in the batch's length.
+/// The stand-in for decoding: `passes` chained passes of a multiply-rotate hash.
 fn decode(batch: &[u8], passes: u32) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for pass in 0..black_box(passes) {
@@ -189,7 +156,6 @@ impl Batcher {
         self.pending.extend_from_slice(chunk);
     }
 
-    /// The next full batch, if [`BATCH`] bytes are pending.
     fn full(&mut self) -> Option<Vec<u8>> {
         if self.pending.len() < BATCH {
             return None;
@@ -198,52 +164,37 @@ impl Batcher {
         Some(std::mem::replace(&mut self.pending, rest))
     }
 
-    /// What is pending, as a last short batch, if anything is.
     fn rest(&mut self) -> Option<Vec<u8>> {
         (!self.pending.is_empty()).then(|| std::mem::take(&mut self.pending))
     }
 }
 
-/// The store's server: HTTP/1.1 with keep-alive on 127.0.0.1, answering GET and HEAD for
-/// [`OBJECTS`] objects and the probe's object, on a runtime of its own with one worker.
-struct Server {
-    addr: SocketAddr,
-    _runtime: Runtime,
+/// The store's HTTP/1.1 server ([`tcp_server`]), answering GET and HEAD for the objects.
+fn server() -> io::Result<(SocketAddr, Runtime)> {
+    let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
+        .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
+        .collect();
+    objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
+    let objects = Arc::new(objects);
+    tcp_server("store-server", move |stream| {
+        serve(stream, Arc::clone(&objects))
+    })
 }
 
-impl Server {
-    fn start() -> io::Result<Self> {
-        let mut objects: HashMap<String, Bytes> = (0..OBJECTS)
-            .map(|k| (object_name(k), Bytes::from(object_bytes(k))))
-            .collect();
-        objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
-        let objects = Arc::new(objects);
-        let (addr, runtime) = tcp_server("store-server", move |stream| {
-            serve(stream, Arc::clone(&objects))
-        })?;
-        Ok(Self {
-            addr,
-            _runtime: runtime,
-        })
-    }
-
-    /// An HTTP store on this server with a connection pool of its own; with `io`, in an
-    /// `IoStore` (every request and body on the shared `IoRuntime`, whoever polls them).
-    fn store(&self, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
-        let store = object_store::http::HttpBuilder::new()
-            .with_url(format!("http://{}", self.addr))
-            .with_client_options(ClientOptions::new().with_allow_http(true))
-            .build()
-            .map_err(io::Error::other)?;
-        Ok(if io {
-            Arc::new(IoStore::new(store))
-        } else {
-            Arc::new(store)
-        })
-    }
+/// An HTTP store on the server at `addr`, in an `IoStore` with `io`.
+fn store(addr: SocketAddr, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
+    let store = object_store::http::HttpBuilder::new()
+        .with_url(format!("http://{addr}"))
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .build()
+        .map_err(io::Error::other)?;
+    Ok(if io {
+        Arc::new(IoStore::new(store))
+    } else {
+        Arc::new(store)
+    })
 }
 
-/// Serves one connection: HTTP/1.1 with keep-alive, [`respond`] to every request.
 async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
     let _ = stream.set_nodelay(true);
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
@@ -254,7 +205,6 @@ async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
     let _ = http.serve_connection(TokioIo::new(stream), service).await;
 }
 
-/// The answer to one request: the object with its length (GET), its length alone (HEAD).
 fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Response<Full<Bytes>> {
     let key = request.uri().path().trim_start_matches('/');
     let head = request.method() == Method::HEAD;
@@ -273,16 +223,16 @@ fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Res
     response
 }
 
-/// An object's body: its chunks as they arrive.
 type Body = BoxStream<'static, object_store::Result<Bytes>>;
+/// A decoded batch's length and digest.
+type Decoded = object_store::Result<(usize, u64)>;
 
 /// How a pipeline or the probe reaches the store.
 #[derive(Debug, Clone)]
 enum Access {
     /// Polled wherever the caller is polled.
     Here(Arc<dyn ObjectStore>),
-    /// Each request, and each body to its end, in a task spawned on the I/O runtime's handle;
-    /// the chunks come back through a bounded channel.
+    /// Each request and body in a task on the I/O runtime; chunks back on a channel.
     Spawned(Handle, Arc<dyn ObjectStore>),
 }
 
@@ -294,13 +244,8 @@ impl Access {
         };
         let (tx, rx) = tokio::sync::mpsc::channel(BOUND);
         io.spawn(async move {
-            let mut body = match store.get(&path).await {
-                Ok(result) => result.into_stream(),
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
-            };
+            let body = store.get(&path).await.map(|result| result.into_stream());
+            let mut body = body.unwrap_or_else(|e| futures::stream::iter([Err(e)]).boxed());
             while let Some(chunk) = body.next().await {
                 if tx.send(chunk).await.is_err() {
                     return;
@@ -329,10 +274,7 @@ impl Access {
     }
 }
 
-/// What a cell's tasks count (bytes and batches decoded; failed store requests or bodies,
-/// pipeline and probe, with the first one's error), the probe's answers, and the flag that
-/// stops them. The counters are sampled at the window's edges (a batch counted a moment late
-/// moves across an edge, which the window's length dwarfs) and read after the joins.
+/// What a cell's tasks count, the probe's answers, and the flag that stops them.
 #[derive(Debug, Default)]
 struct Shared {
     stop: AtomicBool,
@@ -345,16 +287,13 @@ struct Shared {
 
 impl Shared {
     fn stopped(&self) -> bool {
-        // ORDERING: only a signal to end the loops.
-        self.stop.load(Relaxed)
+        self.stop.load(Relaxed) // ORDERING: only a signal to end the loops.
     }
 
     fn fail(&self, e: &object_store::Error) {
         self.failures.fetch_add(1, Relaxed);
-        let mut first = self
-            .first_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let first = self.first_error.lock();
+        let mut first = first.unwrap_or_else(PoisonError::into_inner);
         first.get_or_insert_with(|| e.to_string());
     }
 
@@ -362,21 +301,19 @@ impl Shared {
         self.probes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Bytes and batches decoded so far.
     fn counts(&self) -> (u64, u64) {
         (self.bytes.load(Relaxed), self.batches.load(Relaxed))
     }
 }
 
-/// One pipeline: reads objects one after the other (pipeline `p` starts at object
-/// `7p mod OBJECTS`), cuts each body into batches and decodes each batch in the poll that
-/// yields it; yields each batch's length and digest, until the cell stops.
+/// Pipeline `p`: objects from `7p mod OBJECTS` on, each batch decoded in the poll that
+/// yields it as (length, digest), until the cell stops.
 fn pipeline(
     access: Access,
     p: usize,
     passes: u32,
     shared: Arc<Shared>,
-) -> impl Stream<Item = object_store::Result<(usize, u64)>> + Send + 'static {
+) -> impl Stream<Item = Decoded> + Send + 'static {
     let reader = Reader {
         access,
         next: 7 * p,
@@ -397,8 +334,6 @@ fn pipeline(
     })
 }
 
-/// A pipeline's reading state: the next object to open (mod [`OBJECTS`]) and the body being
-/// read.
 struct Reader {
     access: Access,
     next: usize,
@@ -408,8 +343,7 @@ struct Reader {
 }
 
 impl Reader {
-    /// The next batch of the current object, opening the next object when one ends;
-    /// `None` once the cell stops.
+    /// The next batch, opening the next object as one ends; `None` once stopped.
     async fn next_batch(&mut self) -> object_store::Result<Option<Vec<u8>>> {
         loop {
             if let Some(batch) = self.batcher.full() {
@@ -437,11 +371,7 @@ impl Reader {
     }
 }
 
-/// Consumes a pipeline's batches, counting them.
-async fn consume(
-    batches: impl Stream<Item = object_store::Result<(usize, u64)>>,
-    shared: Arc<Shared>,
-) {
+async fn consume(batches: impl Stream<Item = Decoded>, shared: Arc<Shared>) {
     let mut batches = pin!(batches);
     let mut digest = 0u64;
     while let Some(batch) = batches.next().await {
@@ -457,11 +387,8 @@ async fn consume(
     black_box(digest);
 }
 
-/// The probe: a `head` of the probe's object due every [`PROBE_EVERY`], one at a time (a
-/// probe that falls due while the previous one is out is due when that one answers). Its
-/// latency is measured in the probe's task from when it was due to having the answer, so
-/// the time it waits for its runtime to run it counts, not only the request (a tokio timer
-/// fires up to 1 ms after its deadline, for every variant alike).
+/// The probe: a `head` due every [`PROBE_EVERY`], one at a time, its latency from when it
+/// was due, so the wait for its runtime counts.
 async fn probe(access: Access, shared: Arc<Shared>) {
     let path = StorePath::from(PROBE_OBJECT);
     let mut due = Instant::now() + PROBE_EVERY;
@@ -487,8 +414,7 @@ async fn probe(access: Access, shared: Arc<Shared>) {
     }
 }
 
-/// The probes of a cell: those answered (when each was due, and its latency in ns), and when
-/// the next one is due (it may be overdue, or out and not answered yet).
+/// The probes answered (due, latency ns) and when the next is due.
 #[derive(Debug, Default)]
 struct Probes {
     done: Vec<(Instant, f64)>,
@@ -496,14 +422,11 @@ struct Probes {
 }
 
 impl Probes {
-    /// The latencies (ns) of the probes due in `[start, end)`, sorted; the probe due before
-    /// `end` but not answered by then (even one due before `start`: it waited through the
-    /// window) counts with its wait so far, a lower bound of its latency.
+    /// The sorted latencies (ns) of the probes due in `[start, end)`, with the one still
+    /// out at `end` at its wait so far.
     fn in_window(&self, start: Instant, end: Instant) -> Vec<f64> {
-        let overdue = self
-            .due
-            .filter(|&due| due < end)
-            .map(|due| (end - due).as_secs_f64() * 1e9);
+        let overdue = self.due.filter(|&due| due < end);
+        let overdue = overdue.map(|due| (end - due).as_secs_f64() * 1e9);
         let answered = self
             .done
             .iter()
@@ -514,45 +437,26 @@ impl Probes {
     }
 }
 
-/// Everything the variants run on, built once per run of the study. Fields drop in order:
-/// the runtimes (and the stores' connections on them) before the server.
+/// Everything the variants run on; the runtimes drop before the server.
 struct Rig {
-    /// The stores of one runtime (used from its tasks), of two runtimes (used only from the
-    /// I/O runtime), and the bridge's `IoStore` (also idle's).
     one_store: Arc<dyn ObjectStore>,
     two_store: Arc<dyn ObjectStore>,
     bridge_store: Arc<dyn ObjectStore>,
-    /// One runtime has as many workers as the two others together: the CPU runtime as many
-    /// as rayon's global pool, the I/O runtime as the shared `IoRuntime`. The low-priority
-    /// CPU runtime is `cpu`'s shape at nice [`LOW_NICE`] (its I/O runtime is `io`).
     one: Runtime,
     cpu: Runtime,
     io: Runtime,
     cpu_low: Runtime,
-    /// The pools of `BridgeYield` (at the default priority) and of `BridgeLow`.
     pool_yield: Arc<rayon::ThreadPool>,
     pool_low: Arc<rayon::ThreadPool>,
     cpu_workers: usize,
     io_workers: usize,
     passes: u32,
-    _server: Server,
+    _server: Runtime,
 }
 
-/// Lowers the calling thread to [`LOW_NICE`]; where the OS refuses (not Linux), the
-/// low-priority variants run at the default priority, which the page's numbers then show.
+/// Lowers the calling thread to [`LOW_NICE`] where the OS allows.
 fn lower_priority() {
     let _ = bridge::cpu::lower_thread_priority(LOW_NICE);
-}
-
-/// A rayon pool of `threads` threads named `name-i`, each running `start` first.
-fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<Arc<rayon::ThreadPool>> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(move |i| format!("{name}-{i}"))
-        .start_handler(move |_| start())
-        .build()
-        .map_err(io::Error::other)?;
-    Ok(Arc::new(pool))
 }
 
 /// Waits for one task of a cell until the deadline; tells whether it finished.
@@ -569,7 +473,6 @@ fn tokio_joiner(rt: &Runtime, task: tokio::task::JoinHandle<()>) -> Joiner {
     let handle = rt.handle().clone();
     Box::new(move |deadline: Instant| {
         let left = deadline.saturating_duration_since(Instant::now());
-        // The timer is made inside the runtime, whose timer it is.
         let joined = handle.block_on(async move { tokio::time::timeout(left, task).await });
         matches!(joined, Ok(Ok(())))
     })
@@ -578,9 +481,8 @@ fn tokio_joiner(rt: &Runtime, task: tokio::task::JoinHandle<()>) -> Joiner {
 impl Rig {
     fn start(passes: u32) -> io::Result<Self> {
         warm_up_rayon();
-        let server = Server::start()?;
-        // The bridge's sides: rayon's global pool and the shared IoRuntime (one worker per
-        // CPU); the tokio variants get the same thread counts.
+        let (addr, server) = server()?;
+        // The tokio variants get the bridge's thread counts.
         let cpu_workers = rayon::current_num_threads();
         let io_workers = super::cpus();
         warm_up_tokio(bridge::rt::IoRuntime::global().handle());
@@ -592,15 +494,15 @@ impl Rig {
             .build()?;
         warm_up_tokio(cpu_low.handle());
         Ok(Self {
-            one_store: server.store(false)?,
-            two_store: server.store(false)?,
-            bridge_store: server.store(true)?,
+            one_store: store(addr, false)?,
+            two_store: store(addr, false)?,
+            bridge_store: store(addr, true)?,
             one: harness::runtime(cpu_workers + io_workers, "one-runtime")?,
             cpu: harness::runtime(cpu_workers, "cpu-runtime")?,
             io: harness::runtime(io_workers, "io-runtime")?,
             cpu_low,
-            pool_yield: pool(cpu_workers, "pool-yield", || ())?,
-            pool_low: pool(cpu_workers, "pool-low", lower_priority)?,
+            pool_yield: Arc::new(pool(cpu_workers, "pool-yield", || ())?),
+            pool_low: Arc::new(pool(cpu_workers, "pool-low", lower_priority)?),
             cpu_workers,
             io_workers,
             passes,
@@ -608,7 +510,6 @@ impl Rig {
         })
     }
 
-    /// Starts `variant`'s probe and pipelines; returns one joiner per task.
     fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
         let here = |store: &Arc<dyn ObjectStore>| Access::Here(Arc::clone(store));
         let mut joiners: Vec<Joiner> = vec![match variant {
@@ -638,21 +539,14 @@ impl Rig {
                     tokio_joiner(&self.one, self.one.spawn(consume(batches, shared)))
                 }
                 Two | TwoLow => {
-                    let cpu = if variant == Two {
-                        &self.cpu
-                    } else {
-                        &self.cpu_low
-                    };
+                    let cpu = [&self.cpu, &self.cpu_low][usize::from(variant == TwoLow)];
                     let access = Access::Spawned(self.io.handle().clone(), self.two_store.clone());
                     let batches = batches_of(access);
                     tokio_joiner(cpu, cpu.spawn(consume(batches, shared)))
                 }
                 BridgeLow | BridgeYield => {
-                    let pool = if variant == BridgeLow {
-                        &self.pool_low
-                    } else {
-                        &self.pool_yield
-                    };
+                    let pool =
+                        [&self.pool_yield, &self.pool_low][usize::from(variant == BridgeLow)];
                     let batches = pool.spawn_stream(batches_of(here(&self.bridge_store)), BOUND);
                     bridge_joiner(pool.spawn_future_task(consume(batches, shared)))
                 }
@@ -690,27 +584,21 @@ impl Rig {
                 variant.name()
             )));
         }
-        let first_error = shared
-            .first_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let first_error = shared.first_error.lock();
+        let first_error = first_error.unwrap_or_else(PoisonError::into_inner).take();
         Ok(Cell {
             variant,
             probes,
             bytes: bytes1 - bytes0,
             batches: batches1 - batches0,
             window: end - start,
-            // The joins above synchronize with every task's counts.
             failures: shared.failures.load(Relaxed),
             first_error,
         })
     }
 }
 
-/// One variant's measured window in one round: the latencies of the probes due in it (ns,
-/// sorted), the bytes and batches decoded in it, and the failed store requests or bodies in
-/// the whole cell.
+/// One variant's measured window in one round.
 #[derive(Debug, Clone)]
 struct Cell {
     variant: Variant,
@@ -723,46 +611,33 @@ struct Cell {
 }
 
 impl Cell {
-    /// The probe latency percentile `p` of the window, ns; NaN without probes.
     fn probe(&self, p: f64) -> f64 {
         percentile(&self.probes, p)
     }
 
-    /// Nanoseconds of the window per MiB decoded; `None` without a pipeline (idle), infinite
-    /// if nothing was decoded.
+    /// Ns of the window per MiB decoded (infinite if none); `None` for idle.
     fn ns_per_mib(&self) -> Option<f64> {
         let mib = self.bytes as f64 / f64::from(1u32 << 20);
-        let ns = if mib > 0.0 {
-            self.window.as_secs_f64() * 1e9 / mib
-        } else {
-            f64::INFINITY
-        };
-        (self.variant != Idle).then_some(ns)
+        (self.variant != Idle).then_some(self.window.as_secs_f64() * 1e9 / mib)
     }
 }
 
-/// A measurement whose samples are `sample` of each variant's cells, in round order; a
-/// variant with no sample (idle's throughput) has no row.
-fn measurement(
-    cells: &[Cell],
-    variants: &[Variant],
-    rounds: usize,
-    sample: fn(&Cell) -> Option<f64>,
-) -> Measurement {
+/// A cell's sample in a scenario; `None` where the variant has none.
+type Sample = fn(&Cell) -> Option<f64>;
+
+/// `sample` of each variant's cells in round order.
+fn measurement(cells: &[Cell], variants: &[Variant], rounds: usize, sample: Sample) -> Measurement {
     let of = |v: Variant| {
         cells
             .iter()
             .filter(move |c| c.variant == v)
             .filter_map(sample)
     };
-    Measurement::of(
-        rounds,
-        variants.iter().map(|&v| (v.row_name(), of(v).collect())),
-    )
+    let rows = variants.iter().map(|&v| (v.row_name(), of(v).collect()));
+    Measurement::of(rounds, rows)
 }
 
-/// The regression goal on one run's probe-p99 rows: one runtime's median at least
-/// [`REGRESSION`] times idle's.
+/// The regression goal on the probe-p99 rows.
 fn regression_check(rows: &[Row]) -> Option<Check> {
     let one = find(rows, ONE)?.ns.median;
     let idle = find(rows, IDLE)?.ns.median;
@@ -783,8 +658,7 @@ fn regression_check(rows: &[Row]) -> Option<Check> {
     })
 }
 
-/// Why the one-runtime variant's probe waits, and, when the regression goal was missed,
-/// why it was.
+/// Why one runtime's probe waits, and why a missed regression goal was missed.
 fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String {
     let mut out = format!(
         "Why one runtime is slow: its {} workers run the {PIPELINES} pipelines' decodes, \
@@ -806,15 +680,11 @@ fn regression_note(check: Option<&Check>, rig: &Rig, batch: Duration) -> String 
     out
 }
 
-/// The summary table: per variant, the probes' p50, p99 and max over every window, the
-/// pipeline's throughput and the failures.
+/// The summary table per variant.
 fn summary(cells: &[Cell]) -> String {
     let pooled = |v: Variant| {
-        let mut all: Vec<f64> = cells
-            .iter()
-            .filter(|c| c.variant == v)
-            .flat_map(|c| c.probes.iter().copied())
-            .collect();
+        let mine = cells.iter().filter(|c| c.variant == v);
+        let mut all: Vec<f64> = mine.flat_map(|c| c.probes.iter().copied()).collect();
         all.sort_by(f64::total_cmp);
         all
     };
@@ -829,11 +699,8 @@ fn summary(cells: &[Cell]) -> String {
     for v in VARIANTS {
         let mine: Vec<&Cell> = cells.iter().filter(|c| c.variant == v).collect();
         let all = pooled(v);
-        let mib_s: Vec<f64> = mine
-            .iter()
-            .filter_map(|c| c.ns_per_mib())
-            .map(|ns| 1e9 / ns)
-            .collect();
+        let per_mib = mine.iter().filter_map(|c| c.ns_per_mib());
+        let mib_s: Vec<f64> = per_mib.map(|ns| 1e9 / ns).collect();
         let throughput = Summary::of(&mib_s).map_or("-".to_owned(), |s| format!("{:.1}", s.median));
         let failures: u64 = mine.iter().map(|c| c.failures).sum();
         let batches = match mine.iter().map(|c| c.batches).sum::<u64>() {
@@ -903,8 +770,6 @@ fn fixed(rig: &Rig, batch: Duration, warm: Duration, window: Duration) -> String
 /// Runs the study: every variant once per round, reported as the probe's p99 and p50 and
 /// the pipeline's time per MiB.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
-    // Rounds (each runs every variant once, in an order balanced across rounds), the time a
-    // cell settles (connections open, pipelines steady) and its measured window.
     let (rounds, warm, window) = if settings.is_quick() {
         (1, Duration::from_millis(150), Duration::from_millis(300))
     } else {
@@ -917,7 +782,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let load_before = load_average();
     let threads_before = os_threads();
     progress::measurement_started(rounds, VARIANTS.iter().map(|v| v.name()));
-    // Warm-up: each variant once (connections opened, runtimes and pools busy once).
     for v in VARIANTS {
         rig.cell(v, warm, warm)?;
     }
@@ -929,11 +793,13 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
         progress::step_done(false);
     }
-    let scenario = |name, varied, fixed, measure, variants: &[Variant], sample: fn(&Cell) -> _| {
+    // A scenario of the default-priority variants, or with `low` of the low-priority ones.
+    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> _| {
+        let variants: &[Variant] = if low { &AT_LOW } else { &AT_DEFAULT };
         let m = measurement(&cells, variants, rounds, sample);
         ScenarioReport {
             name,
-            varied,
+            varied: if low { varied_low() } else { varied() },
             fixed,
             measure,
             rows: rows(name, &m),
@@ -941,10 +807,12 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
     };
     let same = || "the same rounds as `probe-p99`.".to_owned();
+    let per_mib = Cell::ns_per_mib;
+    let as_in = "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned();
     let p99 = Measure::ms("probe p99", Some(P99));
     let p99_of = |c: &Cell| Some(c.probe(0.99));
     let fixed = fixed(&rig, batch, warm, window);
-    let probe_p99 = scenario("probe-p99", varied(), fixed, p99, &AT_DEFAULT, p99_of);
+    let probe_p99 = scenario("probe-p99", fixed, p99, false, p99_of);
     let regression = regression_check(&probe_p99.rows);
     let cpus = super::cpus();
     let batch_ms = batch.as_secs_f64() * 1e3;
@@ -981,71 +849,43 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             notes,
             ..probe_p99
         },
-        scenario("probe-p50", varied(), same(), p50, &AT_DEFAULT, p50_of),
+        scenario("probe-p50", same(), p50, false, p50_of),
         ScenarioReport {
             goals: vec![throughput_goal()],
             notes: vec![summary(&cells)],
-            ..scenario(
-                "throughput",
-                varied(),
-                throughput,
-                THROUGHPUT,
-                &AT_DEFAULT,
-                Cell::ns_per_mib,
-            )
+            ..scenario("throughput", throughput, THROUGHPUT, false, per_mib)
         },
         ScenarioReport {
             goals: probe_goals(),
             notes: vec![low_note()],
-            ..scenario(
-                "probe-p99-low-priority",
-                varied_low(),
-                same(),
-                p99,
-                &AT_LOW,
-                p99_of,
-            )
+            ..scenario("probe-p99-low-priority", same(), p99, true, p99_of)
         },
         ScenarioReport {
             goals: vec![throughput_goal()],
-            ..scenario(
-                "throughput-low-priority",
-                varied_low(),
-                "the same rounds as `probe-p99`, measured as in `throughput`.".to_owned(),
-                THROUGHPUT,
-                &AT_LOW,
-                Cell::ns_per_mib,
-            )
+            ..scenario("throughput-low-priority", as_in, THROUGHPUT, true, per_mib)
         },
     ];
     drop(rig);
     Ok(reports)
 }
 
-/// How the probe scenarios sample.
 const P99: &str = "One sample per round and variant: the 99th percentile latency of the probes \
                    due in that round's measured window (about one every 5 ms).";
 const P50: &str = "One sample per round and variant: the median latency of the probes due in \
                    that round's measured window.";
 
-/// The probe's goals, in both priority settings.
 fn probe_goals() -> Vec<Goal> {
+    let idle = "bridge's probe p99 within 1.5x of idle's";
+    let two = "bridge's probe p99 at or below two runtimes'";
     vec![
-        Goal::new(
-            IDLE,
-            1.0 / IDLE_SLACK,
-            "bridge's probe p99 within 1.5x of idle's",
-        ),
-        Goal::new(TWO, 1.0, "bridge's probe p99 at or below two runtimes'"),
+        Goal::new(IDLE, 1.0 / IDLE_SLACK, idle),
+        Goal::new(TWO, 1.0, two),
     ]
 }
 
 fn throughput_goal() -> Goal {
-    Goal::new(
-        TWO,
-        THROUGHPUT_SLACK,
-        "bridge's pipeline throughput at least 0.95x two runtimes'",
-    )
+    let text = "bridge's pipeline throughput at least 0.95x two runtimes'";
+    Goal::new(TWO, THROUGHPUT_SLACK, text)
 }
 
 const THROUGHPUT: Measure = Measure {
@@ -1072,8 +912,7 @@ fn varied_low() -> String {
     )
 }
 
-/// The time slices the OS gives: a thread of rayon's global pool after the bridge's polls ran
-/// there, and a plain thread's (the default).
+/// The time slices of a global pool thread and of a plain thread.
 fn slices_note() -> String {
     let pool = bridge::cpu::spawn_future(async { thread_slice() }).wait();
     let plain = thread::spawn(thread_slice).join().ok().flatten();
@@ -1090,7 +929,6 @@ fn slices_note() -> String {
     )
 }
 
-/// The calling thread's time slice in milliseconds, where Linux reports it.
 fn thread_slice() -> Option<f64> {
     let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
     let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
@@ -1098,7 +936,6 @@ fn thread_slice() -> Option<f64> {
     Some(ns / 1e6)
 }
 
-/// Why a lower priority for the CPU side is the experiment, and what it isolates.
 fn low_note() -> String {
     format!(
         "What this isolates: at the default priority an I/O thread woken while the CPU side \
@@ -1118,7 +955,6 @@ mod tests {
         let body = object_bytes(1);
         let mut batcher = Batcher::default();
         let mut batches = Vec::new();
-        // Chunks of odd sizes, as a socket delivers them.
         for chunk in body.chunks(10_007) {
             batcher.push(chunk);
             while let Some(batch) = batcher.full() {
@@ -1128,10 +964,7 @@ mod tests {
         batches.extend(batcher.rest());
         assert!(batcher.rest().is_none());
         assert_eq!(batches.concat(), body);
-        assert!(
-            batches.iter().all(|b| b.len() == BATCH),
-            "512 KiB is 8 batches"
-        );
+        assert!(batches.iter().all(|b| b.len() == BATCH));
         let mut odd = Batcher::default();
         odd.push(&body[..BATCH + 5]);
         assert_eq!(odd.full().map(|b| b.len()), Some(BATCH));
@@ -1148,57 +981,19 @@ mod tests {
             due: Some(at(25)),
         };
         assert_eq!(probes.in_window(at(10), at(20)), vec![1.0, 3.0]);
-        // Due at 25 ms and not answered by the window's end at 40 ms: at least 15 ms.
         assert_eq!(probes.in_window(at(20), at(40)), vec![5.0, 15e6]);
-        // A probe due after the window's end is not counted.
         assert_eq!(probes.in_window(at(10), at(25)), vec![1.0, 3.0, 5.0]);
-        // One due before the window and still out at its end waited through it.
         assert_eq!(probes.in_window(at(30), at(40)), vec![15e6]);
         probes.due = None;
         assert!(probes.in_window(at(30), at(40)).is_empty());
     }
 
     #[test]
-    fn every_access_reads_every_byte_of_an_object_and_answers_the_probe() {
-        let server = Server::start().unwrap();
+    fn every_access_decodes_whole_objects_until_stopped_and_answers_the_probe() {
+        let (addr, _server) = server().unwrap();
         let io = harness::runtime(1, "test-io").unwrap();
         let cpu = harness::runtime(1, "test-cpu").unwrap();
-        let accesses = [
-            Access::Here(server.store(false).unwrap()),
-            Access::Spawned(io.handle().clone(), server.store(false).unwrap()),
-            Access::Here(server.store(true).unwrap()),
-        ];
-        for access in accesses {
-            let body = cpu.block_on(async {
-                let path = StorePath::from(object_name(5));
-                let mut body = access.get(path).await.unwrap();
-                let mut bytes = Vec::new();
-                while let Some(chunk) = body.next().await {
-                    bytes.extend_from_slice(&chunk.unwrap());
-                }
-                access.head(&StorePath::from(PROBE_OBJECT)).await.unwrap();
-                bytes
-            });
-            assert!(body == object_bytes(5), "{access:?}");
-            let missing = cpu.block_on(access.head(&StorePath::from("nothing")));
-            assert!(missing.is_err(), "{access:?}");
-        }
-    }
-
-    #[test]
-    fn a_pipeline_decodes_whole_objects_until_stopped() {
-        let server = Server::start().unwrap();
-        let rt = harness::runtime(1, "test").unwrap();
-        let shared = Arc::new(Shared::default());
-        let access = Access::Here(server.store(false).unwrap());
-        // Pipeline 0 starts at object 0 (256 KiB: 4 batches), then object 1 (512 KiB: 8).
-        let got: Vec<(usize, u64)> = rt.block_on(async {
-            pipeline(access, 0, 1, Arc::clone(&shared))
-                .take(12)
-                .map(|b| b.unwrap())
-                .collect()
-                .await
-        });
+        // Pipeline 0 reads object 0 (4 batches), then object 1 (8).
         let expect: Vec<(usize, u64)> = [0, 1]
             .into_iter()
             .flat_map(|k| {
@@ -1208,11 +1003,22 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(got, expect);
-        // Once stopped, a pipeline ends at its next batch.
-        shared.stop.store(true, Relaxed);
-        let access = Access::Here(server.store(false).unwrap());
-        let after = rt.block_on(pipeline(access, 0, 1, shared).count());
-        assert_eq!(after, 0);
+        let accesses = [
+            Access::Here(store(addr, false).unwrap()),
+            Access::Spawned(io.handle().clone(), store(addr, false).unwrap()),
+            Access::Here(store(addr, true).unwrap()),
+        ];
+        for access in accesses {
+            let shared = Arc::new(Shared::default());
+            let batches = pipeline(access.clone(), 0, 1, Arc::clone(&shared)).take(12);
+            let got: Vec<(usize, u64)> = cpu.block_on(batches.map(|b| b.unwrap()).collect());
+            assert!(got == expect, "{access:?}");
+            cpu.block_on(access.head(&StorePath::from(PROBE_OBJECT)))
+                .unwrap();
+            let missing = cpu.block_on(access.head(&StorePath::from("nothing")));
+            assert!(missing.is_err(), "{access:?}");
+            shared.stop.store(true, Relaxed);
+            assert_eq!(cpu.block_on(pipeline(access, 0, 1, shared).count()), 0);
+        }
     }
 }

@@ -22,11 +22,7 @@ pub fn tcp_server<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let runtime = Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .enable_all()
-        .build()?;
+    let runtime = server_runtime(name)?;
     let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
     let addr = listener.local_addr()?;
     runtime.spawn(async move {
@@ -40,18 +36,52 @@ where
     Ok((addr, runtime))
 }
 
-/// The echo server ([`tcp_server`]).
-#[derive(Debug)]
-pub struct EchoServer {
-    pub addr: SocketAddr,
-    pub runtime: Runtime,
+/// A multi-thread runtime with one worker (threads named `name`), I/O and timers: a
+/// loopback server's own.
+pub fn server_runtime(name: &'static str) -> io::Result<Runtime> {
+    Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
 }
 
-impl EchoServer {
-    pub fn start() -> io::Result<Self> {
-        let (addr, runtime) = tcp_server("echo-server", echo)?;
-        Ok(Self { addr, runtime })
-    }
+/// A connection to `addr` with `TCP_NODELAY`.
+pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// One [`MESSAGE`]-byte round trip to the echo server carrying `i` and `k`; whether the
+/// echo matched.
+pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
+    let mut sent = [0u8; MESSAGE];
+    let mut back = [0u8; MESSAGE];
+    sent[..8].copy_from_slice(&i.to_le_bytes());
+    sent[8..16].copy_from_slice(&k.to_le_bytes());
+    stream.write_all(&sent).await?;
+    stream.read_exact(&mut back).await?;
+    Ok(back == sent)
+}
+
+/// A rayon pool of `threads` threads named `name-k`, each running `start` first.
+pub fn pool(threads: usize, name: &'static str, start: fn()) -> io::Result<rayon::ThreadPool> {
+    let builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+    let builder = builder.thread_name(move |k| format!("{name}-{k}"));
+    let builder = builder.start_handler(move |_| start());
+    builder.build().map_err(io::Error::other)
+}
+
+/// Workers of bridge's shared I/O runtime.
+pub fn io_workers() -> usize {
+    let io = bridge::rt::IoRuntime::global();
+    io.handle().metrics().num_workers()
+}
+
+/// The echo server ([`tcp_server`]): its address and runtime.
+pub fn echo_server() -> io::Result<(SocketAddr, Runtime)> {
+    tcp_server("echo-server", echo)
 }
 
 /// Echoes [`MESSAGE`]-byte messages until the client closes, then resets the connection

@@ -1,18 +1,11 @@
-//! The io-vs-ingress study: a loopback UDP dataplane built from this crate family, after the
-//! DNS dataplane's `split_io` runtime. Ingress threads receive queries with a blocking
-//! `recv_from`, a policy step runs on a rayon pool through bridge's `Task`, and the exchange
-//! with a slow upstream runs on a `bridge::rt::IoRuntime` whose worker count we vary. A load
-//! generator keeps a fixed window of queries outstanding, so the ceiling is Little's law:
-//! QPS = window / latency, whatever the I/O workers.
-//!
-//! Two modes: `split` (the ingress thread hands each query on and goes back to receiving; the
-//! I/O runtime owns the wait and sends the reply) and `sync` (each ingress thread runs the
-//! policy and the upstream exchange itself, with `IoRuntime::run_blocking`, one query at a
-//! time), whose ceiling is ingress threads / latency instead.
-//!
-//! All traffic stays on 127.0.0.1. Every cell builds its own upstream, dataplane and load
-//! generator and shuts all of them down (threads joined, runtimes dropped) before the next.
+//! The io-vs-ingress study: a loopback UDP dataplane (after a DNS dataplane's `split_io`):
+//! blocking ingress threads, a policy step on rayon, and the exchange with a slow upstream on
+//! an `IoRuntime` whose worker count we vary. A generator keeps a fixed window of queries
+//! outstanding, so QPS is bounded by Little's law. We measure QPS against that bound in
+//! `split` mode (ingress hands each query on) and `sync` mode (ingress runs it with
+//! `IoRuntime::run_blocking`, bounded by ingress threads / latency instead).
 
+use super::echo::{pool, server_runtime};
 use crate::harness::{self, Measurement, Settings};
 use crate::proc::{CpuTicks, load_average, os_threads};
 use crate::progress;
@@ -29,45 +22,31 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
-/// Queries the load generator keeps outstanding: a new one goes out when one is answered or
-/// declared lost.
+/// Queries the generator keeps outstanding.
 const WINDOW: usize = 100;
-/// How long the upstream waits before it answers a query (a tokio timer, no CPU burnt). The
-/// published study saw ~51 ms average latency; a long delay also keeps the few hundred
-/// microseconds that the rig itself adds under load small against the 5% goal.
+/// The upstream's answer time (published: ~51 ms average latency).
 const DELAY: Duration = Duration::from_millis(50);
-/// Ingress threads of the dataplane, all receiving on one socket; threads of the rayon pool
-/// that runs the policy step.
+/// Ingress threads on one socket; policy pool threads.
 const INGRESS: usize = 2;
 const POLICY: usize = 2;
-/// A query unanswered this long after it was sent is lost. It is longer than the queue that
-/// sync mode builds (window x delay / ingress threads, 2.5 s), so a query that is merely
-/// slow is not counted as lost.
+/// Unanswered this long, a query is lost (longer than sync mode's 2.5 s queue).
 const LOST_AFTER: Duration = Duration::from_secs(4);
-/// Bytes of a query and of its answer: the query's id (u64 LE), the policy's verdict (u64 LE,
-/// filled in by the dataplane), padding.
+/// Bytes of a query and its answer: id (u64 LE), verdict (u64 LE), padding.
 const QUERY: usize = 32;
-/// The receive buffer asked for on every socket of the study (Linux doubles it and caps it at
-/// `net.core.rmem_max`). The default (208 KiB) holds only 256 small datagrams; sync mode
-/// queues a whole window on the ingress socket, and the upstream takes bursts.
+/// SO_RCVBUF asked for on every socket (the default holds only 256 small datagrams).
 const RCVBUF: usize = 4 << 20;
-/// How long the load generator's `recv` waits before it looks at the clock, how often it
-/// looks for lost queries, and how long an ingress thread's `recv_from` waits before it looks
-/// at the stop flag.
+/// The generator's recv timeout and loss scan period; the ingress recv timeout.
 const LOAD_POLL: Duration = Duration::from_millis(1);
 const LOSS_SCAN: Duration = Duration::from_millis(5);
 const INGRESS_POLL: Duration = Duration::from_millis(20);
-/// Passes of the policy's hash over the query: a few microseconds of dependent multiplies.
 const POLICY_PASSES: u32 = 64;
-/// The most queries one load run sends, whatever the clock says.
 const MAX_QUERIES: u64 = 10_000_000;
 /// How far from its bound a mode may be (5%).
 const SLACK: f64 = 0.05;
-/// The published result: QPS flat at this value across io_workers, at this average latency.
+/// The published result: QPS flat across io_workers, at this average latency.
 const PUBLISHED_QPS: f64 = 39_100.0;
 const PUBLISHED_LATENCY_MS: f64 = 51.0;
 
-/// The io_workers values, each with its scenario's name.
 const IO_WORKERS: [(usize, &str); 4] = [
     (1, "io-workers-1"),
     (2, "io-workers-2"),
@@ -75,13 +54,9 @@ const IO_WORKERS: [(usize, &str); 4] = [
     (8, "io-workers-8"),
 ];
 
-/// The name of sync mode's rows; split mode's rows are [`BASELINE`].
 const SYNC: &str = "sync run_blocking";
 
-/// How long and how often: runs of each mode per io_workers value (the order of the modes
-/// alternates), how many of [`IO_WORKERS`] run, the load before a cell's measured window and
-/// that window (QPS and latency count its answers), and how long the unloaded upstream
-/// latency is probed, one query at a time.
+/// Rounds per io_workers value, how many values run, and the cells' and probe's durations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Plan {
     rounds: usize,
@@ -109,32 +84,20 @@ impl Plan {
     }
 }
 
-/// How the dataplane handles a query.
+/// How the dataplane handles a query (see [`varied`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Ingress hands the query on (policy task on rayon, exchange task on the I/O runtime,
-    /// which awaits the policy, then the upstream, then replies) and receives the next.
     Split,
-    /// Ingress waits for the policy (`Task::wait`), runs the exchange with
-    /// `IoRuntime::run_blocking`, replies, then receives the next.
     Sync,
 }
 
 impl Mode {
-    /// The mode in the study's table.
     fn label(self) -> &'static str {
-        match self {
-            Mode::Split => "split",
-            Mode::Sync => "sync",
-        }
+        ["split", "sync"][self as usize]
     }
 
-    /// The variant in the scenario's rows.
     fn variant(self) -> &'static str {
-        match self {
-            Mode::Split => BASELINE,
-            Mode::Sync => SYNC,
-        }
+        [BASELINE, SYNC][self as usize]
     }
 }
 
@@ -146,12 +109,10 @@ fn udp_socket() -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// A timeout of a socket with a read or write timeout (Unix reports `WouldBlock`).
+/// A socket timeout (Unix reports `WouldBlock`).
 fn timed_out(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+    use io::ErrorKind::{TimedOut, WouldBlock};
+    matches!(e.kind(), WouldBlock | TimedOut)
 }
 
 /// Query `id`: its id, a zero verdict, and padding that depends on the id.
@@ -170,8 +131,7 @@ fn id_of(datagram: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(bytes[..8].try_into().ok()?))
 }
 
-/// The policy step: an FNV-1a hash over the query, [`POLICY_PASSES`] times (a few µs of
-/// CPU that cannot be skipped: every step depends on the last).
+/// The policy step: [`POLICY_PASSES`] chained FNV-1a hashes of the query.
 fn policy(query: &[u8; QUERY]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for _ in 0..POLICY_PASSES {
@@ -182,38 +142,23 @@ fn policy(query: &[u8; QUERY]) -> u64 {
     h
 }
 
-/// The upstream: a UDP server on its own tokio runtime (1 worker) that echoes each datagram
-/// [`DELAY`] after it arrived. Dropping it shuts the runtime down and joins its thread.
-struct Upstream {
-    addr: SocketAddr,
-    _runtime: Runtime,
+/// The upstream: a UDP server on a runtime of its own that echoes each datagram [`DELAY`]
+/// after it arrived; its address and runtime.
+fn upstream() -> io::Result<(SocketAddr, Runtime)> {
+    let runtime = server_runtime("upstream")?;
+    let socket = udp_socket()?;
+    socket.set_nonblocking(true)?;
+    let addr = socket.local_addr()?;
+    let socket = {
+        let _entered = runtime.enter();
+        tokio::net::UdpSocket::from_std(socket)?
+    };
+    runtime.spawn(answer(Arc::new(socket)));
+    Ok((addr, runtime))
 }
 
-impl Upstream {
-    fn start() -> io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("upstream")
-            .enable_all()
-            .build()?;
-        let socket = udp_socket()?;
-        socket.set_nonblocking(true)?;
-        let addr = socket.local_addr()?;
-        let socket = {
-            let _entered = runtime.enter();
-            tokio::net::UdpSocket::from_std(socket)?
-        };
-        runtime.spawn(answer(Arc::new(socket)));
-        Ok(Self {
-            addr,
-            _runtime: runtime,
-        })
-    }
-}
-
-/// Receives until the runtime shuts down; each datagram gets a task that sleeps until
-/// [`DELAY`] after its arrival, then sends it back. A receive error other than a refused
-/// or reset peer ends the loop: queries are then lost and the table shows it.
+/// Answers each datagram [`DELAY`] after it arrived; a receive error other than a refused or
+/// reset peer ends it (queries are then lost, and counted).
 async fn answer(socket: Arc<tokio::net::UdpSocket>) {
     let mut buf = [0u8; 512];
     loop {
@@ -236,18 +181,12 @@ async fn answer(socket: Arc<tokio::net::UdpSocket>) {
     }
 }
 
-/// One upstream exchange on the I/O runtime: a fresh socket on an ephemeral port, the query
-/// (with the verdict in it) sent to the upstream, its answer awaited (at most
-/// [`LOST_AFTER`]) and checked.
-async fn exchange(
-    upstream: SocketAddr,
-    query: [u8; QUERY],
-    verdict: u64,
-) -> io::Result<[u8; QUERY]> {
+/// One exchange with the upstream `to` on a fresh socket, its answer awaited (at most [`LOST_AFTER`]).
+async fn exchange(to: SocketAddr, query: [u8; QUERY], verdict: u64) -> io::Result<[u8; QUERY]> {
     let mut q = query;
     q[8..16].copy_from_slice(&verdict.to_le_bytes());
     let socket = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-    socket.connect(upstream).await?;
+    socket.connect(to).await?;
     socket.send(&q).await?;
     let mut answer = [0u8; QUERY];
     let n = tokio::time::timeout(LOST_AFTER, socket.recv(&mut answer))
@@ -260,24 +199,22 @@ async fn exchange(
     }
 }
 
-/// What a dataplane's threads share: the ingress socket (replies go out on it too, so they
-/// come from the address the client sent to), the dataplane's I/O runtime by handle (the
-/// [`Dataplane`] owns it, so that no task left on it can keep it alive), and the queries the
-/// dataplane dropped because an exchange or a reply failed (read after the joins).
+/// The policy step's rayon pool.
+type Pool = Arc<rayon::ThreadPool>;
+
+/// What a dataplane's threads share; `io` is a handle ([`Dataplane`] owns the runtime).
 struct Shared {
     mode: Mode,
     socket: UdpSocket,
     upstream: SocketAddr,
-    pool: Arc<rayon::ThreadPool>,
+    pool: Pool,
     io: bridge::rt::IoRuntime,
     stop: AtomicBool,
     failed: AtomicU64,
 }
 
 impl Shared {
-    /// Replies `answer` (if the exchange succeeded) to `client`, or counts the query dropped.
-    /// A blocking `send_to` on a UDP socket: on loopback it hands the datagram to the
-    /// receiver's queue, or drops it, and never waits.
+    /// Replies `answer` to `client`, or counts the query dropped.
     fn reply(&self, answer: io::Result<[u8; QUERY]>, client: SocketAddr) {
         if !answer.is_ok_and(|a| self.socket.send_to(&a, client).is_ok()) {
             self.failed.fetch_add(1, Relaxed);
@@ -285,12 +222,11 @@ impl Shared {
     }
 }
 
-/// An ingress thread: blocking receive until the stop flag is set; returns the queries it
-/// received.
+/// An ingress thread until the stop flag is set; returns the queries it received.
 fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
     let mut buf = [0u8; 512];
     let mut received = 0u64;
-    // ORDERING: only a signal to end the loop; what the thread did is published by its join.
+    // ORDERING: only a signal; the join publishes the rest.
     while !shared.stop.load(Relaxed) {
         let (n, client) = match shared.socket.recv_from(&mut buf) {
             Ok(got) => got,
@@ -327,11 +263,9 @@ struct Dataplane {
     addr: SocketAddr,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<io::Result<u64>>>,
-    /// The owner of the I/O runtime.
     io: bridge::rt::IoRuntime,
 }
 
-/// What a dataplane reports when it stops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct PlaneCounts {
     received: u64,
@@ -339,12 +273,7 @@ struct PlaneCounts {
 }
 
 impl Dataplane {
-    fn start(
-        mode: Mode,
-        io_workers: usize,
-        upstream: SocketAddr,
-        pool: &Arc<rayon::ThreadPool>,
-    ) -> io::Result<Self> {
+    fn start(mode: Mode, io_workers: usize, upstream: SocketAddr, pool: &Pool) -> io::Result<Self> {
         let socket = udp_socket()?;
         socket.set_read_timeout(Some(INGRESS_POLL))?;
         socket.set_write_timeout(Some(Duration::from_secs(1)))?;
@@ -367,13 +296,11 @@ impl Dataplane {
         };
         for k in 0..INGRESS {
             let shared = Arc::clone(&plane.shared);
-            let spawned = thread::Builder::new()
-                .name(format!("ingress-{k}"))
-                .spawn(move || ingress(shared));
+            let named = thread::Builder::new().name(format!("ingress-{k}"));
+            let spawned = named.spawn(move || ingress(shared));
             match spawned {
                 Ok(thread) => plane.threads.push(thread),
                 Err(e) => {
-                    // Joins the threads already started.
                     let _ = plane.stop();
                     return Err(e);
                 }
@@ -382,8 +309,7 @@ impl Dataplane {
         Ok(plane)
     }
 
-    /// Stops the ingress threads (within [`INGRESS_POLL`]), joins them, then drops the I/O
-    /// runtime, which joins its workers (a task still on it is dropped).
+    /// Stops and joins the ingress threads, then drops the I/O runtime.
     fn stop(mut self) -> io::Result<PlaneCounts> {
         self.shared.stop.store(true, Relaxed);
         let mut counts = PlaneCounts::default();
@@ -396,17 +322,13 @@ impl Dataplane {
             }
         }
         drop(self.io);
-        // Every thread that counted is joined: the ingress threads above, the runtime's
-        // workers by the drop.
         counts.failed = self.shared.failed.load(Relaxed);
         first_error.map_or(Ok(counts), Err)
     }
 }
 
-/// What a load run counted: queries sent, answered before [`LOST_AFTER`], not answered
-/// before it (or before the run's end), answers to queries already declared lost, sends
-/// that failed (the query then counts as lost), and the answers of the measured window with
-/// their summed latency in seconds.
+/// What a load run counted; `late` are answers after their query was lost, `in_window` and
+/// `latency_sum` (s) the measured window's answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct LoadOutcome {
     sent: u64,
@@ -420,28 +342,22 @@ struct LoadOutcome {
 }
 
 impl LoadOutcome {
-    /// Answers per second in the measured window.
     fn qps(&self) -> f64 {
         self.in_window as f64 / self.window.as_secs_f64()
     }
 
-    /// The measured window's nanoseconds per answer (the inverse of QPS); infinite if none.
+    /// Nanoseconds per answer in the measured window; infinite if none.
     fn ns_per_query(&self) -> f64 {
-        if self.in_window == 0 {
-            f64::INFINITY
-        } else {
-            self.window.as_nanos() as f64 / self.in_window as f64
-        }
+        self.window.as_nanos() as f64 / self.in_window as f64
     }
 
-    /// The average latency of the answers in the measured window, in seconds; NaN if none.
+    /// The average latency (s) in the measured window; NaN if none.
     fn latency(&self) -> f64 {
         self.latency_sum / self.in_window as f64
     }
 }
 
-/// The generator's state: one slot per outstanding query (its id and when it was sent).
-/// Query ids are `generation * window + slot`, so an answer finds its slot.
+/// The generator: one slot per outstanding query; ids are `generation * window + slot`.
 struct Generator {
     socket: UdpSocket,
     slots: Vec<Option<(u64, Instant)>>,
@@ -466,7 +382,7 @@ impl Generator {
         self.out.sent += 1;
     }
 
-    /// Records an answer received at `now`; returns the slot it freed, if it was pending.
+    /// Records an answer; returns the slot it freed, if pending.
     fn complete(
         &mut self,
         datagram: &[u8],
@@ -489,7 +405,7 @@ impl Generator {
         Some(slot)
     }
 
-    /// Declares lost the queries sent `lost_after` or more before `now`; returns their slots.
+    /// Declares lost the queries older than `lost_after`; returns their slots.
     fn expire(&mut self, now: Instant) -> Vec<usize> {
         let mut freed = Vec::new();
         for (slot, pending) in self.slots.iter_mut().enumerate() {
@@ -504,11 +420,8 @@ impl Generator {
     }
 }
 
-/// The shape of one load run: queries kept outstanding; the time the first `window` of
-/// them go out over, evenly spread (then the answers come back spread as well, instead of in
-/// bursts of a whole window that a measured window would count a whole burst more or less
-/// of); the load before the measured window (the ramp included); that window; and how long
-/// a query may go unanswered before it is lost.
+/// One load run: `window` queries outstanding, first sent spread over `ramp` (so answers
+/// come back spread too), `warm` before the measured window, the loss timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Load {
     window: usize,
@@ -519,8 +432,6 @@ struct Load {
 }
 
 impl Load {
-    /// `window` queries outstanding, ramped up over one upstream [`DELAY`], with the study's
-    /// loss timeout.
     fn new(window: usize, warm: Duration, measure: Duration) -> Self {
         Self {
             window,
@@ -532,10 +443,8 @@ impl Load {
     }
 }
 
-/// Keeps `load.window` queries outstanding against `target` for `warm + measure` (after a
-/// ramp that starts them one by one), then waits for the outstanding ones (each at most
-/// `lost_after`). Bounded in time (`warm + measure + lost_after`, plus one poll) and in
-/// queries ([`MAX_QUERIES`]).
+/// Runs `load` against `target`, then waits for what is outstanding; bounded in time and in
+/// queries.
 fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
     let socket = udp_socket()?;
     socket.connect(target)?;
@@ -556,7 +465,7 @@ fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
     let measured = (start + load.warm, start + load.warm + load.measure);
     let until = measured.1;
     let hard_end = until + load.lost_after + LOAD_POLL;
-    // Slots below `ramped` have been started; slot k starts at `start + ramp * k / window`.
+    // Slot k starts at `start + ramp * k / window`.
     let mut ramped = 0usize;
     let mut buf = [0u8; 512];
     let mut next_scan = start + LOSS_SCAN;
@@ -597,17 +506,15 @@ fn generate(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
     Ok(g.out)
 }
 
-/// [`generate`] on a thread of its own, joined.
 fn run_load(target: SocketAddr, load: Load) -> io::Result<LoadOutcome> {
-    thread::Builder::new()
-        .name("load".to_owned())
-        .spawn(move || generate(target, load))?
+    let load_thread = thread::Builder::new().name("load".to_owned());
+    let handle = load_thread.spawn(move || generate(target, load))?;
+    handle
         .join()
         .map_err(|_| io::Error::other("the load generator panicked"))?
 }
 
-/// One run of one mode at one io_workers value, with the OS threads around it and the CPU
-/// time of the machine and of this process during it.
+/// One run of one mode at one io_workers value.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     mode: Mode,
@@ -620,18 +527,12 @@ struct Cell {
     wall: Duration,
 }
 
-/// Starts an upstream and a dataplane, runs the load against it, stops both.
-fn run_cell(
-    mode: Mode,
-    io_workers: usize,
-    plan: &Plan,
-    pool: &Arc<rayon::ThreadPool>,
-) -> io::Result<Cell> {
+fn run_cell(mode: Mode, io_workers: usize, plan: &Plan, pool: &Pool) -> io::Result<Cell> {
     let threads_before = os_threads();
     let cpu_before = CpuTicks::now();
     let started = Instant::now();
-    let upstream = Upstream::start()?;
-    let plane = Dataplane::start(mode, io_workers, upstream.addr, pool)?;
+    let (to, upstream) = upstream()?;
+    let plane = Dataplane::start(mode, io_workers, to, pool)?;
     let outcome = run_load(plane.addr, Load::new(WINDOW, plan.warm, plan.measure));
     let counts = plane.stop();
     drop(upstream);
@@ -648,9 +549,8 @@ fn run_cell(
     })
 }
 
-/// The rig measured without the dataplane: the upstream's unloaded latency (one query at a
-/// time, in seconds) and what the generator reaches against it directly with the full
-/// window.
+/// The rig without the dataplane: the upstream's unloaded latency (s) and the generator's
+/// full window against it directly.
 #[derive(Debug, Clone, Copy)]
 struct Baseline {
     unloaded: f64,
@@ -659,17 +559,16 @@ struct Baseline {
 
 impl Baseline {
     fn measure(plan: &Plan) -> io::Result<Self> {
-        let upstream = Upstream::start()?;
-        let unloaded = run_load(upstream.addr, Load::new(1, Duration::ZERO, plan.probe))?;
-        let direct = run_load(upstream.addr, Load::new(WINDOW, plan.warm, plan.measure))?;
+        let (to, _upstream) = upstream()?;
+        let unloaded = run_load(to, Load::new(1, Duration::ZERO, plan.probe))?;
+        let direct = run_load(to, Load::new(WINDOW, plan.warm, plan.measure))?;
         Ok(Self {
             unloaded: unloaded.latency(),
             direct,
         })
     }
 
-    /// The mode's bound in queries per second: Little's law for split mode (window /
-    /// latency), ingress threads / latency for sync mode.
+    /// The mode's bound in QPS: window or ingress threads over latency.
     fn bound(&self, mode: Mode) -> f64 {
         let in_flight = match mode {
             Mode::Split => WINDOW,
@@ -679,8 +578,7 @@ impl Baseline {
     }
 }
 
-/// One mode's runs at one io_workers value, summed: QPS of each round in round order, the
-/// load's and the dataplane's counts, and the CPU time of the cells where it could be read.
+/// One mode's runs at one io_workers value, summed, with each round's QPS.
 #[derive(Debug, Clone, PartialEq)]
 struct Tally {
     mode: Mode,
@@ -698,6 +596,7 @@ impl Tally {
             .filter(|c| c.mode == mode && c.io_workers == io_workers)
             .collect();
         let sum = |f: fn(&LoadOutcome) -> u64| mine.iter().map(|c| f(&c.load)).sum::<u64>();
+        let cpu = mine.iter().filter_map(|c| c.cpu);
         Self {
             mode,
             io_workers,
@@ -713,20 +612,15 @@ impl Tally {
                 window: Duration::ZERO,
             },
             failed: mine.iter().map(|c| c.plane.failed).sum(),
-            cpu: mine
-                .iter()
-                .filter_map(|c| c.cpu)
-                .fold(CpuTicks::default(), CpuTicks::add),
+            cpu: cpu.fold(CpuTicks::default(), CpuTicks::add),
         }
     }
 
-    /// The median QPS over rounds (NaN if there were none).
     fn qps(&self) -> f64 {
         Summary::of(&self.qps).map_or(f64::NAN, |s| s.median)
     }
 }
 
-/// `this process / others` as shares of all CPUs over an interval, e.g. `12% / 3%`.
 fn shares(ticks: CpuTicks) -> String {
     match ticks.shares() {
         (this, _) if this.is_nan() => "not read".to_owned(),
@@ -738,7 +632,6 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-/// The table of the study: one line per mode and io_workers value.
 fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
     let rows: Vec<Vec<String>> = tallies
         .iter()
@@ -776,32 +669,30 @@ fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
 fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
     let of = |mode| -> Vec<&Tally> { tallies.iter().filter(|t| t.mode == mode).collect() };
     let (split, sync) = (of(Mode::Split), of(Mode::Sync));
-    let percents = |ts: &[&Tally], bound: f64| {
-        let each = ts
-            .iter()
-            .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers));
-        each.collect::<Vec<_>>().join(", ")
-    };
-    // The achieved / bound furthest from 1 among `ts`, as the figure of a goal.
-    let furthest = |ts: &[&Tally], bound: f64| {
+    // A mode's bound, its achieved / bound furthest from 1, and the numbers in words.
+    let against = |ts: &[&Tally], mode| {
+        let bound = base.bound(mode);
+        let lost: u64 = ts.iter().map(|t| t.load.lost).sum();
         let ratios = ts.iter().map(|t| t.qps() / bound);
         let worst = ratios.max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
-        worst.map_or("-".to_owned(), pct)
+        let each: Vec<String> = (ts.iter())
+            .map(|t| format!("{} at io_workers={}", pct(t.qps() / bound), t.io_workers))
+            .collect();
+        let (width, ms) = ([WINDOW, INGRESS][mode as usize], base.unloaded * 1e3);
+        let detail = format!(
+            "achieved / bound {}, bound {width} / {ms:.2} ms = {bound:.0} QPS; lost {lost}",
+            each.join(", "),
+        );
+        (bound, lost, worst.map_or("-".to_owned(), pct), detail)
     };
-    let latency_ms = base.unloaded * 1e3;
 
-    let bound = base.bound(Mode::Split);
-    let lost: u64 = split.iter().map(|t| t.load.lost).sum();
+    let (bound, lost, furthest, detail) = against(&split, Mode::Split);
     let near = split.iter().all(|t| t.qps() >= (1.0 - SLACK) * bound);
     let within = (!split.is_empty()).then(|| Check {
         met: near && lost == 0,
-        value: format!("{} of the bound, {lost} lost", furthest(&split, bound)),
+        value: format!("{furthest} of the bound, {lost} lost"),
         bound: format!(">= {}, 0 lost", pct(1.0 - SLACK)),
-        detail: format!(
-            "achieved / bound {}, bound {WINDOW} / {latency_ms:.2} ms = {bound:.0} QPS; lost \
-             {lost}",
-            percents(&split, bound),
-        ),
+        detail,
     });
 
     let qps: Vec<f64> = split.iter().map(|t| t.qps()).collect();
@@ -820,39 +711,27 @@ fn goals(tallies: &[Tally], base: &Baseline) -> Vec<Judged> {
         ),
     });
 
-    let bound = base.bound(Mode::Sync);
-    let lost: u64 = sync.iter().map(|t| t.load.lost).sum();
+    let (bound, _, furthest, detail) = against(&sync, Mode::Sync);
     let bounded = (!sync.is_empty()).then(|| Check {
         met: sync.iter().all(|t| (t.qps() / bound - 1.0).abs() <= SLACK),
-        value: format!("{} of the bound", furthest(&sync, bound)),
+        value: format!("{furthest} of the bound"),
         bound: format!("{}-{}", pct(1.0 - SLACK), pct(1.0 + SLACK)),
-        detail: format!(
-            "achieved / bound {}, bound {INGRESS} / {latency_ms:.2} ms = {bound:.0} QPS; lost \
-             {lost}",
-            percents(&sync, bound),
-        ),
+        detail,
     });
+    let split_goal =
+        "split mode within 5% of the Little's-law bound (window / latency) with 0 lost";
+    let sync_goal = "sync mode bounded by ingress threads / latency (at it, within 5%)";
     vec![
-        Judged::once(
-            "split mode within 5% of the Little's-law bound (window / latency) with 0 lost",
-            within,
-        ),
+        Judged::once(split_goal, within),
         Judged::once("split mode flat across io_workers (within 5%)", flat),
-        Judged::once(
-            "sync mode bounded by ingress threads / latency (at it, within 5%)",
-            bounded,
-        ),
+        Judged::once(sync_goal, bounded),
     ]
 }
 
-/// What the counts show beyond the goals, from the numbers.
 fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
     let sum = |f: fn(&Tally) -> u64| tallies.iter().map(f).sum::<u64>();
-    let (failed, late, send_errors) = (
-        sum(|t| t.failed),
-        sum(|t| t.load.late),
-        sum(|t| t.load.send_errors),
-    );
+    let (failed, late) = (sum(|t| t.failed), sum(|t| t.load.late));
+    let send_errors = sum(|t| t.load.send_errors);
     format!(
         "Reading the numbers: without the dataplane (the generator straight to the upstream, \
          same window) the rig reaches {:.0} QPS, {} of the bound, at {:.2} ms: the ceiling of \
@@ -870,7 +749,6 @@ fn diagnosis(tallies: &[Tally], base: &Baseline) -> String {
     )
 }
 
-/// The OS thread counts around the cells and the machine's load, as one paragraph.
 fn threads_note(cells: &[Cell], first: Option<u32>, load: [Option<String>; 2]) -> String {
     let grew =
         |c: &&Cell| matches!((c.threads_before, c.threads_after), (Some(b), Some(a)) if a > b);
@@ -929,22 +807,13 @@ fn fixed(plan: &Plan, base: &Baseline, rcvbuf: usize) -> String {
 /// Runs every io_workers value of the plan, both modes per round.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let plan = Plan::of(settings);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(POLICY)
-        .thread_name(|k| format!("policy-{k}"))
-        .build()
-        .map_err(io::Error::other)?;
-    let pool = Arc::new(pool);
-    // Every policy thread runs a job before anything is measured.
+    let pool = Arc::new(pool(POLICY, "policy", || ())?);
     for _ in 0..100 {
         pool.broadcast(|_| black_box(()));
     }
-    // The kernel's grant of the receive buffer asked for.
     let rcvbuf = Socket::from(udp_socket()?).recv_buffer_size()?;
     const MODES: [Mode; 2] = [Mode::Split, Mode::Sync];
     let variants = MODES.map(Mode::variant);
-    // The progress bar: the baseline counts as the first scenario's calibration step, then
-    // one step per round.
     progress::measurement_started(plan.rounds, variants.into_iter());
     let base = Baseline::measure(&plan)?;
     progress::step_done(true);
@@ -959,12 +828,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         }
         let mut mine = Vec::new();
         for round in 0..plan.rounds {
-            let order = if round % 2 == 0 {
-                MODES
-            } else {
-                [Mode::Sync, Mode::Split]
-            };
-            for mode in order {
+            for mode in [MODES[round % 2], MODES[1 - round % 2]] {
                 mine.push(run_cell(mode, io_workers, &plan, &pool)?);
             }
             progress::step_done(false);
@@ -975,10 +839,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 .map(|c| c.load.ns_per_query())
                 .collect()
         };
-        let m = Measurement::of(
-            plan.rounds,
-            MODES.map(|mode| (mode.variant(), samples(mode))),
-        );
+        let per_mode = MODES.map(|mode| (mode.variant(), samples(mode)));
+        let m = Measurement::of(plan.rounds, per_mode);
         let wall: f64 = mine.iter().map(|c| c.wall.as_secs_f64()).sum();
         reports.push(ScenarioReport {
             name,
@@ -1028,17 +890,6 @@ mod tests {
     }
 
     #[test]
-    fn generator_keeps_its_window_against_the_upstream() {
-        let upstream = Upstream::start().unwrap();
-        let load = Load::new(8, Duration::from_millis(30), Duration::from_millis(100));
-        let out = run_load(upstream.addr, load).unwrap();
-        assert_eq!((out.lost, out.sent), (0, out.completed));
-        assert!(out.in_window > 0);
-        // Every answer takes the upstream's delay.
-        assert!(out.latency() >= DELAY.as_secs_f64());
-    }
-
-    #[test]
     fn both_modes_answer_every_query() {
         let plan = Plan {
             rounds: 1,
@@ -1047,21 +898,20 @@ mod tests {
             measure: Duration::from_millis(100),
             probe: Duration::ZERO,
         };
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(POLICY).build();
-        let pool = Arc::new(pool.unwrap());
+        let pool = Arc::new(pool(POLICY, "test", || ()).unwrap());
         for mode in [Mode::Split, Mode::Sync] {
             let cell = run_cell(mode, 1, &plan, &pool).unwrap();
             assert_eq!(cell.load.lost, 0, "{mode:?}");
             assert_eq!(cell.load.sent, cell.load.completed, "{mode:?}");
             assert_eq!(cell.plane.failed, 0, "{mode:?}");
             assert!(cell.plane.received >= cell.load.completed, "{mode:?}");
+            // Every answer takes the upstream's delay.
+            assert!(cell.load.latency() >= DELAY.as_secs_f64(), "{mode:?}");
         }
     }
 
     #[test]
     fn lost_queries_are_counted_resent_and_the_run_ends() {
-        // Nobody answers at this address: every query is lost after `lost_after`, its slot
-        // gets a new query until the measured window ends, and the run ends within its bound.
         let silent = udp_socket().unwrap();
         let load = Load {
             window: 2,

@@ -6,7 +6,7 @@
 //! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
-use super::echo::{EchoServer, MESSAGE};
+use super::echo::{MESSAGE, connect, echo_server, io_workers, pool, round_trip};
 use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
 use crate::harness::{self, Batch, MISSING, Settings, Variant, timed};
 use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find};
@@ -21,21 +21,15 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
-/// `yield_now` calls per call in the yielding workload.
 const YIELDS: u32 = 4;
-
-/// Threads of the rayon pool whose workers are the callers in the `rayon-*` scenarios.
+/// The caller pool's threads in the `rayon-*` scenarios.
 const RAYON_THREADS: usize = 2;
-
-/// Calls per caller thread and strategy in the untimed warm-up pass before each scenario,
-/// which also counts the polls of the call's future.
+/// Untimed calls per caller thread and strategy before each scenario, counting polls.
 const WARM_CALLS: u64 = 200;
 
-// Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
 const PER_CALL: &str = "rt per call";
 const PER_THREAD: &str = "rt per thread";
 const SHARED: &str = "shared1 handle.block_on";
@@ -44,16 +38,15 @@ const SHARED_SPAWN: &str = "shared1 spawn+wait";
 /// A way for a caller with no runtime to drive a future to completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
-    /// `bridge::run_blocking` with its defaults.
+    /// `bridge::run_blocking`.
     Bridge,
-    /// A current-thread runtime built for the call and dropped at its end.
+    /// A current-thread runtime per call.
     PerCall,
-    /// A current-thread runtime kept by the calling thread in a `thread_local!`.
+    /// A current-thread runtime kept in a `thread_local!`.
     PerThread,
-    /// `Handle::block_on` of the shared multi-thread runtime with one worker.
+    /// `Handle::block_on` of the shared runtime.
     Shared,
-    /// `Handle::spawn` on the shared one-worker runtime, then `recv_blocking` on a bridge
-    /// oneshot that the task sends the output on.
+    /// `Handle::spawn` on the shared runtime, then `recv_blocking` on a bridge oneshot.
     SharedSpawn,
 }
 
@@ -67,17 +60,10 @@ impl Strategy {
     ];
 
     fn name(self) -> &'static str {
-        match self {
-            Self::Bridge => BASELINE,
-            Self::PerCall => PER_CALL,
-            Self::PerThread => PER_THREAD,
-            Self::Shared => SHARED,
-            Self::SharedSpawn => SHARED_SPAWN,
-        }
+        [BASELINE, PER_CALL, PER_THREAD, SHARED, SHARED_SPAWN][self as usize]
     }
 
-    /// Runs `future` to completion on this thread's behalf; `None` if a runtime could not be
-    /// built or the spawned task never sent its output.
+    /// Runs `future` to completion; `None` if a runtime or the spawned task failed.
     pub fn drive<F>(self, shared: &Handle, future: F) -> Option<F::Output>
     where
         F: Future + Send + 'static,
@@ -100,44 +86,32 @@ impl Strategy {
 }
 
 thread_local! {
-    /// This thread's open connections to the echo server, per strategy: each is registered
-    /// with the runtime that strategy drives it with, so it can only be reused by it.
+    /// This thread's kept connections per strategy (each registered with its runtime).
     static CONNS: RefCell<[Vec<TcpStream>; Strategy::ALL.len()]> = RefCell::new(Default::default());
-
-    /// The connections of `rt per call`, kept as std sockets between calls: every call
-    /// registers them with its new runtime and deregisters them before that runtime drops.
+    /// `rt per call`'s connections, kept as std sockets between calls.
     static STD_CONNS: RefCell<Vec<std::net::TcpStream>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Closes this thread's connections to the echo server.
 fn close_conns() {
     CONNS.with_borrow_mut(|all| all.iter_mut().for_each(Vec::clear));
     STD_CONNS.with_borrow_mut(Vec::clear);
 }
 
-/// What one call does.
+/// What one call does (see [`workload_text`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Workload {
-    /// A future that is ready at its first poll.
     Ready,
-    /// A future that calls `tokio::task::yield_now` [`YIELDS`] times.
     Yield,
-    /// `fan_out` concurrent request/response round trips to the echo server, one per
-    /// connection; with `connect` every call opens its connections and closes them at its
-    /// end, else the caller keeps them open from call to call.
     Tcp { fan_out: usize, connect: bool },
 }
 
-/// Who calls.
+/// Who calls (see [`caller_text`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CallerKind {
-    /// The main thread.
     Thread,
-    /// Every worker of a rayon pool with [`RAYON_THREADS`] threads, at the same time.
     Rayon,
 }
 
-/// One scenario of the study.
 #[derive(Debug, Clone, Copy)]
 struct Spec {
     name: &'static str,
@@ -157,7 +131,6 @@ const fn tcp(fan_out: usize, connect: bool) -> Workload {
     Workload::Tcp { fan_out, connect }
 }
 
-/// Every scenario, in the order they run (`--quick` runs them all too, with short batches).
 const SPECS: &[Spec] = &[
     spec("thread-ready", CallerKind::Thread, Workload::Ready),
     spec("thread-yield", CallerKind::Thread, Workload::Yield),
@@ -173,7 +146,6 @@ const SPECS: &[Spec] = &[
     spec("rayon-connect-4", CallerKind::Rayon, tcp(4, true)),
 ];
 
-/// What every call needs: the shared one-worker runtime and the echo server's address.
 struct Env {
     shared: Runtime,
     addr: SocketAddr,
@@ -183,17 +155,10 @@ struct Env {
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let shared = harness::runtime(1, "shared1")?;
     harness::warm_up_tokio(bridge::rt::IoRuntime::global().handle());
-    let server = EchoServer::start()?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(RAYON_THREADS)
-        .thread_name(|k| format!("caller-{k}"))
-        .build()
-        .map_err(io::Error::other)?;
+    let (addr, server) = echo_server()?;
+    let pool = pool(RAYON_THREADS, "caller", || ())?;
     pool.broadcast(|_| black_box(()));
-    let env = Env {
-        shared,
-        addr: server.addr,
-    };
+    let env = Env { shared, addr };
     let done: Vec<Done> = SPECS
         .iter()
         .map(|spec| {
@@ -209,16 +174,15 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(last) = reports.last_mut() {
         last.notes.extend(summary);
     }
-    // Connections first, while the runtimes they are registered with still run.
+    // Connections first, while their runtimes still run.
     close_conns();
     pool.broadcast(|_| close_conns());
     drop(pool);
     drop(env);
-    drop(server.runtime);
+    drop(server);
     Ok(reports)
 }
 
-/// The calling side of a batch.
 #[derive(Debug, Clone, Copy)]
 enum Caller<'a> {
     Thread,
@@ -226,9 +190,7 @@ enum Caller<'a> {
 }
 
 impl Caller<'_> {
-    /// Runs calls `0..n`: all on this thread, or split over the pool's workers, which call
-    /// at the same time. On the pool the batch's time is the workers' times summed, so that
-    /// time over `n` is the time one call takes as its caller sees it.
+    /// Runs calls `0..n` here, or split over the pool's workers at once (their times summed).
     fn batch(self, n: u64, op: impl Fn(u64) -> u64 + Sync) -> Batch {
         match self {
             Self::Thread => timed(n, op),
@@ -236,7 +198,6 @@ impl Caller<'_> {
                 let start_line = Barrier::new(pool.current_num_threads());
                 let parts = pool.broadcast(|ctx| {
                     let (first, step) = (ctx.index() as u64, ctx.num_threads() as u64);
-                    // Every worker starts calling at once, so their calls overlap.
                     start_line.wait();
                     let start = Instant::now();
                     let mut checksum = 0u64;
@@ -254,8 +215,7 @@ impl Caller<'_> {
     }
 }
 
-/// One call: `strategy` runs the workload's future for value `i`; returns `i`, or
-/// [`MISSING`] if anything failed.
+/// One call of `workload` for `i` by `strategy`: `i`, or [`MISSING`] on failure.
 fn call(strategy: Strategy, env: &Env, workload: Workload, i: u64) -> u64 {
     let shared = env.shared.handle();
     match workload {
@@ -295,8 +255,7 @@ fn tcp_call(
         return strategy.drive(shared, counted(call, polls));
     }
     if strategy == Strategy::PerCall {
-        // A runtime that lives for one call cannot keep a registered socket: the sockets
-        // are registered with it at the start of the call and deregistered at its end.
+        // Registered with the call's runtime at its start, deregistered at its end.
         let kept = STD_CONNS.take();
         let call = async move {
             let conns = kept.into_iter().map(TcpStream::from_std).collect();
@@ -311,7 +270,7 @@ fn tcp_call(
         STD_CONNS.set(conns);
         return Some(value);
     }
-    let slot = Strategy::ALL.iter().position(|&s| s == strategy)?;
+    let slot = strategy as usize;
     let kept = CONNS.with_borrow_mut(|all| std::mem::take(&mut all[slot]));
     let call = requests(addr, kept, fan_out, i);
     let (value, conns) = strategy.drive(shared, counted(call, polls))?;
@@ -319,9 +278,8 @@ fn tcp_call(
     Some(value)
 }
 
-/// Opens connections until there are `fan_out`, then sends one request on each of the first
-/// `fan_out`, all at once, and waits for every echo. Returns `i` and the connections, or
-/// [`MISSING`] and none (so the next call opens new ones) on any error or wrong echo.
+/// One round trip on each of `fan_out` connections at once (opened as needed); `i` and the
+/// connections, or [`MISSING`] and none on any error.
 async fn requests(
     addr: SocketAddr,
     mut conns: Vec<TcpStream>,
@@ -329,21 +287,13 @@ async fn requests(
     i: u64,
 ) -> (u64, Vec<TcpStream>) {
     while conns.len() < fan_out {
-        match TcpStream::connect(addr).await.and_then(|s| {
-            s.set_nodelay(true)?;
-            Ok(s)
-        }) {
+        match connect(addr).await {
             Ok(s) => conns.push(s),
             Err(e) => return failed(i, &e),
         }
     }
-    let echoes = join_all(
-        conns[..fan_out]
-            .iter_mut()
-            .zip(0u64..)
-            .map(|(s, k)| request(s, i, k)),
-    )
-    .await;
+    let trips = conns[..fan_out].iter_mut().zip(0u64..);
+    let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
     for echo in echoes {
         match echo {
             Ok(true) => {}
@@ -357,18 +307,6 @@ async fn requests(
 fn failed<T>(i: u64, e: &io::Error) -> (u64, Vec<T>) {
     eprintln!("no-runtime: call {i} failed: {e}");
     (MISSING, Vec::new())
-}
-
-/// One round trip of [`MESSAGE`] bytes that carry `i` and the request's number `k`; whether
-/// the echo matches.
-async fn request(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
-    let mut sent = [0u8; MESSAGE];
-    let mut back = [0u8; MESSAGE];
-    sent[..8].copy_from_slice(&i.to_le_bytes());
-    sent[8..16].copy_from_slice(&k.to_le_bytes());
-    stream.write_all(&sent).await?;
-    stream.read_exact(&mut back).await?;
-    Ok(back == sent)
 }
 
 /// `inner`, counting its polls in `polls` when given a counter (in the untimed pass).
@@ -428,7 +366,6 @@ const VARIED: &str = "how the caller, with no runtime entered, drives the call's
      Handle::spawn while the caller blocks on a bridge oneshot with recv_blocking (shared1 \
      spawn+wait).";
 
-/// A scenario's report and, on TCP, the polls per call of each strategy.
 struct Done {
     spec: &'static Spec,
     report: ScenarioReport,
@@ -445,8 +382,6 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
             })
         })
         .collect();
-    // Before measuring: every caller thread opens its connections and builds its runtimes
-    // for every strategy, so that no measured call pays for them.
     let polls = warm_up(caller, env, workload);
     let route = match caller {
         Caller::Thread => route_note(),
@@ -467,10 +402,7 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
              ran on their workers); every current-thread runtime has enable_all. {} CPUs.",
             caller_text(spec.caller),
             workload_text(workload),
-            bridge::rt::IoRuntime::global()
-                .handle()
-                .metrics()
-                .num_workers(),
+            io_workers(),
             super::cpus(),
         ),
         goals: vec![goal(workload)],
@@ -487,10 +419,8 @@ fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Setti
     }
 }
 
-/// The scenario's goal against `rt per thread`. A future that wakes itself is polled again at
-/// once (the I/O runtime's workers turn its I/O meanwhile), where a runtime per thread turns
-/// its driver between polls: the bound for such futures is 2x tokio's own `block_on`. Every
-/// other call is held to the published penalty.
+/// The goal against `rt per thread`: 2x for a future that wakes itself, else the published
+/// penalty.
 fn goal(workload: Workload) -> Goal {
     match workload {
         Workload::Yield => Goal::new(
@@ -507,7 +437,6 @@ fn goal(workload: Workload) -> Goal {
     }
 }
 
-/// Every variant against `shared1 handle.block_on`.
 fn against_shared(rows: &[Row]) -> String {
     let mut out =
         format!("Against {SHARED} (ratio of medians; median of the per-round ratios in brackets):");
@@ -515,26 +444,16 @@ fn against_shared(rows: &[Row]) -> String {
         out.push_str(" not measured.");
         return out;
     };
-    let mut first = true;
-    for row in rows.iter().filter(|r| r.variant != SHARED) {
+    let each = rows.iter().filter(|r| r.variant != SHARED).map(|row| {
         let (r, paired, ..) = paired(row, shared);
-        let _ = write!(
-            out,
-            "{} {} {r:.2}x ({paired:.2}x)",
-            if first { "" } else { ";" },
-            row.variant
-        );
-        first = false;
-    }
-    out.push('.');
-    out
+        format!(" {} {r:.2}x ({paired:.2}x)", row.variant)
+    });
+    out + &each.collect::<Vec<_>>().join(";") + "."
 }
 
-/// Polls of the call's future per call, one per strategy in the order of [`Strategy::ALL`].
 type Polls = [f64; Strategy::ALL.len()];
 
-/// Runs [`WARM_CALLS`] calls per caller thread with every strategy, untimed. On TCP the pass
-/// counts the polls of the call's future (NaN for a strategy whose calls failed).
+/// The untimed warm-up of every strategy; on TCP, the polls per call (NaN if calls failed).
 fn warm_up(caller: Caller<'_>, env: &Env, workload: Workload) -> Option<Polls> {
     let calls = match caller {
         Caller::Thread => WARM_CALLS,
@@ -560,11 +479,8 @@ fn warm_up(caller: Caller<'_>, env: &Env, workload: Workload) -> Option<Polls> {
 }
 
 fn polls_note(polls: &Polls) -> String {
-    let each: Vec<String> = Strategy::ALL
-        .iter()
-        .zip(polls)
-        .map(|(s, p)| format!("{} {p:.2}", s.name()))
-        .collect();
+    let each = Strategy::ALL.iter().zip(polls);
+    let each: Vec<String> = each.map(|(s, p)| format!("{} {p:.2}", s.name())).collect();
     format!(
         "Polls of the call's future per call, from an untimed warm-up pass of {WARM_CALLS} calls \
          per caller thread (every poll after the first follows a wake-up: of the caller, except \
@@ -573,18 +489,14 @@ fn polls_note(polls: &Polls) -> String {
     )
 }
 
-/// The shared one-worker runtime's penalty against a current-thread runtime, per scenario.
+/// The shared runtime's penalty per scenario, in percent: over `rt per thread` (medians and
+/// paired), over `rt per call`; bridge's over `rt per thread`; the extra µs per call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Penalty {
-    /// `shared1 handle.block_on` over `rt per thread`, in percent, from the medians.
     per_thread: f64,
-    /// The same from the median of the per-round ratios.
     paired: f64,
-    /// `shared1 handle.block_on` over `rt per call`, in percent.
     per_call: f64,
-    /// `bridge` over `rt per thread`, in percent.
     bridge: f64,
-    /// `shared1 handle.block_on`'s median minus `rt per thread`'s, in microseconds per call.
     extra_us: f64,
 }
 
@@ -603,32 +515,27 @@ fn penalty(rows: &[Row]) -> Option<Penalty> {
     })
 }
 
-/// The polls per call of `strategy` in a scenario, if counted.
 fn polls_of(done: &Done, strategy: Strategy) -> f64 {
-    let k = Strategy::ALL.iter().position(|&s| s == strategy);
-    done.polls.zip(k).map_or(f64::NAN, |(p, k)| p[k])
+    done.polls.map_or(f64::NAN, |p| p[strategy as usize])
 }
 
-/// The summary table of the penalty by caller, workload and fan-out, the verdict and why.
 fn summary(all: &[Done]) -> Vec<String> {
     let (low, high) = PUBLISHED_PENALTY;
     let rows: Vec<Vec<String>> = all
         .iter()
         .filter_map(|done| {
             let p = penalty(&done.report.rows)?;
-            let polls = (
-                polls_of(done, Strategy::Shared),
-                polls_of(done, Strategy::PerThread),
-            );
+            let shared = polls_of(done, Strategy::Shared);
+            let local = polls_of(done, Strategy::PerThread);
             Some(vec![
                 done.spec.name.to_owned(),
                 format!("{:+.1}%", p.per_thread),
                 format!("{:+.1}%", p.paired),
                 format!("{:+.2}", p.extra_us),
-                if polls.0.is_nan() || polls.1.is_nan() {
+                if shared.is_nan() || local.is_nan() {
                     "-".to_owned()
                 } else {
-                    format!("{:.1} / {:.1}", polls.0, polls.1)
+                    format!("{shared:.1} / {local:.1}")
                 },
                 format!("{:+.1}%", p.per_call),
                 format!("{:+.1}%", p.bridge),
@@ -657,8 +564,7 @@ fn summary(all: &[Done]) -> Vec<String> {
     vec![table, verdict(all), WHY.to_owned()]
 }
 
-/// Whether the published penalty reproduces on the TCP fan-out with kept connections, from
-/// the paired ratios.
+/// Whether the published penalty reproduces on the kept-connection TCP scenarios.
 fn verdict(all: &[Done]) -> String {
     let mut out = String::from("Verdict:");
     for (caller, who) in [
@@ -698,8 +604,6 @@ fn verdict(all: &[Done]) -> String {
     out
 }
 
-/// Why a shared runtime costs more than a current-thread runtime on the calling thread, and
-/// where it does not.
 const WHY: &str = "Why: Handle::block_on of a multi-thread runtime polls the future on the \
      caller, but the I/O driver belongs to the runtime's worker: an echo wakes the worker, \
      which wakes the caller, two thread wake-ups per wake of the call where a current-thread \
@@ -717,22 +621,13 @@ mod tests {
 
     #[test]
     fn every_strategy_runs_every_workload() {
-        let server = EchoServer::start().unwrap();
+        let (addr, _server) = echo_server().unwrap();
         let shared = harness::runtime(1, "shared1").unwrap();
-        let env = Env {
-            shared,
-            addr: server.addr,
-        };
-        let workloads = [
-            Workload::Ready,
-            Workload::Yield,
-            tcp(1, false),
-            tcp(3, false),
-            tcp(2, true),
-        ];
+        let env = Env { shared, addr };
+        use Workload::{Ready, Yield};
+        let workloads = [Ready, Yield, tcp(1, false), tcp(3, false), tcp(2, true)];
         for s in Strategy::ALL {
             for w in workloads {
-                // Twice, so kept connections are reused.
                 for i in [5, 6] {
                     assert_eq!(call(s, &env, w, i), i, "{} on {w:?}", s.name());
                 }
@@ -743,10 +638,7 @@ mod tests {
 
     #[test]
     fn rayon_batches_sum_every_call_once() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = pool(2, "test", || ()).unwrap();
         for n in [0, 1, 7, 100] {
             let batch = Caller::Rayon(&pool).batch(n, |i| i);
             assert_eq!(batch.checksum, (0..n).sum::<u64>(), "n = {n}");
@@ -755,8 +647,6 @@ mod tests {
 
     #[test]
     fn penalty_placement_and_verdict() {
-        assert_eq!(placement(3.0), "below the published range");
-        assert_eq!(placement(17.0), "within the published range");
         let done_with = |spec: &'static Spec, shared: f64| Done {
             spec,
             report: ScenarioReport::of(

@@ -6,6 +6,7 @@ use super::measured;
 use crate::busy::{Load, under_load};
 use crate::harness::{MISSING, Settings, Variant, timed, timed_on, warm_up_rayon};
 use crate::report::{Goal, ScenarioReport};
+use futures::channel::oneshot as futures_oneshot;
 use std::hint::black_box;
 use std::io;
 use tokio::runtime::{Builder, Runtime};
@@ -106,10 +107,11 @@ fn same_thread(settings: &Settings) -> ScenarioReport {
     let mut variants = [
         local!("bridge", bridge::oneshot::channel, rx => rx.try_recv().ok()),
         local!("tokio", tokio::sync::oneshot::channel, rx => rx.try_recv().ok()),
-        local!("futures", futures::channel::oneshot::channel, rx => rx.try_recv().ok().flatten()),
+        local!("futures", futures_oneshot::channel, rx => rx.try_recv().ok().flatten()),
         local!("oneshot", oneshot::channel, rx => rx.try_recv().ok()),
         local!("crossbeam", || crossbeam_channel::bounded(1), rx => rx.try_recv().ok()),
     ];
+    let goal = Goal::new("oneshot", 1.0, "bridge no slower than the oneshot crate");
     let report = ScenarioReport {
         name: "same-thread",
         varied: "the channel implementation (bridge, tokio, futures, the oneshot crate 0.2, \
@@ -118,11 +120,7 @@ fn same_thread(settings: &Settings) -> ScenarioReport {
         fixed: "one thread; per operation: create a channel of u64, send, take the value with \
                 try_recv, drop both halves; inputs and results pass through black_box."
             .to_owned(),
-        goals: vec![Goal::new(
-            "oneshot",
-            1.0,
-            "bridge no slower than the oneshot crate",
-        )],
+        goals: vec![goal],
         ..Default::default()
     };
     measured(report, &mut variants, 1, settings, None)
@@ -137,7 +135,7 @@ fn await_current_thread(settings: &Settings, rt: &Runtime) -> ScenarioReport {
     let mut variants = [
         hop!(rt, on_task, "bridge", bridge::oneshot::channel),
         hop!(rt, on_task, "tokio", tokio::sync::oneshot::channel),
-        hop!(rt, on_task, "futures", futures::channel::oneshot::channel),
+        hop!(rt, on_task, "futures", futures_oneshot::channel),
         hop!(rt, on_task, "oneshot", oneshot::channel),
     ];
     let report = ScenarioReport {
@@ -156,12 +154,7 @@ fn rayon_to_async(settings: &Settings, rt: &Runtime, load: Option<&Load>) -> Sce
     let mut variants = [
         hop!(rt, rayon::spawn, "bridge", bridge::oneshot::channel),
         hop!(rt, rayon::spawn, "tokio", tokio::sync::oneshot::channel),
-        hop!(
-            rt,
-            rayon::spawn,
-            "futures",
-            futures::channel::oneshot::channel
-        ),
+        hop!(rt, rayon::spawn, "futures", futures_oneshot::channel),
         hop!(rt, rayon::spawn, "oneshot", oneshot::channel),
     ];
     let report = ScenarioReport {
@@ -186,7 +179,7 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
     let mut variants = [
         hop!("bridge", bridge::oneshot::channel, rx => rx.recv_blocking()),
         hop!("tokio", tokio::sync::oneshot::channel, rx => rx.blocking_recv()),
-        hop!("futures", futures::channel::oneshot::channel, rx => futures::executor::block_on(rx)),
+        hop!("futures", futures_oneshot::channel, rx => futures::executor::block_on(rx)),
         hop!("oneshot", oneshot::channel, rx => rx.recv()),
         hop!("crossbeam", || crossbeam_channel::bounded(1), rx => rx.recv()),
         hop!("std-mpsc", std::sync::mpsc::channel, rx => rx.recv()),
@@ -195,13 +188,8 @@ fn rayon_to_blocking(settings: &Settings, load: Option<&Load>) -> ScenarioReport
     let floor = "bridge no slower than a bare park/unpark hop (this machine's wake-up floor, \
                  measured in the same run; it replaces \"5x faster than tokio's \
                  blocking_recv\", whose ratio is the machine's wake-up cost)";
-    let goals = [
-        (
-            "crossbeam",
-            "bridge at least as fast as crossbeam bounded(1)",
-        ),
-        (FLOOR, floor),
-    ];
+    let crossbeam = "bridge at least as fast as crossbeam bounded(1)";
+    let goals = [("crossbeam", crossbeam), (FLOOR, floor)];
     let report = ScenarioReport {
         name: "rayon-to-blocking",
         varied: "the channel and its blocking receive: bridge recv_blocking, tokio \

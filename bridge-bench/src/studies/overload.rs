@@ -1,25 +1,14 @@
-//! The overload study: an async service offered more CPU work than the machine can do.
+//! The overload study: an async service offered 0.5x to 2x the CPU work the machine can do.
 //!
-//! A tokio runtime with [`WORKERS`] workers serves requests that each carry a [`BODY`]-byte
-//! body, run one CPU step over it (a hash, calibrated to about [`STEP_TARGET`]) and then make
-//! one loopback read that a backend answers [`DELAY`] later. Capacity is the CPU threads that
-//! can run steps at once (the fewest of the CPUs, rayon's threads and the runtime's workers)
-//! over the step's time. Requests arrive at 0.5x to 2x that capacity, open loop: a generator
-//! thread spawns each request as its own task when it is due, and every latency counts from
-//! the scheduled arrival, so a generator that fell behind cannot hide queueing (coordinated
-//! omission). I/O-only probes (the read alone) arrive at [`PROBE_RATE`] per second beside
-//! them: their latency shows whether the runtime's workers stay responsive.
-//!
-//! What we vary is where the CPU step runs: inline on the tokio worker, `spawn_blocking`,
-//! `bridge::spawn` without a bound, and through a `bridge::cpu::Limit` that waits for room
-//! (`limit.spawn(f).await`) or sheds (`try_spawn`, answering "busy" when full). Every cell's
-//! process builds rayon's global pool as the guide advises for a service: a start handler
-//! lowers each pool thread to nice [`POOL_NICE`], so a tokio worker that wakes gets a CPU
-//! first; one contrast variant keeps the pool at nice 0.
-//!
-//! Each (variant, load) cell runs in a fresh copy of this binary ([`in_child`]), so that its
-//! peak memory (`VmHWM`) is its own and nothing of one cell is left for the next.
+//! A tokio runtime with [`WORKERS`] workers serves requests that each hash a [`BODY`]-byte
+//! body (one CPU step of about [`STEP_TARGET`]), then make one loopback read answered
+//! [`DELAY`] later. Arrivals are open loop and latency counts from the scheduled arrival;
+//! I/O-only probes at [`PROBE_RATE`]/s show whether the workers stay responsive. Peers: the
+//! step inline, in `spawn_blocking`, `bridge::spawn` (pool at nice [`POOL_NICE`], and at nice
+//! 0 as the contrast), and a `bridge::cpu::Limit` that waits or sheds. Each (variant, load)
+//! cell runs in a fresh process ([`in_child`]), so its peak RSS is its own.
 
+use super::echo::connect;
 use crate::busy::kernel;
 use crate::harness::{self, Measurement, Settings, warm_up_rayon};
 use crate::harness::{child_reply, child_spec, in_child};
@@ -38,41 +27,30 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The study's name, on the command line and for its child processes.
 const STUDY: &str = "overload";
-/// Workers of the service's tokio runtime.
 const WORKERS: usize = 2;
-/// The backend's answer time: it replies this long after it received a request.
+/// The backend's answer time; the CPU time of one step on an idle thread.
 const DELAY: Duration = Duration::from_millis(2);
-/// The CPU time one step is calibrated to on an idle thread.
 const STEP_TARGET: Duration = Duration::from_millis(1);
-/// Bytes of a request's body: written when the request arrives, hashed by its CPU step and
-/// freed after it, so every request waiting for its step holds one.
+/// Bytes of a request's body, held until its step ends.
 const BODY: usize = 8 * 1024;
-/// I/O-only probe requests per second, whatever the load.
 const PROBE_RATE: f64 = 200.0;
-/// The nice value of rayon's pool threads in every cell but the contrast variant's.
+/// The pool threads' nice value in every cell but the contrast variant's.
 const POOL_NICE: u8 = 10;
-/// The bound of the limited variants per rayon thread: `Limit::new(4 x threads)`.
+/// The bounded variants' `Limit::new(4 x rayon threads)`.
 const BOUND_PER_THREAD: usize = 4;
-/// How long after the arrival window the requests in flight may finish before the latencies
-/// are read; one still unfinished counts with its latency so far.
+/// How long after the window the latencies are read; the longest drain after the cutoff.
 const GRACE: Duration = Duration::from_millis(100);
-/// The longest a cell waits for its requests to drain once they are told to stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-/// Connections to the backend opened (and used once) before a cell starts; more are opened
-/// when a read finds none idle.
+/// Backend connections opened and used once before a cell starts.
 const WARM_CONNECTIONS: usize = 32;
-/// Goals: the most the bounded variants' I/O-only p99 at 2x may exceed their own at 0.5x;
-/// the most the unbounded `bridge::spawn`'s throughput may exceed theirs at 0.5x-0.9x; how
-/// much an unbounded queue at the end of the window must exceed the one at its middle to
-/// count as growing with the run's length (one that grows linearly from empty doubles).
+/// Goals: bounded I/O p99 at 2x over 0.5x; bridge's throughput over the bounded variants' at
+/// 0.5x-0.9x; the unbounded queue's growth from the window's middle to its end.
 const IO_SLACK: f64 = 1.5;
 const THROUGHPUT_SLACK: f64 = 1.05;
 const GROWTH: f64 = 1.5;
 
-/// The offered loads of the full run, as multiples of capacity, with the name of the
-/// scenario that charts each one's I/O-only p99; the quick run takes those the goals need.
+/// The loads of the full run (x capacity) with their scenarios; the quick run's.
 const LOADS: [(f64, &str); 5] = [
     (0.5, "io-p99-at-0.5x"),
     (0.9, "io-p99-at-0.9x"),
@@ -82,24 +60,18 @@ const LOADS: [(f64, &str); 5] = [
 ];
 const QUICK_LOADS: [f64; 3] = [0.5, 0.9, 2.0];
 
-/// Where a request's CPU step runs.
+/// Where a request's CPU step runs (see [`varied`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 enum Variant {
-    /// On the tokio worker that polls the request.
     Inline,
     SpawnBlocking,
-    /// `bridge::spawn`, no bound.
     Bridge,
-    /// As [`Bridge`](Self::Bridge), with the pool's threads at the default priority (nice 0).
     BridgeNice0,
-    /// `limit.spawn(f).await` of a `bridge::cpu::Limit`, whose task waits for room.
     Wait,
-    /// `try_spawn` of a `bridge::cpu::Limit`, answering "busy" at once when full.
     Shed,
 }
 
 use Variant::{Bridge, BridgeNice0, Inline, Shed, SpawnBlocking, Wait};
-/// Every variant, in the order of the tables.
 const VARIANTS: [Variant; 6] = [Bridge, Wait, Shed, BridgeNice0, SpawnBlocking, Inline];
 
 impl Variant {
@@ -118,14 +90,13 @@ impl Variant {
         matches!(self, Self::Wait | Self::Shed)
     }
 
-    /// The nice value its cell's process asks for rayon's pool threads (`None`: the default).
+    /// The nice value its cell's pool threads ask for.
     fn pool_nice(self) -> Option<u8> {
         (self != Self::BridgeNice0).then_some(POOL_NICE)
     }
 }
 
-/// What a cell runs, handed to its child process: full requests per second, the arrival
-/// window, the passes of [`kernel`] in one CPU step and the limit of the bounded variants.
+/// What a cell runs, handed to its child process.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 struct Spec {
     variant: Variant,
@@ -135,54 +106,34 @@ struct Spec {
     bound: usize,
 }
 
-impl Spec {
-    fn window(&self) -> Duration {
-        Duration::from_millis(self.window_ms)
-    }
-}
-
-/// What one cell measured; its child hands it back to the parent. Latencies are in ns.
+/// What one cell measured, handed back by its child. Latencies in ns, memory in KiB; the
+/// unfinished count with their latency so far; `queued_*` is arrived, not shed, step not done.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 struct Outcome {
-    /// Full requests that arrived (all of them in the window), served (CPU step and read
-    /// done) within the window, and answered "busy" (shed variant).
     arrived: f64,
     served_in_window: f64,
     shed: f64,
-    /// Requests (full or probe) whose read or step failed.
     errors: f64,
-    /// Latency percentiles of the served full requests and of the I/O-only probes; those
-    /// unfinished at the cutoff (counted apart) count with their latency so far.
     full_p50: f64,
     full_p99: f64,
     full_unfinished: f64,
     io_p50: f64,
     io_p99: f64,
     io_unfinished: f64,
-    /// Requests that arrived and were not shed, whose CPU step had not finished: at the
-    /// middle of the window, at its end, and the most seen at any generator tick.
     queued_half: f64,
     queued_end: f64,
-    queued_max: f64,
-    /// The most tasks the limit held at any generator tick (bounded variants; else 0).
     limit_max: f64,
-    /// VmRSS when the arrival window opened, and VmHWM (peak RSS) at the cutoff, KiB.
     rss_start_kib: f64,
     hwm_kib: f64,
-    /// The process's OS threads when the window closed.
     threads_end: f64,
-    /// The most the generator spawned a request after it was due.
     generator_lag: f64,
-    /// The share of all CPUs' time during the window used by this process and by everything
-    /// else, in percent; NaN if not read.
+    /// Shares of all CPUs (percent) of this process and of everything else.
     cpu_this: f64,
     cpu_others: f64,
-    /// How long after the middle and the end of the window the generator read the queue: a
-    /// generator starved of CPU reads it late, when more steps have finished.
+    /// How late the generator read the queue at the window's middle and end.
     half_late: f64,
     end_late: f64,
-    /// The lowest and highest nice value of rayon's pool threads, each read on its thread;
-    /// NaN if not read; and the threads on which lowering the priority failed.
+    /// The pool threads' nice range as read on them, and those that refused to lower it.
     pool_nice_lo: f64,
     pool_nice_hi: f64,
     pool_refused: f64,
@@ -194,8 +145,7 @@ fn calibrate_passes() -> u32 {
     harness::calibrate(STEP_TARGET, |n| step(&mut body, n as u32)) as u32
 }
 
-/// The CPU step: `passes` FNV-1a hashes of the body, each fed back into its first byte so
-/// that no pass can be skipped or hoisted.
+/// The CPU step: `passes` FNV-1a hashes of the body, each fed back into its first byte.
 fn step(body: &mut [u8], passes: u32) -> u64 {
     let mut hash = 0;
     for _ in 0..black_box(passes) {
@@ -207,10 +157,8 @@ fn step(body: &mut [u8], passes: u32) -> u64 {
     hash
 }
 
-/// Rayon's pool as a cell's process builds it: rayon's default thread count, and with `nice`
-/// a start handler that lowers each thread to it with `bridge::cpu::lower_thread_priority`,
-/// counting in `refused` the threads where that failed (off Linux, every one: the pool then
-/// runs at the default priority, and the cell still runs).
+/// Rayon's pool with, given `nice`, a start handler that lowers each thread to it, counting
+/// in `refused` the threads where that failed (off Linux, all).
 fn pool_builder(nice: Option<u8>, refused: &Arc<AtomicU64>) -> rayon::ThreadPoolBuilder {
     let builder = rayon::ThreadPoolBuilder::new();
     let Some(nice) = nice else {
@@ -224,16 +172,14 @@ fn pool_builder(nice: Option<u8>, refused: &Arc<AtomicU64>) -> rayon::ThreadPool
     })
 }
 
-/// The lowest and the highest of the pool threads' nice values; NaN for both if any of them
-/// could not be read.
+/// The lowest and highest nice value; NaN for both if any is unread.
 fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
     let read: Option<Vec<f64>> = nices.iter().map(|n| n.map(f64::from)).collect();
     let range = read.and_then(|read| Summary::of(&read));
     range.map_or((f64::NAN, f64::NAN), |s| (s.min, s.max))
 }
 
-/// Builds rayon's global pool for a cell of `variant` ([`pool_builder`]) and starts its
-/// threads; returns the nice range they run at and the threads that refused to lower it.
+/// Builds the global pool for `variant`; returns its nice range and refusals.
 fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
     let refused = Arc::new(AtomicU64::new(0));
     let builder = pool_builder(variant.pool_nice(), &refused);
@@ -244,9 +190,7 @@ fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
     Ok((lo, hi, refused.load(Relaxed) as f64))
 }
 
-/// The backend: a TCP server on 127.0.0.1 in this process, with a plain thread per
-/// connection (none of the service runtime's workers), that answers each 8-byte request
-/// with the same 8 bytes [`DELAY`] after it arrived.
+/// The backend: a thread per connection that echoes each 8-byte request [`DELAY`] later.
 struct Backend {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -266,8 +210,6 @@ impl Backend {
                     if stopped.load(Relaxed) {
                         return;
                     }
-                    // A connection whose thread cannot start is dropped: its reads fail and
-                    // are counted as errors.
                     if let Ok(stream) = stream {
                         let serving = thread::Builder::new().name("backend".to_owned());
                         let _ = serving.stack_size(64 * 1024).spawn(move || serve(stream));
@@ -298,8 +240,7 @@ fn serve(mut stream: std::net::TcpStream) {
 impl Drop for Backend {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        // Wakes the accept loop so that it sees the flag.
-        let _ = std::net::TcpStream::connect(self.addr);
+        let _ = std::net::TcpStream::connect(self.addr); // wakes the accept loop
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
@@ -317,19 +258,12 @@ impl Connections {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new connection to the backend.
-    async fn connect(addr: SocketAddr) -> io::Result<tokio::net::TcpStream> {
-        let stream = tokio::net::TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        Ok(stream)
-    }
-
-    /// One loopback read: write the request's id, read it back [`DELAY`] later.
+    /// One loopback read: the id written, and read back [`DELAY`] later.
     async fn read(&self, id: u64) -> io::Result<()> {
         let idle = self.idle().pop();
         let mut stream = match idle {
             Some(stream) => stream,
-            None => Self::connect(self.addr).await?,
+            None => connect(self.addr).await?,
         };
         stream.write_all(&id.to_le_bytes()).await?;
         let mut reply = [0u8; 8];
@@ -352,18 +286,15 @@ struct Service {
     passes: u32,
     limit: Option<bridge::cpu::Limit>,
     backend: Connections,
-    /// Set after the cutoff: what is still queued skips its step and read, so the cell
-    /// drains at once.
+    /// Set after the cutoff: what is still queued skips its step and read.
     stop: AtomicBool,
-    /// Full requests spawned, shed, and whose CPU step finished, so far.
     arrived: AtomicU64,
     shed: AtomicU64,
     steps_done: AtomicU64,
     errors: AtomicU64,
     /// Request tasks spawned and not yet ended.
     outstanding: AtomicU64,
-    /// Each full request's and each probe's latency in ns (at least 1), [`PENDING`] or
-    /// [`SHED`].
+    /// Latency in ns (at least 1), [`PENDING`] or [`SHED`], per request and probe.
     full: Vec<AtomicU64>,
     probes: Vec<AtomicU64>,
 }
@@ -378,13 +309,11 @@ impl Drop for Ends {
 }
 
 impl Service {
-    /// Requests that arrived, were not shed, and whose step has not finished.
     fn queued(&self) -> u64 {
         let done = self.shed.load(Relaxed) + self.steps_done.load(Relaxed);
         self.arrived.load(Relaxed).saturating_sub(done)
     }
 
-    /// The CPU step of one request, where the pool runs it.
     fn run_step(&self, mut body: Vec<u8>) -> u64 {
         if self.stop.load(Relaxed) {
             return 0;
@@ -402,9 +331,7 @@ impl Service {
                 let ns = at.elapsed().as_nanos().min(u128::from(SHED - 1)) as u64;
                 slot.store(ns.max(1), Relaxed);
             }
-            Err(_) => {
-                self.errors.fetch_add(1, Relaxed);
-            }
+            Err(_) => _ = self.errors.fetch_add(1, Relaxed),
         }
     }
 }
@@ -415,29 +342,23 @@ async fn full_request(service: Arc<Service>, id: usize, at: Instant, body: Vec<u
     let s = Arc::clone(&service);
     let work = move || s.run_step(body);
     let hash = match (service.variant, &service.limit) {
-        (Inline, _) => work(),
-        (SpawnBlocking, _) => match tokio::task::spawn_blocking(work).await {
-            Ok(hash) => hash,
-            Err(_) => {
-                service.errors.fetch_add(1, Relaxed);
-                return;
-            }
-        },
-        (Bridge | BridgeNice0, _) => bridge::spawn(work).await,
-        (Wait, Some(limit)) => limit.spawn(work).await,
+        (Inline, _) => Some(work()),
+        (SpawnBlocking, _) => tokio::task::spawn_blocking(work).await.ok(),
+        (Bridge | BridgeNice0, _) => Some(bridge::spawn(work).await),
+        (Wait, Some(limit)) => Some(limit.spawn(work).await),
         (Shed, Some(limit)) => match limit.try_spawn(work) {
-            Ok(task) => task.await,
+            Ok(task) => Some(task.await),
             Err(_) => {
                 service.shed.fetch_add(1, Relaxed);
-                service.full[id].store(SHED, Relaxed);
-                return;
+                return service.full[id].store(SHED, Relaxed);
             }
         },
-        (Wait | Shed, None) => {
-            service.errors.fetch_add(1, Relaxed);
-            return;
-        }
+        (Wait | Shed, None) => None,
     };
+    if hash.is_none() {
+        service.errors.fetch_add(1, Relaxed);
+        return;
+    }
     black_box(hash);
     if !service.stop.load(Relaxed) {
         service.read(id as u64, &service.full[id], at).await;
@@ -452,14 +373,9 @@ async fn probe(service: Arc<Service>, id: usize, at: Instant) {
         .await;
 }
 
-/// The latencies of `slots` (request `k` due at `due(k)`) at the cutoff: what has not
-/// finished counts with its latency so far (and in the returned count); shed requests do not
-/// count. Sorted.
-fn latencies(
-    slots: &[AtomicU64],
-    due: impl Fn(usize) -> Instant,
-    cutoff: Instant,
-) -> (Vec<f64>, f64) {
+/// The sorted latencies of `slots` at the cutoff `at`, the unfinished with their wait so far (and
+/// counted), the shed left out.
+fn latencies(slots: &[AtomicU64], due: impl Fn(usize) -> Instant, at: Instant) -> (Vec<f64>, f64) {
     let mut unfinished = 0.0;
     let mut out: Vec<f64> = slots
         .iter()
@@ -468,7 +384,7 @@ fn latencies(
             SHED => None,
             PENDING => {
                 unfinished += 1.0;
-                Some((cutoff - due(k)).as_nanos() as f64)
+                Some((at - due(k)).as_nanos() as f64)
             }
             ns => Some(ns as f64),
         })
@@ -477,18 +393,17 @@ fn latencies(
     (out, unfinished)
 }
 
-/// Runs one cell in this process: a backend, a service runtime, the open-loop generator on
-/// this thread, then the cutoff and a drain.
+/// Runs one cell: a backend, the service, the open-loop generator here, the cutoff, a drain.
 fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let backend = Backend::start()?;
     let rt = harness::runtime(WORKERS, "service")?;
-    let window = spec.window().as_secs_f64();
-    let n_full = (spec.rate * window).floor() as usize;
-    let n_probes = (PROBE_RATE * window).floor() as usize;
+    let window = Duration::from_millis(spec.window_ms);
+    let n_full = (spec.rate * window.as_secs_f64()).floor() as usize;
+    let n_probes = (PROBE_RATE * window.as_secs_f64()).floor() as usize;
     let idle = rt.block_on(async {
         let mut idle = Vec::with_capacity(WARM_CONNECTIONS);
         for _ in 0..WARM_CONNECTIONS {
-            idle.push(Connections::connect(backend.addr).await?);
+            idle.push(connect(backend.addr).await?);
         }
         io::Result::Ok(idle)
     })?;
@@ -510,7 +425,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         full: slots(n_full),
         probes: slots(n_probes),
     });
-    // Every warm connection makes one read, so the backend's threads are running.
     rt.block_on(async {
         let reads: Vec<_> = (0..WARM_CONNECTIONS as u64)
             .map(|k| {
@@ -532,7 +446,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let t0 = Instant::now() + Duration::from_millis(5);
     let full_at = |k: usize| t0 + Duration::from_secs_f64(k as f64 / spec.rate);
     let probe_at = |k: usize| t0 + Duration::from_secs_f64((k as f64 + 0.5) / PROBE_RATE);
-    let (half, end) = (t0 + spec.window() / 2, t0 + spec.window());
+    let (half, end) = (t0 + window / 2, t0 + window);
     let (mut next_full, mut next_probe, mut half_seen) = (0, 0, false);
     let cpu_start = CpuTicks::now();
     loop {
@@ -540,7 +454,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         while next_full < n_full && full_at(next_full) <= now {
             let at = full_at(next_full);
             out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
-            // The body arrives with the request: written here, on the generator's thread.
             let body = vec![next_full as u8 | 1; BODY];
             service.arrived.fetch_add(1, Relaxed);
             service.outstanding.fetch_add(1, Relaxed);
@@ -556,7 +469,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         }
         let queued = service.queued() as f64;
         let sampled = Instant::now();
-        out.queued_max = out.queued_max.max(queued);
         if let Some(limit) = &service.limit {
             out.limit_max = out.limit_max.max(limit.in_flight() as f64);
         }
@@ -584,8 +496,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             now.since(start).shares()
         });
     thread::sleep((end + GRACE).saturating_duration_since(Instant::now()));
-
-    // The cutoff: what has not finished counts with its latency so far.
     let cutoff = Instant::now();
     out.hwm_kib = self_status("VmHWM");
     let (full, full_unfinished) = latencies(&service.full, full_at, cutoff);
@@ -624,7 +534,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     Ok(out)
 }
 
-/// One cell as measured by its child process, with what it was.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     variant: Variant,
@@ -641,12 +550,10 @@ impl Cell {
 }
 
 fn find(cells: &[Cell], variant: Variant, load: f64) -> Option<&Cell> {
-    cells
-        .iter()
-        .find(|c| c.variant == variant && (c.load - load).abs() < 1e-9)
+    let at = |c: &&Cell| c.variant == variant && (c.load - load).abs() < 1e-9;
+    cells.iter().find(at)
 }
 
-/// The cells of `variants` at `load`, if every one was measured.
 fn all_at<'a>(cells: &'a [Cell], variants: &[Variant], load: f64) -> Option<Vec<&'a Cell>> {
     variants.iter().map(|&v| find(cells, v, load)).collect()
 }
@@ -682,11 +589,8 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
     );
     for c in VARIANTS.into_iter().filter_map(|v| find(cells, v, load)) {
         let o = &c.out;
-        let in_limit = if c.variant.bounded() {
-            format!("{:.0}", o.limit_max)
-        } else {
-            "-".to_owned()
-        };
+        let in_limit = c.variant.bounded().then(|| format!("{:.0}", o.limit_max));
+        let in_limit = in_limit.unwrap_or_else(|| "-".to_owned());
         let _ = write!(
             out,
             "\n| {} | {:.0} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {in_limit} | {:.0} | {} \
@@ -710,14 +614,10 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
     out
 }
 
-/// How much of the CPUs everything else took during `cells`: `; others' CPU in these cells
-/// up to N%`, empty if not read.
+/// `; others' CPU in these cells up to N%`, empty if not read.
 fn others(cells: &[&Cell]) -> String {
-    let finite = cells
-        .iter()
-        .map(|c| c.out.cpu_others)
-        .filter(|x| x.is_finite());
-    match finite.fold(f64::NAN, f64::max) {
+    let others = cells.iter().map(|c| c.out.cpu_others);
+    match others.filter(|x| x.is_finite()).fold(f64::NAN, f64::max) {
         max if max.is_finite() => format!("; others' CPU in these cells up to {max:.0}%"),
         _ => String::new(),
     }
@@ -731,12 +631,10 @@ const GOALS: [&str; 4] = [
     "at 0.5x-0.9x capacity the bounded variants cost at most 1.05x bridge::spawn's throughput",
 ];
 
-/// The study's goals, checked against the cells of this run (`None` where not measured):
-/// each with the numbers behind it, the worst value among the cells it judges, and its bound.
+/// The goals of [`GOALS`] on this run's cells (`None` where not measured).
 fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
     let bounded = [Wait, Shed];
-    // A check from its cells' figures (`each`), what was needed, its worst value and bound.
-    let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], value, bound| {
+    let check = |met, each: Vec<String>, needed: String, involved: &[&Cell], (value, bound)| {
         let detail = format!("{}; {needed}{}", each.join(", "), others(involved));
         Some(Check {
             met,
@@ -751,23 +649,14 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         let ratio = |&(l, h): &(&Cell, &Cell)| h.out.io_p99 / l.out.io_p99;
         let each = pairs.iter().map(|p @ (l, h)| {
             let (lo, hi, name) = (ms(l.out.io_p99), ms(h.out.io_p99), h.variant.name());
-            format!(
-                "{name} {hi} ms at 2x against {lo} ms at 0.5x = {:.2}x",
-                ratio(p)
-            )
+            let r = ratio(p);
+            format!("{name} {hi} ms at 2x against {lo} ms at 0.5x = {r:.2}x")
         });
         let worst = pairs.iter().map(ratio).fold(f64::NAN, f64::max);
         let met = pairs.iter().all(|p| ratio(p) <= IO_SLACK);
         let needed = format!("needed at most {IO_SLACK:.2}x");
-        let (value, limit) = (format!("highest {worst:.2}x"), format!("<= {IO_SLACK:.2}x"));
-        check(
-            met,
-            each.collect(),
-            needed,
-            &[lo, hi].concat(),
-            value,
-            limit,
-        )
+        let vl = (format!("highest {worst:.2}x"), format!("<= {IO_SLACK:.2}x"));
+        check(met, each.collect(), needed, &[lo, hi].concat(), vl)
     });
     let in_limit = all_at(cells, &bounded, 2.0).and_then(|hi| {
         let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
@@ -780,25 +669,16 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
             format!("{head}{} at most {:.0}", c.variant.name(), c.out.limit_max)
         });
         let met = hi.iter().all(|c| c.out.limit_max <= bound as f64);
-        let (value, limit) = (format!("highest {worst:.0}"), format!("<= {bound}"));
-        check(
-            met,
-            each.collect(),
-            format!("bound {bound}"),
-            &hi,
-            value,
-            limit,
-        )
+        let vl = (format!("highest {worst:.0}"), format!("<= {bound}"));
+        check(met, each.collect(), format!("bound {bound}"), &hi, vl)
     });
     let unbounded = [Bridge, BridgeNice0, SpawnBlocking, Inline];
     let growing = all_at(cells, &unbounded, 2.0).and_then(|grow| {
         let growth = |c: &Cell| c.out.queued_end / c.out.queued_half;
         let each = grow.iter().map(|c| {
             let (o, name) = (&c.out, c.variant.name());
-            let (h, e) = (
-                sample(o.queued_half, o.half_late),
-                sample(o.queued_end, o.end_late),
-            );
+            let h = sample(o.queued_half, o.half_late);
+            let e = sample(o.queued_end, o.end_late);
             format!("{name} {h} at ½ window, {e} at its end ({:.2}x)", growth(c))
         });
         let worst = grow.iter().map(|c| growth(c)).fold(f64::NAN, f64::min);
@@ -810,16 +690,16 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         );
         let value = format!("lowest {worst:.2}x");
         let limit = format!(">= {GROWTH:.1}x, to over {}", 4 * bound);
-        check(met, each.collect(), needed, &grow, value, limit)
+        check(met, each.collect(), needed, &grow, (value, limit))
     });
     let (mut costs, mut each, mut involved) = (Vec::new(), Vec::new(), Vec::new());
     for load in [0.5, 0.9] {
         for v in bounded {
             if let Some([base, c]) = all_at(cells, &[Bridge, v], load).as_deref() {
                 involved.extend([*base, *c]);
-                let (base, mine) = (base.throughput(), c.throughput());
-                costs.push(base / mine);
-                let (name, cost) = (v.name(), base / mine);
+                let (base, mine, name) = (base.throughput(), c.throughput(), v.name());
+                let cost = base / mine;
+                costs.push(cost);
                 each.push(format!(
                     "{name} at {load}x: {mine:.0} req/s against {base:.0}, {cost:.3}x"
                 ));
@@ -832,13 +712,12 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
         let needed = format!("needed at most {THROUGHPUT_SLACK:.2}x");
         let value = format!("highest {worst:.3}x");
         let limit = format!("<= {THROUGHPUT_SLACK:.2}x");
-        check(met, each, needed, &involved, value, limit)
+        check(met, each, needed, &involved, (value, limit))
     });
     vec![io, in_limit, growing, throughput.flatten()]
 }
 
-/// The nice value the pool threads of each cell ran at, as read on them: the cells whose
-/// pool did not run as set up are named.
+/// The pool threads' nice value per cell, naming the cells not as set up.
 fn pool_note(cells: &[Cell]) -> String {
     let off: Vec<String> = cells
         .iter()
@@ -847,20 +726,13 @@ fn pool_note(cells: &[Cell]) -> String {
             !(c.out.pool_nice_lo == want && c.out.pool_nice_hi == want)
         })
         .map(|c| {
-            let (lo, hi) = (c.out.pool_nice_lo, c.out.pool_nice_hi);
-            format!(
-                "{} at {}x: nice {lo:.0} to {hi:.0}",
-                c.variant.name(),
-                c.load
-            )
+            let (name, lo, hi) = (c.variant.name(), c.out.pool_nice_lo, c.out.pool_nice_hi);
+            format!("{name} at {}x: nice {lo:.0} to {hi:.0}", c.load)
         })
         .collect();
     let refused: f64 = cells.iter().map(|c| c.out.pool_refused).sum();
-    let named = if off.is_empty() {
-        String::new()
-    } else {
-        format!(" (not in {})", off.join(", "))
-    };
+    let named = (!off.is_empty()).then(|| format!(" (not in {})", off.join(", ")));
+    let named = named.unwrap_or_default();
     format!(
         "The pool's priority, read on each of its threads (/proc/thread-self/stat): as set up \
          (nice {POOL_NICE}, nice 0 for `{}`) in {} of {} cells{named}; \
@@ -919,10 +791,8 @@ fn reading(cells: &[Cell]) -> String {
     }
     let busy = cells.iter().filter(|c| c.out.cpu_others > 10.0).count();
     let errors: f64 = cells.iter().map(|c| c.out.errors).sum();
-    let lag = cells
-        .iter()
-        .map(|c| c.out.generator_lag)
-        .fold(0.0, f64::max);
+    let lags = cells.iter().map(|c| c.out.generator_lag);
+    let lag = lags.fold(0.0, f64::max);
     let _ = write!(
         out,
         " Other work took over 10% of the CPUs in {busy} of {} cells (there a nominal load was \
@@ -934,7 +804,6 @@ fn reading(cells: &[Cell]) -> String {
     out
 }
 
-/// What the variants differ in; `table` says what the scenario's table shows.
 fn varied(table: &str) -> String {
     format!(
         "where a request's CPU step runs: `{}` is bridge::spawn (rayon's global pool at nice \
@@ -990,18 +859,15 @@ fn fixed(
     )
 }
 
-/// The scenario name of the I/O-only p99 at `load`.
 fn scenario_name(load: f64) -> &'static str {
     let named = LOADS.iter().find(|&&(l, _)| (l - load).abs() < 1e-9);
     named.map_or("io-p99", |&(_, name)| name)
 }
 
-/// How the scenarios sample: one p99 per cell, each in its own process.
 const SAMPLING: &str = "One cell per variant and load (and per run), each in a fresh process, \
                         its value from all of that cell's requests; variants run in an order \
                         rotated per load.";
 
-/// The measurement of one value per variant (one sample each) from the cells at `load`.
 fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measurement {
     let variants = VARIANTS
         .into_iter()
@@ -1009,12 +875,10 @@ fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measure
     Measurement::of(1, variants)
 }
 
-/// Runs the study: every variant at every load of the plan, each cell in a child process.
-/// In a child (see [`in_child`]), runs its one cell and ends the process.
+/// Runs every variant at every load, each cell in a child process; in a child, its cell.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec: Spec = spec?;
-        // Before anything uses rayon: the pool is built once per process.
         let (pool_nice_lo, pool_nice_hi, pool_refused) = set_up_global_pool(spec.variant)?;
         child_reply(&Outcome {
             pool_nice_lo,
@@ -1091,7 +955,6 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
             }
         })
         .collect();
-    // Both plans end at 2x.
     let name = "full-p99-at-2x";
     let judged = GOALS.iter().zip(goals(&cells, bound));
     reports.push(ScenarioReport {
@@ -1130,93 +993,77 @@ mod tests {
         assert_eq!(nice_range(&[Some(10), Some(12)]), (10.0, 12.0));
         assert!(nice_range(&[Some(10), None]).0.is_nan());
         assert!(nice_range(&[]).1.is_nan());
-        if !cfg!(target_os = "linux") {
-            // The call is refused on every thread, and the pool still runs.
-            let refused = Arc::new(AtomicU64::new(0));
-            let pool = pool_builder(Some(POOL_NICE), &refused)
-                .num_threads(2)
-                .build()
-                .unwrap();
-            assert_eq!(pool.broadcast(|_| 1), [1, 1]);
-            assert_eq!(refused.load(Relaxed), 2);
-            return;
-        }
-        let own = thread_nice().unwrap();
+        let own = thread_nice();
         for nice in [Some(POOL_NICE), None] {
-            // A process already running above POOL_NICE cannot lower its threads to it.
-            if nice.is_some_and(|n| own > i32::from(n)) {
+            // A process already above POOL_NICE cannot lower its threads to it.
+            if nice.is_some_and(|n| own.is_some_and(|own| own > i32::from(n))) {
                 continue;
             }
             let refused = Arc::new(AtomicU64::new(0));
             let pool = pool_builder(nice, &refused).num_threads(2).build().unwrap();
+            let nices = pool.broadcast(|_| thread_nice());
+            // Off Linux every thread refuses, and the pool still runs.
+            let Some(own) = own else {
+                assert_eq!(refused.load(Relaxed), if nice.is_some() { 2 } else { 0 });
+                continue;
+            };
             let want = f64::from(nice.map_or(own, i32::from));
-            assert_eq!(nice_range(&pool.broadcast(|_| thread_nice())), (want, want));
+            assert_eq!(nice_range(&nices), (want, want));
             assert_eq!(refused.load(Relaxed), 0, "{nice:?}");
         }
         // The pool's threads were lowered, not this one.
-        assert_eq!(thread_nice(), Some(own));
+        assert_eq!(thread_nice(), own);
     }
 
     #[test]
     fn goals_judge_the_cells_of_a_run() {
-        // (served, I/O p99) at 0.5x and 0.9x; (queued at ½, at the end, limit max, I/O p99)
-        // at 2x.
-        let at = |variant, load: f64, served: f64, io_p99| Cell {
+        // (served, I/O p99) at 0.5x-0.9x; (queued at ½, at the end, limit max, I/O p99) at 2x.
+        let cell = |variant, load: f64, out| Cell {
             variant,
             load,
             rate: 1000.0 * load,
             window: Duration::from_secs(1),
-            out: Outcome {
-                served_in_window: served * load,
-                io_p99,
-                ..Outcome::default()
-            },
-        };
-        let busy = |variant, (half, end, limit_max, io_p99)| Cell {
-            out: Outcome {
-                queued_half: half,
-                queued_end: end,
-                limit_max,
-                io_p99,
-                ..Outcome::default()
-            },
-            ..at(variant, 2.0, 0.0, 0.0)
+            out,
         };
         let mut cells = Vec::new();
         for load in [0.5, 0.9] {
-            // The shed variant sheds a tenth at 0.9x: 1.11x the unbounded throughput. The
-            // pool at nice 0 serves 3x bridge's: were it the baseline, the bounded would
-            // cost 3x.
+            // Shed costs 1.11x at 0.9x; nice 0 serves 3x (were it the baseline, 3x).
             let shed = if load < 0.7 { 1000.0 } else { 900.0 };
-            cells.extend(
-                [
-                    (Bridge, 1000.0),
-                    (Wait, 1000.0),
-                    (Shed, shed),
-                    (BridgeNice0, 3000.0),
-                ]
-                .map(|(v, served)| at(v, load, served, 2e6)),
-            );
+            for (v, served) in [(Bridge, 1e3), (Wait, 1e3), (Shed, shed), (BridgeNice0, 3e3)] {
+                let (served_in_window, io_p99) = (served * load, 2e6);
+                let out = Outcome {
+                    served_in_window,
+                    io_p99,
+                    ..Outcome::default()
+                };
+                cells.push(cell(v, load, out));
+            }
         }
-        cells.extend([
-            busy(Wait, (400.0, 800.0, 8.0, 2.5e6)),
-            busy(Shed, (8.0, 7.0, 8.0, 3.5e6)),
-            busy(Bridge, (400.0, 800.0, 0.0, 2e6)),
-            busy(BridgeNice0, (410.0, 820.0, 0.0, 6e6)),
-            busy(SpawnBlocking, (400.0, 790.0, 0.0, 9e6)),
-            busy(Inline, (400.0, 700.0, 0.0, 9e8)),
-        ]);
+        for (v, (queued_half, queued_end, limit_max, io_p99)) in [
+            (Wait, (400.0, 800.0, 8.0, 2.5e6)),
+            (Shed, (8.0, 7.0, 8.0, 3.5e6)),
+            (Bridge, (400.0, 800.0, 0.0, 2e6)),
+            (BridgeNice0, (410.0, 820.0, 0.0, 6e6)),
+            (SpawnBlocking, (400.0, 790.0, 0.0, 9e6)),
+            (Inline, (400.0, 700.0, 0.0, 9e8)),
+        ] {
+            let out = Outcome {
+                queued_half,
+                queued_end,
+                limit_max,
+                io_p99,
+                ..Outcome::default()
+            };
+            cells.push(cell(v, 2.0, out));
+        }
         let verdicts = |cells: &[Cell]| -> Vec<Option<bool>> {
-            let goals = goals(cells, 8);
-            goals.iter().map(|g| g.as_ref().map(|c| c.met)).collect()
+            goals(cells, 8)
+                .iter()
+                .map(|g| g.as_ref().map(|c| c.met))
+                .collect()
         };
-        assert_eq!(
-            verdicts(&cells),
-            [Some(false), Some(true), Some(true), Some(false)]
-        );
-        let detail = goals(&cells, 8)[0].clone().unwrap().detail;
-        let shed = "bridge limit-shed 3.50 ms at 2x against 2.00 ms at 0.5x = 1.75x";
-        assert!(detail.contains(shed), "{detail}");
+        let all = [Some(false), Some(true), Some(true), Some(false)];
+        assert_eq!(verdicts(&cells), all);
         // A queue of the pool at nice 0 that does not grow misses the growth goal.
         let mut flat = cells.clone();
         let nice0 = flat
@@ -1258,10 +1105,8 @@ mod tests {
             let clean =
                 (out.arrived, out.errors, out.shed, out.full_unfinished) == (20.0, 0.0, 0.0, 0.0);
             let slow = out.full_p50 >= delay && out.io_p50 >= delay;
-            assert!(
-                clean && slow && out.served_in_window >= 10.0,
-                "{variant:?}: {out:?}"
-            );
+            let served = out.served_in_window >= 10.0;
+            assert!(clean && slow && served, "{variant:?}: {out:?}");
         }
         // A limit of 1 with steps far longer than the gap between arrivals must shed.
         let spec = Spec {

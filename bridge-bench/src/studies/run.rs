@@ -3,12 +3,11 @@
 //! loopback TCP), a task of a multi-thread runtime, and a current-thread runtime; the
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
-use super::echo::{EchoServer, MESSAGE};
+use super::echo::{MESSAGE, connect, echo_server, io_workers, round_trip};
 use super::{PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note};
 use crate::busy::{Load, under_load};
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
-use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
 use std::io;
@@ -16,21 +15,15 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
-/// Request/response round trips per call in `no-runtime-tcp`, on the one connection the call
-/// opens. One value keeps the run short.
+/// Round trips per call in `no-runtime-tcp`, on the connection the call opens.
 const ROUND_TRIPS: u64 = 4;
-/// Workers of the multi-thread runtime in `multi-thread-task`.
 const TASK_WORKERS: usize = 2;
-/// The per-call budget of `bridge::run_blocking` for a ready future on a plain thread.
+/// `bridge::run_blocking`'s budget for a ready future; its slack in the task scenarios.
 const READY_BUDGET_NS: f64 = 150.0;
-/// How much slower than the raw alternative bridge may be in the two task scenarios.
 const TASK_SLACK: f64 = 1.2;
 
-// Variant names; `BASELINE` ("bridge") is `bridge::run_blocking` with its defaults.
 const HANDLE: &str = "handle.block_on";
 const THREAD_LOCAL: &str = "thread-local rt.block_on";
 const PER_CALL: &str = "rt per call";
@@ -39,21 +32,15 @@ const PRE_SPAWNED: &str = "pre-spawned worker";
 const PRE_SPAWNED_MPSC: &str = "pre-spawned worker (mpsc)";
 const FRESH_THREAD: &str = "thread per call";
 
-/// The variants of no-runtime-tcp-busy that wait by parking at once (see the note).
+/// The variants of the busy scenarios that wait by parking at once (see their notes).
 const TCP_PARK_AT_ONCE: &[&str] = &[HANDLE, THREAD_LOCAL, PER_CALL];
-
-/// The variants of current-thread-task-busy that wait by parking at once (see the note):
-/// not the pre-spawned worker that answers on a bridge oneshot, whose recv_blocking spins.
 const TASK_PARK_AT_ONCE: &[&str] = &[PRE_SPAWNED_MPSC, FRESH_THREAD];
 
-/// Runs the scenarios on an idle machine (current-thread-task in three calling patterns),
-/// current-thread-task with all CPUs but one busy, then no-runtime-tcp and
-/// current-thread-task with every CPU busy.
+/// Runs the scenarios idle, then with all CPUs but one busy, then with every CPU busy.
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let shared = harness::runtime(cpus(), "shared")?;
     harness::warm_up_tokio(bridge::rt::IoRuntime::global().handle());
     let paused = Settings {
-        // Fewer rounds: the paused pattern's batches sleep between bursts.
         rounds: (settings.rounds / 4).max(3),
         ..*settings
     };
@@ -67,24 +54,17 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     ];
     if cpus() > 1 {
         let one_free = Load::start_threads(cpus() - 1, 0)?;
-        reports.push(current_thread_task(
-            settings,
-            Some(&one_free),
-            Pattern::Steady,
-        )?);
+        let report = current_thread_task(settings, Some(&one_free), Pattern::Steady)?;
+        reports.push(report);
     }
     let load = Load::start()?;
     reports.push(no_runtime_tcp(settings, &shared, Some(&load))?);
-    reports.push(current_thread_task(
-        settings,
-        Some(&load),
-        Pattern::Batches,
-    )?);
+    let report = current_thread_task(settings, Some(&load), Pattern::Batches)?;
+    reports.push(report);
     Ok(reports)
 }
 
-/// The future every ready-future call runs: ready at its first poll, with `i` through
-/// `black_box`.
+/// A future ready at its first poll.
 fn ready(i: u64) -> impl Future<Output = u64> + Send + 'static {
     let i = black_box(i);
     async move { i }
@@ -111,18 +91,8 @@ fn shared_frame(shared: &Runtime) -> String {
     )
 }
 
-/// Workers of bridge's shared I/O runtime.
-fn io_workers() -> usize {
-    bridge::rt::IoRuntime::global()
-        .handle()
-        .metrics()
-        .num_workers()
-}
-
-/// The variants of the no-runtime scenarios: a plain thread runs `call(i)` with
-/// bridge::run_blocking, `Handle::block_on` of the shared runtime `handle`, a current-thread
-/// runtime kept per thread, or one built per call (the no-runtime study's strategies); the
-/// output through `black_box`.
+/// The no-runtime scenarios' variants: a plain thread runs `call(i)` by four of the
+/// no-runtime study's strategies.
 fn from_a_plain_thread<'a, F>(
     handle: &'a Handle,
     call: impl Fn(u64) -> F + Copy + 'a,
@@ -181,9 +151,8 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
     report
 }
 
-/// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] request/response round trips of
-/// [`MESSAGE`] bytes that carry `i` and the trip's number, each echo checked, then close.
-/// Returns `i`, or [`MISSING`] (which breaks the checksum) on any error or wrong echo.
+/// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] checked echoes, close; `i`, or
+/// [`MISSING`] on any error.
 async fn exchange(addr: SocketAddr, i: u64) -> u64 {
     match try_exchange(addr, i).await {
         Ok(true) => i,
@@ -199,16 +168,9 @@ async fn exchange(addr: SocketAddr, i: u64) -> u64 {
 }
 
 async fn try_exchange(addr: SocketAddr, i: u64) -> io::Result<bool> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let mut sent = [0u8; MESSAGE];
-    let mut back = [0u8; MESSAGE];
-    sent[..8].copy_from_slice(&i.to_le_bytes());
+    let mut stream = connect(addr).await?;
     for trip in 0..ROUND_TRIPS {
-        sent[8..16].copy_from_slice(&trip.to_le_bytes());
-        stream.write_all(&sent).await?;
-        stream.read_exact(&mut back).await?;
-        if back != sent {
+        if !round_trip(&mut stream, i, trip).await? {
             return Ok(false);
         }
     }
@@ -217,23 +179,20 @@ async fn try_exchange(addr: SocketAddr, i: u64) -> io::Result<bool> {
 
 fn penalty_note(rows: &[Row]) -> String {
     let (low, high) = PUBLISHED_PENALTY;
-    let mut out = format!(
+    let out = format!(
         "Shared-runtime penalty against the thread-local current-thread runtime (published \
          as {low:.0}-{high:.0}%), from the medians of this run:"
     );
     let Some(local) = find(rows, THREAD_LOCAL) else {
         return out + " not measured.";
     };
-    let each = [HANDLE, BASELINE]
-        .into_iter()
-        .filter_map(|name| find(rows, name));
-    for (k, row) in each.enumerate() {
+    let each = [HANDLE, BASELINE].map(|name| find(rows, name));
+    let each = each.into_iter().flatten().map(|row| {
         let percent = (paired(row, local).0 - 1.0) * 100.0;
-        let sep = if k == 0 { "" } else { ";" };
         let (name, placed, compared) = (&row.variant, placement(percent), compare(row, local));
-        let _ = write!(out, "{sep} {name} {percent:+.1}%, {placed}; {compared}");
-    }
-    out + "."
+        format!(" {name} {percent:+.1}%, {placed}; {compared}")
+    });
+    out + &each.collect::<Vec<_>>().join(";") + "."
 }
 
 fn no_runtime_tcp(
@@ -241,8 +200,7 @@ fn no_runtime_tcp(
     shared: &Runtime,
     load: Option<&Load>,
 ) -> io::Result<ScenarioReport> {
-    let server = EchoServer::start()?;
-    let addr = server.addr;
+    let (addr, server) = echo_server()?;
     let mut variants = from_a_plain_thread(shared.handle(), move |i| exchange(addr, i));
     let report = ScenarioReport {
         name: "no-runtime-tcp",
@@ -269,7 +227,7 @@ fn no_runtime_tcp(
     let report = under_load(report, "no-runtime-tcp-busy", load, TCP_PARK_AT_ONCE, why);
     let mut report = measured(report, &mut variants, 1, settings, load);
     report.notes.insert(1, penalty_note(&report.rows));
-    drop(server.runtime);
+    drop(server);
     Ok(report)
 }
 
@@ -289,6 +247,7 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
             })
         }),
     ];
+    let goal = "bridge at most 1.2x raw block_in_place + Handle::block_on";
     let report = ScenarioReport {
         name: "multi-thread-task",
         varied: "bridge::run_blocking (on a worker: block_in_place, then the ambient handle's \
@@ -304,28 +263,21 @@ fn multi_thread_task(settings: &Settings) -> io::Result<ScenarioReport> {
              hand off: the numbers are the cost around a block_in_place with nothing to hand \
              off, the same for both variants."
         ),
-        goals: vec![Goal::new(
-            BLOCK_IN_PLACE,
-            1.0 / TASK_SLACK,
-            "bridge at most 1.2x raw block_in_place + Handle::block_on",
-        )],
+        goals: vec![Goal::new(BLOCK_IN_PLACE, 1.0 / TASK_SLACK, goal)],
         notes: vec![route.map_err(io::Error::other)?],
         ..Default::default()
     };
     Ok(measured(report, &mut variants, 1, settings, None))
 }
 
-/// What decides the cost of a handoff on a small machine.
 const WAKE_NOTE: &str = "Caution: every call here is two cross-thread wake-ups, which cost a \
      few µs when the threads share a CPU and tens of µs when an idle CPU must wake (slow in a \
      virtual machine); a gap far larger than the code paths explain should be checked in a \
      second run.";
 
-/// A boxed future for the pre-spawned worker.
 type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// The raw alternative to a handoff: a dedicated thread with its own current-thread runtime
-/// that runs the futures it receives over a channel, one at a time.
+/// A dedicated thread with a current-thread runtime, running the futures it receives.
 struct Worker {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
@@ -344,9 +296,8 @@ impl Worker {
         })
     }
 
-    /// Sends `future` to the worker and blocks this thread until its output is back, on a
-    /// bridge oneshot or, with `std_mpsc`, on a std mpsc channel (so both sides of the hand-off
-    /// park at once in a std mpsc recv); `None` if the worker is gone.
+    /// Runs `future` on the worker and waits for its output on a bridge oneshot or, with
+    /// `std_mpsc`, a std mpsc channel; `None` if the worker is gone.
     fn run<F>(&self, future: F, std_mpsc: bool) -> Option<F::Output>
     where
         F: Future + Send + 'static,
@@ -370,7 +321,6 @@ impl Worker {
 }
 
 impl Drop for Worker {
-    /// Closes the channel, so the worker's loop ends, and joins it.
     fn drop(&mut self) {
         drop(self.jobs.take());
         if let Some(thread) = self.thread.take() {
@@ -379,8 +329,7 @@ impl Drop for Worker {
     }
 }
 
-/// The raw alternative with nothing kept: a new thread with a new current-thread runtime per
-/// call, joined; `None` if either cannot be started.
+/// A new thread with a new current-thread runtime per call, joined.
 fn on_fresh_thread<F>(future: F) -> Option<F::Output>
 where
     F: Future + Send + 'static,
@@ -391,20 +340,15 @@ where
     thread.ok()?.join().ok().flatten()
 }
 
-/// How the `block_on` body of current-thread-task calls.
+/// How the `block_on` body of current-thread-task calls: batches one variant's after
+/// another's, a steady loop, or bursts after pauses (no thread per call in the last two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pattern {
-    /// Batches sized for the slowest variant (a thread per call), one after the other
-    /// variant's: each batch starts against a handoff worker that idled meanwhile.
     Batches,
-    /// A steady loop: each batch after [`STEADY_WARM`] untimed calls, long against the
-    /// wake-ups; no thread per call (it would size the batches down to a few hundred calls).
     Steady,
-    /// Bursts of [`harness::BURST`] calls, each after a pause of 2-17 ms; no thread per call.
     Paused,
 }
 
-/// Untimed calls before each batch of the steady pattern.
 const STEADY_WARM: u64 = 1_000;
 
 fn current_thread_task(
@@ -414,7 +358,6 @@ fn current_thread_task(
 ) -> io::Result<ScenarioReport> {
     let rt = current_thread()?;
     let worker = Worker::start()?;
-    // The worker's runtime and thread start before measuring.
     let _ = worker.run(async {}, false);
     let route = rt.block_on(async { route_note() });
     let calls = |n, op: &mut dyn FnMut(u64) -> u64| match pattern {
@@ -447,8 +390,6 @@ fn current_thread_task(
             })
         }));
     }
-    // All CPUs busy, or all but one: on two CPUs the caller and the handoff worker then share
-    // the one left, though the machine does not count as saturated.
     let all_busy = load.is_some_and(|load| load.threads() >= cpus());
     let in_batches = "in batches, one variant's after another's";
     let steady = "in a steady loop (each batch after 1,000 untimed calls)";
@@ -463,6 +404,7 @@ fn current_thread_task(
         (_, Some(_)) if all_busy => ("current-thread-task", in_batches),
         (_, Some(_)) => ("current-thread-task-one-busy", steady),
     };
+    let goal = "bridge at most 1.2x a pre-spawned worker thread";
     let report = ScenarioReport {
         name,
         varied: "how the block_on body of a current-thread runtime (which must not be blocked \
@@ -480,14 +422,11 @@ fn current_thread_task(
              pre-spawned worker (one thread for both of its variants) ran one job first.",
             io_workers()
         ),
-        goals: vec![Goal::new(
-            PRE_SPAWNED,
-            1.0 / TASK_SLACK,
-            "bridge at most 1.2x a pre-spawned worker thread",
-        )],
+        goals: vec![Goal::new(PRE_SPAWNED, 1.0 / TASK_SLACK, goal)],
         notes: vec![route, WAKE_NOTE.to_owned()],
         ..Default::default()
     };
+    const BUSY: &str = "current-thread-task-busy";
     let why = "the pre-spawned worker with std mpsc both ways parks in recv on both sides, and \
                a thread per call is joined, which parks the caller; the pre-spawned worker \
                that answers on a bridge oneshot does not count, as its recv_blocking spins \
@@ -498,13 +437,7 @@ fn current_thread_task(
             fixed: format!("{} All of it on {}", report.fixed, load.describe()),
             ..report
         },
-        _ => under_load(
-            report,
-            "current-thread-task-busy",
-            load,
-            TASK_PARK_AT_ONCE,
-            why,
-        ),
+        _ => under_load(report, BUSY, load, TASK_PARK_AT_ONCE, why),
     };
     Ok(measured(report, &mut variants, 1, settings, load))
 }
@@ -518,10 +451,6 @@ mod tests {
     fn penalty_placement_and_paired_rounds() {
         assert_eq!(placement(3.0), "below the published range");
         assert_eq!(placement(17.0), "within the published range");
-        assert_eq!(
-            placement(-1.0),
-            "none (no slower than the runtime per thread)"
-        );
         let m = Measurement::of(3, [("a", vec![2.0, 4.0, 3.0]), ("b", vec![1.0, 2.0, 4.0])]);
         let rows = crate::report::rows("s", &m);
         assert_eq!(
@@ -532,10 +461,10 @@ mod tests {
 
     #[test]
     fn exchange_round_trips_through_the_echo_server() {
-        let server = EchoServer::start().unwrap();
+        let (addr, _server) = echo_server().unwrap();
         let rt = current_thread().unwrap();
-        assert_eq!(rt.block_on(exchange(server.addr, 7)), 7);
-        assert_eq!(bridge::run_blocking(exchange(server.addr, 8)), 8);
+        assert_eq!(rt.block_on(exchange(addr, 7)), 7);
+        assert_eq!(bridge::run_blocking(exchange(addr, 8)), 8);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `bridge::spawn` or through tokio-rayon; we report the wall time, how long each read
 //! really took against its nominal delay, and the process's thread count.
 
-use super::echo::tcp_server;
+use super::echo::{connect, tcp_server};
 use crate::harness;
 use crate::harness::{
     MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
@@ -27,41 +27,32 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-/// Workers of the tokio runtime that drives the queries; queries in flight at once in one
-/// iteration; sequential reads of every query, each followed by a decode.
+/// Query runtime workers; queries per iteration; sequential reads per query.
 const WORKERS: usize = 2;
 const QUERIES: usize = 64;
 const READS: usize = 8;
-/// The object store's answer time: the server replies this long after it received a request.
+/// The store's answer time; a decode's CPU time on an idle thread.
 const DELAY: Duration = Duration::from_millis(2);
-/// The CPU time one decode is calibrated to on an idle thread.
 const DECODE_TARGET: Duration = Duration::from_micros(300);
-/// Bytes of a request (the query's number and the read's number) and of a response (the
-/// request echoed, the seed of the decode, padding).
+/// Bytes of a request (query, read) and of a response (request, decode seed, padding).
 const REQUEST: usize = 16;
 const RESPONSE: usize = 64;
-/// Goals: the most a read's median may exceed the nominal delay for bridge, and the most
-/// bridge's wall time may exceed tokio-rayon's.
+/// Goals: bridge's read p50 over the nominal delay; its wall time over tokio-rayon's.
 const READ_SLACK: f64 = 1.5;
 const WALL_SLACK: f64 = 1.05;
-/// An iteration that takes longer than this has hung: it fails instead of blocking the run.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest the delay server's timer thread sleeps before it looks at its state again.
 const TIMER_MAX_WAIT: Duration = Duration::from_millis(100);
-/// The `watch` scenario: the CPU time of one decode there (a row group's worth), and its
-/// queries, each with [`READS`] reads.
+/// The `watch` scenario's decode CPU time and queries.
 const WATCH_DECODE: Duration = Duration::from_millis(20);
 const WATCH_QUERIES: usize = 8;
-/// Sequential queries (without decode) that measure the unloaded read latency.
+/// Sequential queries without decode for the unloaded read latency.
 const FLOOR_QUERIES: usize = 16;
 
 const TOKIO_RAYON: &str = "tokio-rayon";
 const SPAWN_BLOCKING: &str = "spawn_blocking";
 const INLINE: &str = "inline";
 
-/// Where a query's decode runs: on the tokio worker that polls the query (between two
-/// reads), on tokio's blocking pool, or on rayon's global pool through `bridge::spawn` or
-/// `tokio_rayon::spawn`.
+/// Where a query's decode runs (see [`varied`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Decode {
     Inline,
@@ -84,8 +75,7 @@ impl Decode {
     }
 }
 
-/// The stand-in for decoding a block: `rounds` dependent xorshift-multiply steps, so the
-/// compiler can neither skip nor vectorise them and the cost is linear in `rounds`.
+/// The stand-in for decoding a block: `rounds` dependent xorshift-multiply steps.
 fn decode(seed: u64, rounds: u64) -> u64 {
     let mut x = seed | 1;
     for _ in 0..black_box(rounds) {
@@ -97,14 +87,11 @@ fn decode(seed: u64, rounds: u64) -> u64 {
     black_box(x)
 }
 
-/// The CPU time of every thread of this process so far, in ns: the sum of the first field of
-/// `/proc/self/task/*/schedstat` (time on a CPU). Threads that have exited no longer count.
-/// `None` where it cannot be read (not Linux, or no schedstats).
+/// The CPU time (ns) of this process's live threads, from `/proc/self/task/*/schedstat`.
 fn process_cpu_ns() -> Option<u64> {
     let mut total = 0u64;
     for entry in std::fs::read_dir("/proc/self/task").ok()? {
         let Ok(entry) = entry else { continue };
-        // A thread that exits meanwhile has no file any more: it is skipped.
         if let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) {
             total += text.split_whitespace().next()?.parse::<u64>().ok()?;
         }
@@ -112,7 +99,6 @@ fn process_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
-/// The seed of the decode of read `read` of query `query`, as the server computes it.
 fn seed_of(request: &[u8; REQUEST]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(&request[..8]);
@@ -122,9 +108,7 @@ fn seed_of(request: &[u8; REQUEST]) -> u64 {
     (query << 32 | read).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// Replies that are due, in deadline order, on a thread of their own that sleeps on a condvar
-/// until the next one: no CPU is burnt while waiting, and a reply is not rounded up to tokio's
-/// 1 ms timer tick.
+/// Deadlines fired in order by a thread that sleeps on a condvar (no 1 ms tokio tick).
 struct Timer {
     shared: Arc<TimerShared>,
     thread: Option<JoinHandle<()>>,
@@ -138,7 +122,6 @@ struct TimerShared {
 
 #[derive(Debug, Default)]
 struct TimerState {
-    /// The pending replies by (deadline, sequence number).
     due: BTreeMap<(Instant, u64), oneshot::Sender<()>>,
     next: u64,
     closed: bool,
@@ -158,10 +141,8 @@ impl TimerShared {
         }
         let seq = state.next;
         state.next += 1;
-        let first = state
-            .due
-            .first_key_value()
-            .is_none_or(|(&key, _)| (at, seq) < key);
+        let next = state.due.first_key_value();
+        let first = next.is_none_or(|(&key, _)| (at, seq) < key);
         state.due.insert((at, seq), tx);
         drop(state);
         if first {
@@ -170,7 +151,6 @@ impl TimerShared {
         rx
     }
 
-    /// Fires what is due and sleeps until the next deadline, until closed.
     fn run(&self) {
         let mut state = self.lock();
         while !state.closed {
@@ -181,17 +161,10 @@ impl TimerShared {
                 }
                 let _ = entry.remove().send(());
             }
-            let wait = state
-                .due
-                .first_key_value()
-                .map_or(TIMER_MAX_WAIT, |(&(at, _), _)| {
-                    (at - now).min(TIMER_MAX_WAIT)
-                });
-            state = self
-                .changed
-                .wait_timeout(state, wait)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            let next = state.due.first_key_value().map(|(&(at, _), _)| at - now);
+            let wait = next.map_or(TIMER_MAX_WAIT, |d| d.min(TIMER_MAX_WAIT));
+            let waited = self.changed.wait_timeout(state, wait);
+            state = waited.unwrap_or_else(PoisonError::into_inner).0;
         }
         // Dropping the senders fails every pending wait.
         state.due.clear();
@@ -201,12 +174,9 @@ impl TimerShared {
 impl Timer {
     fn start() -> io::Result<Self> {
         let shared = Arc::new(TimerShared::default());
-        let thread = thread::Builder::new()
-            .name("delay-timer".to_owned())
-            .spawn({
-                let shared = Arc::clone(&shared);
-                move || shared.run()
-            })?;
+        let named = thread::Builder::new().name("delay-timer".into());
+        let timer = Arc::clone(&shared);
+        let thread = named.spawn(move || timer.run())?;
         Ok(Self {
             shared,
             thread: Some(thread),
@@ -224,10 +194,8 @@ impl Drop for Timer {
     }
 }
 
-/// The object store: a TCP server on 127.0.0.1 in this process, on its own runtime with one
-/// worker, that answers every request [`DELAY`] after it received it.
-/// Fields drop in order: the runtime shuts down before the timer, so no connection waits on a
-/// closed timer.
+/// The object store ([`tcp_server`]), answering each request [`DELAY`] after it arrived; the
+/// runtime drops before the timer.
 struct DelayServer {
     addr: SocketAddr,
     _runtime: Runtime,
@@ -248,8 +216,7 @@ impl DelayServer {
     }
 }
 
-/// Answers [`READS`] requests, each [`DELAY`] after it arrived, waits for the client to close,
-/// then resets the connection (`SO_LINGER` 0) so that no socket is left in TIME_WAIT.
+/// Answers [`READS`] requests, then waits for the close and resets the connection.
 async fn serve(mut stream: TcpStream, timer: Arc<TimerShared>) {
     if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
         return;
@@ -272,12 +239,9 @@ async fn serve(mut stream: TcpStream, timer: Arc<TimerShared>) {
     let _ = stream.read(&mut request).await;
 }
 
-/// One query: connect, then [`READS`] sequential reads, each followed by a decode of
-/// `rounds` rounds run by `how`. Returns the duration of every read in nanoseconds, from
-/// writing the request to having the whole response, measured in the query's task.
+/// One query: [`READS`] reads, each followed by a decode by `how`; returns each read's ns.
 async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result<Vec<f64>> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
+    let mut stream = connect(addr).await?;
     let mut reads = Vec::with_capacity(READS);
     let mut request = [0u8; REQUEST];
     let mut response = [0u8; RESPONSE];
@@ -300,9 +264,7 @@ async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result
     Ok(reads)
 }
 
-/// One iteration: `queries` queries spawned at once on the ambient runtime, awaited. Returns
-/// every read's duration, or `None` (after saying why) if a query failed or it all took
-/// longer than [`ITERATION_TIMEOUT`].
+/// `queries` queries at once; every read's ns, or `None` if one failed or it timed out.
 async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -> Option<Vec<f64>> {
     let run = async {
         let tasks: Vec<_> = (0..queries as u64)
@@ -334,8 +296,7 @@ async fn iteration(addr: SocketAddr, queries: usize, how: Decode, rounds: u64) -
     }
 }
 
-/// What one variant saw, one entry per batch (calibration batches first): every read's
-/// duration (ns), and the process's CPU time per iteration (ns; NaN if not read).
+/// What one variant saw per batch: every read's ns (sorted), and the CPU ns per iteration.
 #[derive(Debug)]
 struct Log {
     name: &'static str,
@@ -343,8 +304,7 @@ struct Log {
     cpu: Vec<f64>,
 }
 
-/// The reads of every variant and the thread counts around its batches, recorded outside
-/// the timed part.
+/// The reads of every variant and the thread counts around its batches.
 #[derive(Debug)]
 struct Recorder {
     census: Census,
@@ -359,7 +319,6 @@ impl Recorder {
         }
     }
 
-    /// The variant `name`: batches of iterations on `rt`, decode run by `how`.
     fn variant<'a>(
         &'a self,
         name: &'static str,
@@ -390,6 +349,7 @@ impl Recorder {
                 (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n.max(1) as f64,
                 _ => f64::NAN,
             };
+            reads.sort_by(f64::total_cmp);
             let mut logs = self.logs.borrow_mut();
             logs[k].batches.push(reads);
             logs[k].cpu.push(cpu);
@@ -397,8 +357,7 @@ impl Recorder {
         })
     }
 
-    /// Per variant, one sample per measured round (the last `rounds` batches): the
-    /// percentile `p` of that round's reads.
+    /// Per variant, the percentile `p` of each measured round's reads.
     fn read_percentiles(&self, m: &Measurement, p: f64) -> Measurement {
         let variants = self
             .logs
@@ -406,14 +365,8 @@ impl Recorder {
             .iter()
             .map(|log| {
                 let skip = log.batches.len().saturating_sub(m.rounds);
-                let samples = log.batches[skip..]
-                    .iter()
-                    .map(|reads| {
-                        let mut sorted = reads.clone();
-                        sorted.sort_by(f64::total_cmp);
-                        percentile(&sorted, p)
-                    })
-                    .collect();
+                let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
+                let samples = samples.collect();
                 Measured {
                     name: log.name,
                     samples,
@@ -430,8 +383,7 @@ impl Recorder {
         }
     }
 
-    /// The median over the measured rounds (the last `rounds` batches) of the process's CPU
-    /// time per iteration while `name` ran, in ns; NaN if not read.
+    /// The median CPU ns per iteration of `name` over the measured rounds.
     fn cpu_of(&self, name: &str, rounds: usize) -> f64 {
         let logs = self.logs.borrow();
         let Some(log) = logs.iter().find(|log| log.name == name) else {
@@ -442,13 +394,7 @@ impl Recorder {
     }
 }
 
-/// The tokio runtime that drives the queries, warmed up.
-fn query_runtime() -> io::Result<Runtime> {
-    harness::runtime(WORKERS, "queries")
-}
-
-/// The read durations (ns) of [`FLOOR_QUERIES`] queries run one after the other, without
-/// decode: what the loopback and the server's timer cost on their own.
+/// The sorted read ns of [`FLOOR_QUERIES`] sequential queries without decode.
 fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
     let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
     for _ in 0..FLOOR_QUERIES {
@@ -464,25 +410,17 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-/// The summary table: per variant, wall time, read p50 and p99 against the nominal delay,
-/// CPU time and thread count.
 fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> String {
     let nominal = DELAY.as_secs_f64() * 1e9;
     let rows: Vec<Vec<String>> = wall
         .iter()
         .filter_map(|w| {
-            let (a, b) = (
-                find(p50, &w.variant)?.ns.median,
-                find(p99, &w.variant)?.ns.median,
-            );
+            let (med, lo, hi) = (ms(w.ns.median), ms(w.ns.min), ms(w.ns.max));
+            let a = find(p50, &w.variant)?.ns.median;
+            let b = find(p99, &w.variant)?.ns.median;
             Some(vec![
                 w.variant.clone(),
-                format!(
-                    "{:.1} ({:.1}-{:.1})",
-                    ms(w.ns.median),
-                    ms(w.ns.min),
-                    ms(w.ns.max)
-                ),
+                format!("{med:.1} ({lo:.1}-{hi:.1})"),
                 format!("{:.2} ({:.2}x)", ms(a), a / nominal),
                 format!("{:.2} ({:.2}x)", ms(b), b / nominal),
                 format!("{:.1}", ms(recorder.cpu_of(&w.variant, w.rounds))),
@@ -505,7 +443,6 @@ fn summary(wall: &[Row], p50: &[Row], p99: &[Row], recorder: &Recorder) -> Strin
     )
 }
 
-/// What bounds the wall time of an iteration, from the calibrated decode cost.
 fn bounds_note(cost: Duration, cpus: usize) -> String {
     let decodes = (QUERIES * READS) as f64;
     let cpu_bound = decodes * cost.as_secs_f64() * 1e3 / cpus.max(1) as f64;
@@ -533,10 +470,7 @@ fn varied() -> String {
         .to_owned()
 }
 
-/// What the `watch` scenario saw of one run: the slow polls the bridge named, the
-/// held-runtime reports of its probe, the longest poll on the I/O side (by the bridge's
-/// histogram: its bucket's bound), every read's duration (ns), and the line of the spawn
-/// that the bridge names.
+/// What the `watch` scenario saw of one run, with the spawn line the bridge names.
 struct Watched {
     slow_polls: u64,
     held: u64,
@@ -545,11 +479,9 @@ struct Watched {
     line: u32,
 }
 
-/// The `watch` scenario's run of one variant: [`WATCH_QUERIES`] queries spawned at once with
-/// `IoRuntime::spawn` on `io` (the query runtime, under `bridge::rt::watch`), decode by `how`.
+/// [`WATCH_QUERIES`] queries spawned with `IoRuntime::spawn` on `io`, decode by `how`.
 fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u64) -> Watched {
     let before = bridge::metrics().io;
-    // The spawn site the bridge names, with its line.
     let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
         .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
         .collect();
@@ -561,15 +493,8 @@ fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u6
     Watched::since(&before, reads, line)
 }
 
-/// The `watch` scenario's user's-runtime case: the same queries, decode inline, spawned as
-/// tasks of the user's own runtime (`rt`, no `IoRuntime`), each wrapped in
-/// `bridge::rt::watched`, as a service wraps its handlers.
-fn watched_on_users_runtime(
-    rt: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    rounds: u64,
-) -> Watched {
-    /// Spawns `query` watched, with the line of the `watched` call the bridge names.
+/// The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
+fn watched_on_users_runtime(rt: &Runtime, addr: SocketAddr, rounds: u64) -> Watched {
     fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
     where
         F: std::future::Future + Send + 'static,
@@ -595,27 +520,23 @@ fn watched_on_users_runtime(
 }
 
 impl Watched {
-    /// What the I/O side's counters say happened since `before`, with the run's `reads`.
     fn since(before: &bridge::IoMetrics, mut reads: Vec<f64>, line: u32) -> Self {
         reads.sort_by(f64::total_cmp);
         let after = bridge::metrics().io;
+        let polls = after.poll_durations.since(&before.poll_durations);
         Watched {
             slow_polls: after.slow_polls - before.slow_polls,
             held: after.held_runtimes - before.held_runtimes,
-            longest_poll: after
-                .poll_durations
-                .since(&before.poll_durations)
-                .percentile(100.0),
+            longest_poll: polls.percentile(100.0),
             reads,
             line,
         }
     }
 }
 
-/// The `watch` scenario: the inline variant and bridge's, with the bridge's watch on, and the
-/// inline decode on the user's own runtime, its tasks watched; see its `varied` text.
+/// The `watch` scenario; see its `varied` text.
 fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<ScenarioReport> {
-    let rt = query_runtime()?;
+    let rt = harness::runtime(WORKERS, "queries")?;
     let io = bridge::rt::IoRuntime::from_handle(rt.handle().clone());
     let _watch = bridge::rt::watch(rt.handle());
     let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
@@ -675,6 +596,8 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
             detail: describe(BASELINE, &bridged),
         }),
     );
+    let (b_reads, i_reads) = (bridged.reads.clone(), inline.reads.clone());
+    let m = Measurement::of(1, [(BASELINE, b_reads), (INLINE, i_reads)]);
     Ok(ScenarioReport {
         name: "watch",
         varied: format!(
@@ -692,16 +615,7 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
              each wrapped in bridge::rt::watched (at {users_site})."
         ),
         measure: Measure::ms("read", None),
-        rows: rows(
-            "watch",
-            &Measurement::of(
-                1,
-                [
-                    (BASELINE, bridged.reads.clone()),
-                    (INLINE, inline.reads.clone()),
-                ],
-            ),
-        ),
+        rows: rows("watch", &m),
         judged: vec![named, users_named, silent],
         notes: vec![
             describe(INLINE, &inline),
@@ -719,7 +633,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let cost = harness::median_time(101, |k| decode(k, rounds));
     let server = DelayServer::start()?;
     let addr = server.addr;
-    let rt = query_runtime()?;
+    let rt = harness::runtime(WORKERS, "queries")?;
     let floor = unloaded_reads(&rt, addr);
 
     let cpus = super::cpus();
@@ -753,6 +667,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         ms(percentile(&floor, 0.99)),
     );
 
+    let wall_goal = "bridge wall time at most 1.05x tokio-rayon's";
     let read_scenario = |name, which, what, rows| ScenarioReport {
         name,
         varied: varied(),
@@ -787,11 +702,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 per: "/iteration",
                 ..Measure::ms("", None)
             },
-            goals: vec![Goal::new(
-                TOKIO_RAYON,
-                1.0 / WALL_SLACK,
-                "bridge wall time at most 1.05x tokio-rayon's",
-            )],
+            goals: vec![Goal::new(TOKIO_RAYON, 1.0 / WALL_SLACK, wall_goal)],
             notes: vec![bounds, recorder.census.note(", everything warmed up")],
             rows: wall,
             ..Default::default()
@@ -825,7 +736,6 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(3));
         futures::executor::block_on(late).unwrap();
         assert!(start.elapsed() >= Duration::from_millis(6));
-        // Closing the timer fails what is still pending.
         let pending = timer.shared.at(start + Duration::from_secs(60));
         drop(timer);
         assert!(futures::executor::block_on(pending).is_err());
@@ -834,14 +744,10 @@ mod tests {
     #[test]
     fn every_decode_route_reads_through_the_delay_server() {
         let server = DelayServer::start().unwrap();
-        let rt = query_runtime().unwrap();
+        let rt = harness::runtime(WORKERS, "queries").unwrap();
         warm_up_rayon();
-        for how in [
-            Decode::Bridge,
-            Decode::TokioRayon,
-            Decode::SpawnBlocking,
-            Decode::Inline,
-        ] {
+        use Decode::*;
+        for how in [Bridge, TokioRayon, SpawnBlocking, Inline] {
             let reads = rt.block_on(iteration(server.addr, 3, how, 1_000)).unwrap();
             assert_eq!(reads.len(), 3 * READS, "{how:?}");
             let nominal = DELAY.as_secs_f64() * 1e9;
