@@ -137,7 +137,7 @@ pub fn under_load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn the_kernel_is_fnv_1a() {
@@ -147,17 +147,9 @@ mod tests {
     }
 
     #[test]
-    fn the_load_counts_kernels_until_dropped() {
+    fn no_loop_runs_after_the_load_is_dropped() {
+        // That the loops count kernels, the harness's test under a load shows.
         let load = Load::start().unwrap();
-        assert!(load.threads >= 1);
-        let start = Instant::now();
-        while load.kernels() == 0 {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no kernel finished"
-            );
-            std::thread::yield_now();
-        }
         let counter = Arc::clone(&load.kernels);
         drop(load);
         let after = counter.load(Relaxed);

@@ -54,11 +54,8 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     Ok(reports)
 }
 
-/// Where a hop's time goes on a busy machine, as a note: `bridge::spawn` from a task of `rt`,
-/// one hop at a time, split into the pool's pickup (from the spawn to the closure's start on
-/// a rayon thread) and the return (from the closure's end to the awaiting task running
-/// again), under background work of four shapes. No peer: the split says which side waits,
-/// the shapes say what it waits for.
+/// Where the time of `hops` hops of `bridge::spawn` from a task of `rt` goes, under background
+/// work of four shapes, as a note (the note says how).
 fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
     let cpus = super::cpus();
     let shapes = [
@@ -208,23 +205,6 @@ const VARIED: &str = "how the closure reaches a pool and its result comes back: 
                       a tokio oneshot, then await the receiver (rayon+tokio-oneshot); \
                       tokio::task::spawn_blocking (tokio's blocking pool instead of rayon).";
 
-/// A scenario of awaiting code on `rt`: `per_op` says what an operation is.
-fn frame(name: &'static str, rt: &Runtime, per_op: &str, goals: Vec<Goal>) -> ScenarioReport {
-    ScenarioReport {
-        name,
-        varied: VARIED.to_owned(),
-        fixed: format!(
-            "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned \
-             on it, so each wake goes through tokio's scheduler; rayon's global pool of {} \
-             threads; both warmed up first. {per_op}",
-            rt.metrics().num_workers(),
-            rayon::current_num_threads(),
-        ),
-        goals,
-        ..Default::default()
-    }
-}
-
 /// bridge no slower than each rayon peer; with `spawn_blocking`, also 10x cheaper than it.
 fn peer_goals(spawn_blocking: bool) -> Vec<Goal> {
     let goal = Goal::new;
@@ -276,7 +256,19 @@ fn awaiting(settings: &Settings, hops: u64, load: Option<&Load>) -> io::Result<S
             ),
         )
     };
-    let report = frame(name, &rt, &per_op, peer_goals(hops > 1));
+    let report = ScenarioReport {
+        name,
+        varied: VARIED.to_owned(),
+        fixed: format!(
+            "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned \
+             on it, so each wake goes through tokio's scheduler; rayon's global pool of {} \
+             threads; both warmed up first. {per_op}",
+            rt.metrics().num_workers(),
+            rayon::current_num_threads(),
+        ),
+        goals: peer_goals(hops > 1),
+        ..Default::default()
+    };
     let report = under_load(report, busy_name, load, PARK_AT_ONCE, PARKS);
     let mut report = measured(report, &mut variants, hops, settings, load);
     report.notes.insert(0, census.note(WARM));
