@@ -5,7 +5,7 @@
 
 use super::measured;
 use crate::busy::{Load, under_load};
-use crate::harness::{Batch, MISSING, Settings, timed_in_task};
+use crate::harness::{Batch, MISSING, Settings, timed, timed_in_task};
 use crate::harness::{warm_up_rayon, warm_up_tokio};
 use crate::proc::Census;
 use crate::report::{Goal, ScenarioReport, table};
@@ -283,19 +283,11 @@ fn blocking_batch<H>(
     start: impl Fn(u64) -> H,
     wait: impl Fn(H) -> u64,
 ) -> Batch {
-    let began = Instant::now();
-    let mut checksum = 0u64;
     let mut in_flight = Vec::with_capacity(hops as usize);
-    for i in 0..iters {
+    timed(iters, |i| {
         in_flight.extend((0..hops).map(|j| start(i * hops + j)));
-        for hop in in_flight.drain(..) {
-            checksum = checksum.wrapping_add(wait(hop));
-        }
-    }
-    Batch {
-        elapsed: began.elapsed(),
-        checksum,
-    }
+        in_flight.drain(..).map(&wait).fold(0, u64::wrapping_add)
+    })
 }
 
 /// The blocking forms: the caller is the study's own thread (no runtime), and it waits for
