@@ -1,7 +1,7 @@
 //! The busy machine: a rayon pool that runs [`kernel`] on every CPU and counts the kernels
 //! done, which the harness reads around every batch.
 
-use crate::report::{ScenarioReport, busy_goals};
+use crate::report::ScenarioReport;
 use std::hint::black_box;
 use std::io;
 use std::sync::Arc;
@@ -107,7 +107,7 @@ impl Drop for Load {
 }
 
 /// Under a `load`, renames `report` to `busy_name`, names the load in its frame and trades its
-/// goals for [`busy_goals`] against `park_at_once`, noted with `why`.
+/// goals for the load goals against `park_at_once`, noted with `why`.
 pub fn under_load(
     report: ScenarioReport,
     busy_name: &'static str,
@@ -128,7 +128,7 @@ pub fn under_load(
         name: busy_name,
         fixed: format!("{} All of it on {}", report.fixed, load.describe()),
         goals: Vec::new(),
-        load_goals: busy_goals(park_at_once),
+        park_at_once: park_at_once.to_vec(),
         notes,
         ..report
     }
@@ -137,7 +137,7 @@ pub fn under_load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn the_kernel_is_fnv_1a() {
@@ -147,17 +147,9 @@ mod tests {
     }
 
     #[test]
-    fn the_load_counts_kernels_until_dropped() {
+    fn no_loop_runs_after_the_load_is_dropped() {
+        // That the loops count kernels, the harness's test under a load shows.
         let load = Load::start().unwrap();
-        assert!(load.threads >= 1);
-        let start = Instant::now();
-        while load.kernels() == 0 {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no kernel finished"
-            );
-            std::thread::yield_now();
-        }
         let counter = Arc::clone(&load.kernels);
         drop(load);
         let after = counter.load(Relaxed);

@@ -16,7 +16,6 @@ fn current() -> MutexGuard<'static, Option<(ProgressBar, Instant)>> {
 #[derive(Debug)]
 pub struct StudyBar {
     bar: ProgressBar,
-    started: Instant,
 }
 
 /// Shows a bar for `study` on stderr and routes the harness's reports to it.
@@ -29,16 +28,13 @@ pub fn start(study: &str) -> StudyBar {
     bar.set_style(style.unwrap_or_else(|_| ProgressStyle::default_bar()));
     bar.set_prefix(study.to_owned());
     *current() = Some((bar.clone(), Instant::now()));
-    StudyBar {
-        bar,
-        started: Instant::now(),
-    }
+    StudyBar { bar }
 }
 
 impl StudyBar {
     /// Leaves the bar full with a summary of `scenarios` scenarios and the time taken.
     pub fn finish(self, scenarios: usize) -> Duration {
-        let took = self.started.elapsed();
+        let took = self.bar.elapsed();
         let secs = took.as_secs_f64();
         self.bar
             .finish_with_message(format!("{scenarios} scenarios in {secs:.1} s"));

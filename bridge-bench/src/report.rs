@@ -154,7 +154,11 @@ impl<'a> CsvLine<'a> {
             bg_kernels_per_s: b.map(|b| format!("{:.0}", b.kernels_per_s)),
             bg_vs_idle: b.map(|b| format!("{:.3}", b.vs_idle)),
             bg_idle_kernels_per_s: b.map(|b| format!("{:.0}", b.idle_kernels_per_s)),
-            sample: measure.label_in_ns(),
+            sample: Measure {
+                unit: "ns",
+                ..*measure
+            }
+            .label(),
         }
     }
 }
@@ -203,11 +207,6 @@ impl Measure {
         label.trim().to_owned()
     }
 
-    /// The samples' name with nanoseconds as the unit, for the CSV, e.g. `read p50 ns`.
-    fn label_in_ns(&self) -> String {
-        format!("{} ns{}", self.what, self.per).trim().to_owned()
-    }
-
     /// `ns` nanoseconds in this unit, without the unit, e.g. `2.35`.
     pub fn number(&self, ns: f64) -> String {
         format!("{:.*}", self.decimals, ns / self.ns_per_unit)
@@ -252,44 +251,12 @@ pub struct Budget {
     pub text: &'static str,
 }
 
-/// What a [`LoadGoal`] holds bridge to, against the fastest park-at-once peer.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LoadTarget {
-    /// bridge's background / idle-baseline at least the peer's divided by `slack` (e.g. 1.05).
-    Background { slack: f64 },
-    /// bridge's median hand-off time at most the peer's.
-    Latency,
-}
-
-/// A target under a background load, stated as `text`, against the fastest (lowest median)
-/// measured variant of `park_at_once`, those that park at once without spinning first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadGoal {
-    pub park_at_once: Vec<&'static str>,
-    pub target: LoadTarget,
-    pub text: &'static str,
-}
-
-/// The goals of every busy scenario: bridge's background throughput within 1.05x of the
-/// fastest park-at-once peer's, and its hand-off no slower.
-pub fn busy_goals(park_at_once: &[&'static str]) -> Vec<LoadGoal> {
-    let goal = |target, text| LoadGoal {
-        park_at_once: park_at_once.to_vec(),
-        target,
-        text,
-    };
-    vec![
-        goal(
-            LoadTarget::Background { slack: 1.05 },
-            "under load, bridge's background throughput within 1.05x of the fastest \
-             park-at-once peer's",
-        ),
-        goal(
-            LoadTarget::Latency,
-            "under load, bridge's hand-off no slower than the fastest park-at-once peer's",
-        ),
-    ]
-}
+/// The goals under a background load, against the fastest (lowest median) measured variant
+/// of [`ScenarioReport::park_at_once`]: background throughput, then hand-off time.
+const LOAD_GOALS: [&str; 2] = [
+    "under load, bridge's background throughput within 1.05x of the fastest park-at-once peer's",
+    "under load, bridge's hand-off no slower than the fastest park-at-once peer's",
+];
 
 /// One goal judged on one run: met or not, `value` and `bound` for the summary tables (e.g.
 /// `5.45x`, `tokio / bridge >= 5.00x`), and `detail` in words for the takeaway.
@@ -382,51 +349,50 @@ impl Budget {
     }
 }
 
-impl LoadGoal {
-    fn check(&self, rows: &[Row], m: &Measure) -> Option<Check> {
-        let bridge = find(rows, BASELINE)?;
-        let bridge_bg = bridge.background.as_ref()?;
-        let (peer, peer_bg) = self
-            .park_at_once
-            .iter()
-            .filter_map(|name| {
-                let row = find(rows, name)?;
-                Some((row, row.background.as_ref()?))
-            })
-            .filter(|(row, b)| !b.vs_idle.is_nan() && !row.ns.median.is_nan())
-            .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))?;
-        let name = &peer.variant;
-        Some(match self.target {
-            LoadTarget::Background { slack } => {
-                let (b, p) = (bridge_bg.vs_idle, peer_bg.vs_idle);
-                let needed = p / slack;
-                let (mine, theirs) = (bridge_bg.per_round(), peer_bg.per_round());
-                let reached = reached(&mine, &theirs, |b, p| b * slack >= p);
-                Check {
-                    met: b >= needed,
-                    value: format!("{b:.3}x"),
-                    bound: format!("background / idle >= {needed:.3}x; {name} {p:.3}x"),
-                    detail: format!(
-                        "background / idle-baseline: bridge {b:.3}x, the fastest park-at-once \
-                         peer, {name}, {p:.3}x, needed at least {needed:.3}x{reached}"
-                    ),
-                }
-            }
-            LoadTarget::Latency => {
-                let (b, p) = (m.value(bridge.ns.median), m.value(peer.ns.median));
-                let reached = reached(&bridge.samples, &peer.samples, |b, p| b <= p);
-                Check {
-                    met: bridge.ns.median <= peer.ns.median,
-                    detail: format!(
-                        "bridge's median {b}, that of {name}, the fastest park-at-once peer, \
-                         {p}{reached}"
-                    ),
-                    bound: format!("bridge <= {name} {p}"),
-                    value: b,
-                }
-            }
+/// Goal `LOAD_GOALS[1]` if `latency`, else `LOAD_GOALS[0]`, on one run.
+fn load_check(rows: &[Row], park_at_once: &[&str], latency: bool, m: &Measure) -> Option<Check> {
+    let bridge = find(rows, BASELINE)?;
+    let bridge_bg = bridge.background.as_ref()?;
+    let (peer, peer_bg) = park_at_once
+        .iter()
+        .filter_map(|name| {
+            let row = find(rows, name)?;
+            Some((row, row.background.as_ref()?))
         })
-    }
+        .filter(|(row, b)| !b.vs_idle.is_nan() && !row.ns.median.is_nan())
+        .min_by(|(a, _), (b, _)| a.ns.median.total_cmp(&b.ns.median))?;
+    let name = &peer.variant;
+    let slack = 1.05;
+    Some(match latency {
+        false => {
+            let (b, p) = (bridge_bg.vs_idle, peer_bg.vs_idle);
+            let needed = p / slack;
+            let (mine, theirs) = (bridge_bg.per_round(), peer_bg.per_round());
+            let reached = reached(&mine, &theirs, |b, p| b * slack >= p);
+            Check {
+                met: b >= needed,
+                value: format!("{b:.3}x"),
+                bound: format!("background / idle >= {needed:.3}x; {name} {p:.3}x"),
+                detail: format!(
+                    "background / idle-baseline: bridge {b:.3}x, the fastest park-at-once \
+                     peer, {name}, {p:.3}x, needed at least {needed:.3}x{reached}"
+                ),
+            }
+        }
+        true => {
+            let (b, p) = (m.value(bridge.ns.median), m.value(peer.ns.median));
+            let reached = reached(&bridge.samples, &peer.samples, |b, p| b <= p);
+            Check {
+                met: bridge.ns.median <= peer.ns.median,
+                detail: format!(
+                    "bridge's median {b}, that of {name}, the fastest park-at-once peer, \
+                     {p}{reached}"
+                ),
+                bound: format!("bridge <= {name} {p}"),
+                value: b,
+            }
+        }
+    })
 }
 
 /// A scenario's results with its frame (what was varied, what held fixed), goals and notes
@@ -439,7 +405,8 @@ pub struct ScenarioReport {
     pub measure: Measure,
     pub goals: Vec<Goal>,
     pub budgets: Vec<Budget>,
-    pub load_goals: Vec<LoadGoal>,
+    /// Under a load, the variants that park at once, for the load goals (none: no such goals).
+    pub park_at_once: Vec<&'static str>,
     /// The goals the study judged itself; over several runs, each with every run's check.
     pub judged: Vec<Judged>,
     pub notes: Vec<String>,
@@ -590,7 +557,13 @@ impl ScenarioReport {
             .map(|g| each(g.text, &|rows| g.check(rows)))
             .collect();
         out.extend((self.budgets.iter()).map(|b| each(b.text, &|rows| b.check(rows, m))));
-        out.extend((self.load_goals.iter()).map(|g| each(g.text, &|rows| g.check(rows, m))));
+        if !self.park_at_once.is_empty() {
+            for (k, text) in LOAD_GOALS.into_iter().enumerate() {
+                out.push(each(text, &|rows| {
+                    load_check(rows, &self.park_at_once, k == 1, m)
+                }));
+            }
+        }
         out.extend(self.judged.iter().map(|j| (j.text.clone(), j.runs.clone())));
         out
     }
@@ -639,9 +612,9 @@ impl ScenarioReport {
     /// Each goal with its verdict: met in every run (`Some(true)`), missed in some
     /// (`Some(false)`) or measured in none (`None`).
     pub fn verdicts(&self) -> Vec<(String, Option<bool>)> {
-        self.checks()
+        self.goal_lines()
             .into_iter()
-            .map(|(text, runs)| (text, verdict(&runs)))
+            .map(|line| (line.goal.clone(), line.verdict()))
             .collect()
     }
 
@@ -653,14 +626,18 @@ impl ScenarioReport {
         }
         for (text, runs) in self.checks() {
             let _ = write!(out, " Goal \"{text}\": ");
-            match (verdict(&runs), runs.as_slice()) {
-                (None, _) => out.push_str("not measured."),
-                (Some(met), [Some(check)]) => {
-                    let verdict = if met { "met".to_owned() } else { not_met() };
+            let (n, met_in) = (runs.len(), runs.iter().flatten().filter(|c| c.met).count());
+            match runs.as_slice() {
+                _ if runs.iter().all(Option::is_none) => out.push_str("not measured."),
+                [Some(check)] => {
+                    let verdict = if check.met {
+                        "met".to_owned()
+                    } else {
+                        not_met()
+                    };
                     let _ = write!(out, "{verdict}: {}.", check.detail);
                 }
-                (Some(met), _) => {
-                    let (n, met_in) = (runs.len(), runs.iter().flatten().filter(|c| c.met).count());
+                _ => {
                     let each: Vec<String> = (runs.iter().enumerate())
                         .map(|(k, check)| match check {
                             Some(c) if c.met => format!("run {}: met, {}", k + 1, c.detail),
@@ -668,7 +645,7 @@ impl ScenarioReport {
                             None => format!("run {}: not measured", k + 1),
                         })
                         .collect();
-                    let head = match met {
+                    let head = match met_in == n {
                         true => format!("met in all {n} runs"),
                         false => format!("{}: met in {met_in} of {n} runs", not_met()),
                     };
@@ -834,12 +811,6 @@ impl ScenarioReport {
 /// `text` if `cond`, else nothing.
 fn when(cond: bool, text: &str) -> &str {
     if cond { text } else { "" }
-}
-
-/// Met in every run (`Some(true)`), missed in some (`Some(false)`), measured in none (`None`).
-fn verdict(runs: &[Option<Check>]) -> Option<bool> {
-    let met = runs.iter().all(|c| c.as_ref().is_some_and(|c| c.met));
-    runs.iter().any(Option::is_some).then_some(met)
 }
 
 /// The lowest and highest of `values`; `None` if empty or any is NaN.
@@ -1049,7 +1020,7 @@ mod tests {
             ..measurement()
         };
         let r = ScenarioReport {
-            load_goals: busy_goals(&["crawler", "parker", "absent"]),
+            park_at_once: vec!["crawler", "parker", "absent"],
             ..ScenarioReport::of("s", &m)
         };
         let takeaway = r.takeaway();

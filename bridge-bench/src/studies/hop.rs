@@ -5,7 +5,7 @@
 
 use super::measured;
 use crate::busy::{Load, under_load};
-use crate::harness::{Batch, MISSING, Settings, timed_in_task};
+use crate::harness::{Batch, MISSING, Settings, timed, timed_in_task};
 use crate::harness::{warm_up_rayon, warm_up_tokio};
 use crate::proc::Census;
 use crate::report::{Goal, ScenarioReport, table};
@@ -37,8 +37,8 @@ const PARKS: &str = "the awaiting task returns Pending at its first poll and its
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     warm_up_rayon();
     let mut reports = vec![
-        one_at_a_time(settings, None)?,
-        concurrent(settings, None)?,
+        awaiting(settings, 1, None)?,
+        awaiting(settings, HOPS, None)?,
         blocking(settings, 1),
         blocking(settings, HOPS),
     ];
@@ -47,18 +47,15 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         if settings.is_quick() { 100 } else { 400 },
     )?;
     let load = Load::start()?;
-    let mut busy = one_at_a_time(settings, Some(&load))?;
+    let mut busy = awaiting(settings, 1, Some(&load))?;
     busy.notes.push(split);
     reports.push(busy);
-    reports.push(concurrent(settings, Some(&load))?);
+    reports.push(awaiting(settings, HOPS, Some(&load))?);
     Ok(reports)
 }
 
-/// Where a hop's time goes on a busy machine, as a note: `bridge::spawn` from a task of `rt`,
-/// one hop at a time, split into the pool's pickup (from the spawn to the closure's start on
-/// a rayon thread) and the return (from the closure's end to the awaiting task running
-/// again), under background work of four shapes. No peer: the split says which side waits,
-/// the shapes say what it waits for.
+/// Where the time of `hops` hops of `bridge::spawn` from a task of `rt` goes, under background
+/// work of four shapes, as a note (the note says how).
 fn split_note(rt: &Runtime, hops: usize) -> io::Result<String> {
     let cpus = super::cpus();
     let shapes = [
@@ -179,12 +176,20 @@ fn hop_spawn_blocking(k: u64) -> impl Future<Output = u64> + Send + 'static {
     async move { handle.await.unwrap_or(MISSING) }
 }
 
-/// A batch of `iters` iterations on `rt`; each starts [`HOPS`] hops, then awaits them in
-/// order. Hop `j` of iteration `i` returns `i * HOPS + j`.
-fn all_at_once<H>(rt: &Runtime, iters: u64, hop: impl Fn(u64) -> H + Copy + Send + 'static) -> Batch
+/// A batch of `iters` iterations in a task of `rt`: one hop awaited each (`hops` 1), or
+/// [`HOPS`] hops started, then awaited in order. Hop `j` of iteration `i` returns `i * HOPS + j`.
+fn in_task<H>(
+    rt: &Runtime,
+    iters: u64,
+    hops: u64,
+    hop: impl Fn(u64) -> H + Copy + Send + 'static,
+) -> Batch
 where
     H: Future<Output = u64> + Send + 'static,
 {
+    if hops == 1 {
+        return timed_in_task(rt, iters, hop);
+    }
     timed_in_task(rt, iters, move |i| async move {
         let in_flight: Vec<H> = (0..HOPS).map(|j| hop(i * HOPS + j)).collect();
         let mut sum = 0u64;
@@ -195,30 +200,10 @@ where
     })
 }
 
-fn varied() -> String {
-    "how the closure reaches a pool and its result comes back: bridge::spawn; \
-     tokio_rayon::spawn (tokio-rayon 2.1); rayon::spawn of a job that sends on a tokio \
-     oneshot, then await the receiver (rayon+tokio-oneshot); tokio::task::spawn_blocking \
-     (tokio's blocking pool instead of rayon)."
-        .to_owned()
-}
-
-/// A scenario of awaiting code on `rt`: `per_op` says what an operation is.
-fn frame(name: &'static str, rt: &Runtime, per_op: &str, goals: Vec<Goal>) -> ScenarioReport {
-    ScenarioReport {
-        name,
-        varied: varied(),
-        fixed: format!(
-            "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned \
-             on it, so each wake goes through tokio's scheduler; rayon's global pool of {} \
-             threads; both warmed up first. {per_op}",
-            rt.metrics().num_workers(),
-            rayon::current_num_threads(),
-        ),
-        goals,
-        ..Default::default()
-    }
-}
+const VARIED: &str = "how the closure reaches a pool and its result comes back: bridge::spawn; \
+                      tokio_rayon::spawn (tokio-rayon 2.1); rayon::spawn of a job that sends on \
+                      a tokio oneshot, then await the receiver (rayon+tokio-oneshot); \
+                      tokio::task::spawn_blocking (tokio's blocking pool instead of rayon).";
 
 /// bridge no slower than each rayon peer; with `spawn_blocking`, also 10x cheaper than it.
 fn peer_goals(spawn_blocking: bool) -> Vec<Goal> {
@@ -238,49 +223,54 @@ fn peer_goals(spawn_blocking: bool) -> Vec<Goal> {
     goals
 }
 
-fn one_at_a_time(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
+/// The awaiting scenarios: from a task, one hop at a time (`hops` 1) or [`HOPS`] at once.
+fn awaiting(settings: &Settings, hops: u64, load: Option<&Load>) -> io::Result<ScenarioReport> {
     let rt = warm_runtime()?;
     let census = Census::new();
     let mut variants = [
-        census.variant("bridge", |n| timed_in_task(&rt, n, hop_bridge)),
-        census.variant("tokio-rayon", |n| timed_in_task(&rt, n, hop_tokio_rayon)),
+        census.variant("bridge", |n| in_task(&rt, n, hops, hop_bridge)),
+        census.variant("tokio-rayon", |n| in_task(&rt, n, hops, hop_tokio_rayon)),
         census.variant("rayon+tokio-oneshot", |n| {
-            timed_in_task(&rt, n, hop_rayon_oneshot)
+            in_task(&rt, n, hops, hop_rayon_oneshot)
         }),
         census.variant("spawn_blocking", |n| {
-            timed_in_task(&rt, n, hop_spawn_blocking)
+            in_task(&rt, n, hops, hop_spawn_blocking)
         }),
     ];
-    let per_op = "Per operation: hop a closure that returns the operation's index, and await \
-                  it before the next hop.";
-    let report = frame("one-at-a-time", &rt, per_op, peer_goals(false));
-    let report = under_load(report, "one-at-a-time-busy", load, PARK_AT_ONCE, PARKS);
-    let mut report = measured(report, &mut variants, 1, settings, load);
-    report.notes.insert(0, census.note(WARM));
-    Ok(report)
-}
-
-fn concurrent(settings: &Settings, load: Option<&Load>) -> io::Result<ScenarioReport> {
-    let rt = warm_runtime()?;
-    let census = Census::new();
-    let mut variants = [
-        census.variant("bridge", |n| all_at_once(&rt, n, hop_bridge)),
-        census.variant("tokio-rayon", |n| all_at_once(&rt, n, hop_tokio_rayon)),
-        census.variant("rayon+tokio-oneshot", |n| {
-            all_at_once(&rt, n, hop_rayon_oneshot)
-        }),
-        census.variant("spawn_blocking", |n| {
-            all_at_once(&rt, n, hop_spawn_blocking)
-        }),
-    ];
-    let per_op = format!(
-        "Per iteration: start {HOPS} hops (closures returning their index), then await them \
-         in the order started; one operation is one hop (batch time / (iterations x {HOPS})), \
-         including its share of the Vec that holds the handles."
-    );
-    let report = frame("concurrent-1000", &rt, &per_op, peer_goals(true));
-    let report = under_load(report, "concurrent-1000-busy", load, PARK_AT_ONCE, PARKS);
-    let mut report = measured(report, &mut variants, HOPS, settings, load);
+    let (name, busy_name, per_op) = if hops == 1 {
+        (
+            "one-at-a-time",
+            "one-at-a-time-busy",
+            "Per operation: hop a closure that returns the operation's index, and await it \
+             before the next hop."
+                .to_owned(),
+        )
+    } else {
+        (
+            "concurrent-1000",
+            "concurrent-1000-busy",
+            format!(
+                "Per iteration: start {HOPS} hops (closures returning their index), then await \
+                 them in the order started; one operation is one hop (batch time / (iterations \
+                 x {HOPS})), including its share of the Vec that holds the handles."
+            ),
+        )
+    };
+    let report = ScenarioReport {
+        name,
+        varied: VARIED.to_owned(),
+        fixed: format!(
+            "a tokio multi-thread runtime with {} workers; the awaiting code is a task spawned \
+             on it, so each wake goes through tokio's scheduler; rayon's global pool of {} \
+             threads; both warmed up first. {per_op}",
+            rt.metrics().num_workers(),
+            rayon::current_num_threads(),
+        ),
+        goals: peer_goals(hops > 1),
+        ..Default::default()
+    };
+    let report = under_load(report, busy_name, load, PARK_AT_ONCE, PARKS);
+    let mut report = measured(report, &mut variants, hops, settings, load);
     report.notes.insert(0, census.note(WARM));
     Ok(report)
 }
@@ -293,19 +283,11 @@ fn blocking_batch<H>(
     start: impl Fn(u64) -> H,
     wait: impl Fn(H) -> u64,
 ) -> Batch {
-    let began = Instant::now();
-    let mut checksum = 0u64;
     let mut in_flight = Vec::with_capacity(hops as usize);
-    for i in 0..iters {
+    timed(iters, |i| {
         in_flight.extend((0..hops).map(|j| start(i * hops + j)));
-        for hop in in_flight.drain(..) {
-            checksum = checksum.wrapping_add(wait(hop));
-        }
-    }
-    Batch {
-        elapsed: began.elapsed(),
-        checksum,
-    }
+        in_flight.drain(..).map(&wait).fold(0, u64::wrapping_add)
+    })
 }
 
 /// The blocking forms: the caller is the study's own thread (no runtime), and it waits for
@@ -343,7 +325,7 @@ fn blocking(settings: &Settings, hops: u64) -> ScenarioReport {
     };
     let report = ScenarioReport {
         name,
-        varied: varied(),
+        varied: VARIED.to_owned(),
         fixed: format!(
             "the caller is a plain thread (no runtime) that waits with each variant's \
              blocking wait: Task::wait, tokio's oneshot blocking_recv, tokio-rayon's handle \
