@@ -294,14 +294,10 @@ async fn requests(
     }
     let trips = conns[..fan_out].iter_mut().zip(0u64..);
     let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
-    for echo in echoes {
-        match echo {
-            Ok(true) => {}
-            Ok(false) => return failed(i, &io::Error::other("wrong echo")),
-            Err(e) => return failed(i, &e),
-        }
+    match echoes.into_iter().collect::<io::Result<()>>() {
+        Ok(()) => (i, conns),
+        Err(e) => failed(i, &e),
     }
-    (i, conns)
 }
 
 fn failed<T>(i: u64, e: &io::Error) -> (u64, Vec<T>) {

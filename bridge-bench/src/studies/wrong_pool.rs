@@ -479,44 +479,16 @@ struct Watched {
     line: u32,
 }
 
-/// [`WATCH_QUERIES`] queries spawned with `IoRuntime::spawn` on `io`, decode by `how`.
-fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u64) -> Watched {
+/// [`WATCH_QUERIES`] queries, each started by `spawn` (with the line of its spawn site) and
+/// awaited by `wait`.
+fn watched<T>(spawn: impl Fn(u64) -> (T, u32), wait: impl Fn(T) -> Option<Vec<f64>>) -> Watched {
     let before = bridge::metrics().io;
-    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
-        .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
-        .collect();
+    let tasks: Vec<_> = (0..WATCH_QUERIES as u64).map(spawn).collect();
     let line = tasks.first().map_or(0, |&(_, line)| line);
     let reads = tasks
         .into_iter()
-        .flat_map(|(task, _)| task.wait().unwrap_or_default())
-        .collect();
-    Watched::since(&before, reads, line)
-}
-
-/// The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
-fn watched_on_users_runtime(rt: &Runtime, addr: SocketAddr, rounds: u64) -> Watched {
-    fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send,
-    {
-        (rt.spawn(bridge::rt::watched(query)), line!())
-    }
-    let before = bridge::metrics().io;
-    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
-        .map(|q| spawn(rt, query(addr, q, Decode::Inline, rounds)))
-        .collect();
-    let line = tasks.first().map_or(0, |&(_, line)| line);
-    let reads = tasks
-        .into_iter()
-        .flat_map(|(task, _)| {
-            rt.block_on(task)
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default()
-        })
-        .collect();
-    Watched::since(&before, reads, line)
+        .flat_map(|(task, _)| wait(task).unwrap_or_default());
+    Watched::since(&before, reads.collect(), line)
 }
 
 impl Watched {
@@ -541,9 +513,21 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
     let _watch = bridge::rt::watch(rt.handle());
     let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
     let slow = bridge::configure().slow_poll;
-    let inline = watched(&io, addr, Decode::Inline, big);
-    let bridged = watched(&io, addr, Decode::Bridge, big);
-    let users = watched_on_users_runtime(&rt, addr, big);
+    // Each spawn and its `line!()` on one line: the bridge names the spawn site.
+    let on_io = |how| {
+        watched(
+            |q| (io.spawn(query(addr, q, how, big)), line!()),
+            |t| t.wait().ok(),
+        )
+    };
+    let inline = on_io(Decode::Inline);
+    let bridged = on_io(Decode::Bridge);
+    // The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
+    let inline_query = |q| query(addr, q, Decode::Inline, big);
+    let users = watched(
+        |q| (rt.spawn(bridge::rt::watched(inline_query(q))), line!()),
+        |t| rt.block_on(t).ok().and_then(Result::ok),
+    );
     drop(_watch);
     drop(rt);
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
