@@ -21,8 +21,7 @@
 //! a CSV line per run, cell and variant, then the median calls/s per cell with the best
 //! peer's ratio to the bridge.
 
-use bridge_bench::echo::{connect, echo, round_trip, serve_http, serve_on};
-use futures::future::join_all;
+use bridge_bench::echo::{connect, echo, round_trip, round_trips, serve_http, serve_on};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
@@ -169,16 +168,8 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             let want = if work == Echo { 1 } else { 16 };
             let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
             let (ok, conns) = drive(variant, async move {
-                // Connecting (the warm-up's work) is outside the limit.
-                while conns.len() < want {
-                    match connect(echo).await {
-                        Ok(conn) => conns.push(conn),
-                        Err(_) => return (false, conns),
-                    }
-                }
-                let trips = join_all(conns.iter_mut().map(|conn| round_trip(conn, 0, 0)));
-                let all = async { trips.await.into_iter().collect::<std::io::Result<()>>() };
-                (in_time(all).await, conns)
+                let ok = in_time(round_trips(echo, &mut conns, want, 0)).await;
+                (ok, conns)
             });
             if ok {
                 CONNS.with(|c| c.borrow_mut().insert(variant, conns));

@@ -3,6 +3,7 @@
 //! [`tcp_server`], which the others' servers run on too.
 
 use bytes::Bytes;
+use futures::future::join_all;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -88,6 +89,22 @@ pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<()
     } else {
         Err(io::Error::new(io::ErrorKind::InvalidData, "a wrong echo"))
     }
+}
+
+/// One round trip carrying `i` on each of the first `fan_out` of `conns` at once, after
+/// opening to `addr` the connections missing; the first error.
+pub async fn round_trips(
+    addr: SocketAddr,
+    conns: &mut Vec<TcpStream>,
+    fan_out: usize,
+    i: u64,
+) -> io::Result<()> {
+    while conns.len() < fan_out {
+        conns.push(connect(addr).await?);
+    }
+    let trips = conns[..fan_out].iter_mut().zip(0u64..);
+    let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
+    echoes.into_iter().collect()
 }
 
 /// A rayon pool of `threads` threads named `name-k`, each running `start` first.

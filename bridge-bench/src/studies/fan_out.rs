@@ -426,14 +426,8 @@ fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
         }
     }
 
+    let mut consumers = Consumers::new(driver)?;
     let producers = Producers::start(&shared, senders)?;
-    let mut consumers = match Consumers::new(driver) {
-        Ok(c) => c,
-        Err(e) => {
-            producers.abort();
-            return Err(e);
-        }
-    };
     if let Err(e) = consumers.spawn_all(&shared, receivers) {
         producers.abort();
         drop(ends);

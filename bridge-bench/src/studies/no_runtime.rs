@@ -6,12 +6,11 @@
 //! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
 //! one-worker runtime (+6% to +17%, growing with fan-out).
 
-use super::echo::{MESSAGE, connect, echo_server, io_workers, pool, round_trip};
+use super::echo::{MESSAGE, echo_server, io_workers, pool, round_trips};
 use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
 use crate::harness::{self, Batch, MISSING, Settings, Variant, timed};
 use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find};
 use crate::stats::ratio;
-use futures::future::join_all;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;
@@ -278,23 +277,14 @@ fn tcp_call(
     Some(value)
 }
 
-/// One round trip on each of `fan_out` connections at once (opened as needed); `i` and the
-/// connections, or [`MISSING`] and none on any error.
+/// [`round_trips`] on `conns`: `i` and the connections, or [`MISSING`] and none on any error.
 async fn requests(
     addr: SocketAddr,
     mut conns: Vec<TcpStream>,
     fan_out: usize,
     i: u64,
 ) -> (u64, Vec<TcpStream>) {
-    while conns.len() < fan_out {
-        match connect(addr).await {
-            Ok(s) => conns.push(s),
-            Err(e) => return failed(i, &e),
-        }
-    }
-    let trips = conns[..fan_out].iter_mut().zip(0u64..);
-    let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
-    match echoes.into_iter().collect::<io::Result<()>>() {
+    match round_trips(addr, &mut conns, fan_out, i).await {
         Ok(()) => (i, conns),
         Err(e) => failed(i, &e),
     }
