@@ -570,7 +570,7 @@ fn scenario(
         .map(|driver| Cell {
             n,
             driver,
-            rate: find(&rows, driver.name()).map(|r| per_second(r.ns.median)),
+            rate: find(&rows, driver.name()).map(|r| 1e9 / r.ns.median),
             threads: *tallies[driver as usize].borrow(),
             skipped: threads_skipped
                 .clone()
@@ -622,10 +622,6 @@ fn fixed(n: u64) -> String {
         QUIET_LIMIT.as_millis(),
         SETTLE.as_millis(),
     )
-}
-
-fn per_second(ns: f64) -> f64 {
-    if ns > 0.0 { 1e9 / ns } else { f64::NAN }
 }
 
 /// A rate with a unit: `4.12 M/s`, `312 k/s`.

@@ -92,10 +92,6 @@ enum Mode {
 }
 
 impl Mode {
-    fn label(self) -> &'static str {
-        ["split", "sync"][self as usize]
-    }
-
     fn variant(self) -> &'static str {
         [BASELINE, SYNC][self as usize]
     }
@@ -333,11 +329,6 @@ struct LoadOutcome {
 impl LoadOutcome {
     fn qps(&self) -> f64 {
         self.in_window as f64 / self.window.as_secs_f64()
-    }
-
-    /// Nanoseconds per answer in the measured window; infinite if none.
-    fn ns_per_query(&self) -> f64 {
-        self.window.as_nanos() as f64 / self.in_window as f64
     }
 
     /// The average latency (s) in the measured window; NaN if none.
@@ -630,7 +621,7 @@ fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
             let (bound, l) = (base.bound(t.mode), &t.load);
             vec![
                 t.io_workers.to_string(),
-                t.mode.label().to_owned(),
+                ["split", "sync"][t.mode as usize].to_owned(),
                 format!("{:.0} ({min:.0}-{max:.0})", t.qps()),
                 format!("{:.2}", l.latency() * 1e3),
                 format!("{} / {} / {}", l.sent, l.completed, l.lost),
@@ -826,7 +817,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         let here = MODES.map(|mode| Tally::of(mode, io_workers, &mine));
         let samples = |mode| {
             (mine.iter().filter(|c| c.mode == mode))
-                .map(|c| c.load.ns_per_query())
+                .map(|c| c.load.window.as_nanos() as f64 / c.load.in_window as f64)
                 .collect()
         };
         let per_mode = MODES.map(|mode| (mode.variant(), samples(mode)));

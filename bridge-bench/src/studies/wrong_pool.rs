@@ -6,9 +6,7 @@
 
 use super::echo::{connect, tcp_server};
 use crate::harness;
-use crate::harness::{
-    MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
-};
+use crate::harness::{MISSING, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon};
 use crate::proc::Census;
 use crate::report::{
     BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows, table,
@@ -359,27 +357,16 @@ impl Recorder {
 
     /// Per variant, the percentile `p` of each measured round's reads.
     fn read_percentiles(&self, m: &Measurement, p: f64) -> Measurement {
-        let variants = self
-            .logs
-            .borrow()
-            .iter()
-            .map(|log| {
-                let skip = log.batches.len().saturating_sub(m.rounds);
-                let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
-                let samples = samples.collect();
-                Measured {
-                    name: log.name,
-                    samples,
-                    background: Vec::new(),
-                }
-            })
-            .collect();
+        let logs = self.logs.borrow();
+        let variants = logs.iter().map(|log| {
+            let skip = log.batches.len().saturating_sub(m.rounds);
+            let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
+            (log.name, samples.collect())
+        });
         Measurement {
             iters_per_round: m.iters_per_round,
             ops_per_iter: (QUERIES * READS) as u64,
-            rounds: m.rounds,
-            variants,
-            load: None,
+            ..Measurement::of(m.rounds, variants)
         }
     }
 
