@@ -1,11 +1,6 @@
-//! The overload study: an async service offered 0.5x to 2x the CPU work the machine can do.
-//!
-//! A tokio runtime with [`WORKERS`] workers serves requests that each hash a [`BODY`]-byte
-//! body (one CPU step of about [`STEP_TARGET`]), then make one loopback read answered
-//! [`DELAY`] later. Arrivals are open loop and latency counts from the scheduled arrival;
-//! I/O-only probes at [`PROBE_RATE`]/s show whether the workers stay responsive. Peers: the
-//! step inline, in `spawn_blocking`, `bridge::spawn` (pool at nice [`POOL_NICE`], and at nice
-//! 0 as the contrast), and a `bridge::cpu::Limit` that waits or sheds. Each (variant, load)
+//! The overload study: an async service offered 0.5x to 2x the CPU work the machine can do,
+//! each request one CPU step and one loopback read, with I/O-only probes beside them; the
+//! step runs where each variant puts it (see [`varied`] and [`fixed`]). Each (variant, load)
 //! cell runs in a fresh process ([`in_child`]), so its peak RSS is its own.
 
 use super::echo::connect;
@@ -651,17 +646,15 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
     });
     let in_limit = all_at(cells, &bounded, 2.0).and_then(|hi| {
         let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
-        let each = hi.iter().enumerate().map(|(k, c)| {
-            let head = if k == 0 {
-                "tasks in the limit, queued or running, at every generator tick: "
-            } else {
-                ""
-            };
-            format!("{head}{} at most {:.0}", c.variant.name(), c.out.limit_max)
-        });
+        let each = hi
+            .iter()
+            .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
+        let mut each: Vec<String> = each.collect();
+        let head = "tasks in the limit, queued or running, at every generator tick: ";
+        each[0].insert_str(0, head);
         let met = hi.iter().all(|c| c.out.limit_max <= bound as f64);
         let vl = (format!("highest {worst:.0}"), format!("<= {bound}"));
-        check(met, each.collect(), format!("bound {bound}"), &hi, vl)
+        check(met, each, format!("bound {bound}"), &hi, vl)
     });
     let unbounded = [Bridge, BridgeNice0, SpawnBlocking, Inline];
     let growing = all_at(cells, &unbounded, 2.0).and_then(|grow| {

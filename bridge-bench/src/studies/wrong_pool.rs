@@ -97,13 +97,14 @@ fn process_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
+/// The little-endian u64 at `bytes[at..at + 8]`.
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// The decode seed the store answers a request with.
 fn seed_of(request: &[u8; REQUEST]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&request[..8]);
-    let query = u64::from_le_bytes(word);
-    word.copy_from_slice(&request[8..]);
-    let read = u64::from_le_bytes(word);
-    (query << 32 | read).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    (word(request, 0) << 32 | word(request, 8)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Deadlines fired in order by a thread that sleeps on a condvar (no 1 ms tokio tick).
@@ -251,12 +252,11 @@ async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result
         stream.write_all(&request).await?;
         stream.read_exact(&mut response).await?;
         reads.push(issued.elapsed().as_secs_f64() * 1e9);
-        let mut seed = [0u8; 8];
-        seed.copy_from_slice(&response[REQUEST..REQUEST + 8]);
-        if response[..REQUEST] != request || u64::from_le_bytes(seed) != seed_of(&request) {
+        let seed = word(&response, REQUEST);
+        if response[..REQUEST] != request || seed != seed_of(&request) {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "wrong response"));
         }
-        digest ^= how.run(u64::from_le_bytes(seed), rounds).await?;
+        digest ^= how.run(seed, rounds).await?;
     }
     black_box(digest);
     Ok(reads)
