@@ -410,21 +410,19 @@ fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
             (end, (Vec::with_capacity(capacity), ended))
         })
         .unzip();
-    let mut senders: Vec<Vec<Vec<Sender<u64>>>> = (0..PRODUCERS)
-        .map(|_| Vec::with_capacity(capacity))
-        .collect();
-    for _ in 0..waves {
-        for (p, share) in (0u64..).zip(senders.iter_mut()) {
-            let (first, end) = (share_start(p, n), share_start(p + 1, n));
-            let mut wave = Vec::with_capacity(usize::try_from(end - first).unwrap_or(0));
-            for (rx, _) in &mut receivers[first as usize..end as usize] {
+    let senders: Vec<Vec<Vec<Sender<u64>>>> = (0..PRODUCERS)
+        .map(|p| {
+            let share = &mut receivers[share_start(p, n) as usize..share_start(p + 1, n) as usize];
+            let channel = |(rx, _): &mut Receivers| {
                 let (tx, r) = oneshot::channel();
-                wave.push(tx);
                 rx.push(r);
-            }
-            share.push(wave);
-        }
-    }
+                tx
+            };
+            (0..waves)
+                .map(|_| share.iter_mut().map(channel).collect())
+                .collect()
+        })
+        .collect();
 
     let mut consumers = Consumers::new(driver)?;
     let producers = Producers::start(&shared, senders)?;
