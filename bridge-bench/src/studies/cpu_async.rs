@@ -584,21 +584,6 @@ impl Cell {
     }
 }
 
-/// A cell's sample in a scenario; `None` where the variant has none.
-type Sample = fn(&Cell) -> Option<f64>;
-
-/// `sample` of each variant's cells in round order.
-fn measurement(cells: &[Cell], variants: &[Variant], rounds: usize, sample: Sample) -> Measurement {
-    let of = |v: Variant| {
-        cells
-            .iter()
-            .filter(move |c| c.variant == v)
-            .filter_map(sample)
-    };
-    let rows = variants.iter().map(|&v| (v.row_name(), of(v).collect()));
-    Measurement::of(rounds, rows)
-}
-
 /// The regression goal on the probe-p99 rows.
 fn regression_check(rows: &[Row]) -> Option<Check> {
     let one = find(rows, ONE)?.ns.median;
@@ -756,9 +741,12 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         progress::step_done(false);
     }
     // A scenario of the default-priority variants, or with `low` of the low-priority ones.
-    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> _| {
+    // `sample` is a cell's sample, `None` where the variant has none.
+    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> Option<f64>| {
         let variants: &[Variant] = if low { &AT_LOW } else { &AT_DEFAULT };
-        let m = measurement(&cells, variants, rounds, sample);
+        let of = |v: Variant| cells.iter().filter(move |c| c.variant == v);
+        let samples = |&v: &Variant| (v.row_name(), of(v).filter_map(sample).collect());
+        let m = Measurement::of(rounds, variants.iter().map(samples));
         ScenarioReport {
             name,
             varied: if low { varied_low() } else { varied() },

@@ -282,7 +282,6 @@ struct Service {
     backend: Connections,
     /// Set after the cutoff: what is still queued skips its step and read.
     stop: AtomicBool,
-    arrived: AtomicU64,
     shed: AtomicU64,
     steps_done: AtomicU64,
     errors: AtomicU64,
@@ -303,9 +302,10 @@ impl Drop for Ends {
 }
 
 impl Service {
-    fn queued(&self) -> u64 {
+    /// Of the first `arrived` requests, those not shed whose step is not done.
+    fn queued(&self, arrived: usize) -> u64 {
         let done = self.shed.load(Relaxed) + self.steps_done.load(Relaxed);
-        self.arrived.load(Relaxed).saturating_sub(done)
+        (arrived as u64).saturating_sub(done)
     }
 
     fn run_step(&self, mut body: Vec<u8>) -> u64 {
@@ -404,7 +404,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             idle: Mutex::new(Vec::with_capacity(WARM_CONNECTIONS)),
         },
         stop: AtomicBool::new(false),
-        arrived: AtomicU64::new(0),
         shed: AtomicU64::new(0),
         steps_done: AtomicU64::new(0),
         errors: AtomicU64::new(0),
@@ -443,7 +442,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             let at = full_at(next_full);
             out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
             let body = vec![next_full as u8 | 1; BODY];
-            service.arrived.fetch_add(1, Relaxed);
             service.outstanding.fetch_add(1, Relaxed);
             handle.spawn(full_request(Arc::clone(&service), next_full, at, body));
             next_full += 1;
@@ -455,7 +453,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             handle.spawn(probe(Arc::clone(&service), next_probe, at));
             next_probe += 1;
         }
-        let queued = service.queued() as f64;
+        let queued = service.queued(next_full) as f64;
         let sampled = Instant::now();
         if let Some(limit) = &service.limit {
             out.limit_max = out.limit_max.max(limit.in_flight() as f64);
