@@ -381,18 +381,6 @@ impl Recorder {
     }
 }
 
-/// The sorted read ns of [`FLOOR_QUERIES`] sequential queries without decode.
-fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
-    let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
-    for _ in 0..FLOOR_QUERIES {
-        if let Some(r) = rt.block_on(iteration(addr, 1, Decode::Inline, 0)) {
-            reads.extend(r);
-        }
-    }
-    reads.sort_by(f64::total_cmp);
-    reads
-}
-
 fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
@@ -605,7 +593,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let server = DelayServer::start()?;
     let addr = server.addr;
     let rt = harness::runtime(WORKERS, "queries")?;
-    let floor = unloaded_reads(&rt, addr);
+    // The unloaded reads: queries one at a time, without decode.
+    let floor =
+        (0..FLOOR_QUERIES).filter_map(|_| rt.block_on(iteration(addr, 1, Decode::Inline, 0)));
+    let mut floor: Vec<f64> = floor.flatten().collect();
+    floor.sort_by(f64::total_cmp);
 
     let cpus = super::cpus();
     let bounds = bounds_note(cost, cpus);
