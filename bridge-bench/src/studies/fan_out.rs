@@ -550,7 +550,12 @@ fn scenario(
     }
     let mut variants = vec![variant(Driver::Pool), variant(Driver::Tokio)];
     let threads_skipped = if n > THREAD_LIMIT {
-        Some(too_many_threads(n))
+        Some(format!(
+            "impractical: {} threads would reserve {} MiB of stacks; the study stops at {} threads",
+            grouped(n),
+            grouped(n * THREAD_STACK as u64 / (1024 * 1024)),
+            grouped(THREAD_LIMIT)
+        ))
     } else {
         match batch(Driver::Threads, n, 1) {
             Ok(_) => None,
@@ -662,15 +667,6 @@ fn scenario_notes(cells: &[Cell], rows: &[Row]) -> Vec<String> {
         format!("Items per batch: {waves} waves of {n} consumers.")
     }));
     notes
-}
-
-fn too_many_threads(n: u64) -> String {
-    format!(
-        "impractical: {} threads would reserve {} MiB of stacks; the study stops at {} threads",
-        grouped(n),
-        grouped(n * THREAD_STACK as u64 / (1024 * 1024)),
-        grouped(THREAD_LIMIT)
-    )
 }
 
 fn cell(cells: &[Cell], n: u64, driver: Driver) -> Option<&Cell> {

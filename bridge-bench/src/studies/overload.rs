@@ -173,17 +173,6 @@ fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
     range.map_or((f64::NAN, f64::NAN), |s| (s.min, s.max))
 }
 
-/// Builds the global pool for `variant`; returns its nice range and refusals.
-fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
-    let refused = Arc::new(AtomicU64::new(0));
-    let builder = pool_builder(variant.pool_nice(), &refused);
-    builder.build_global().map_err(io::Error::other)?;
-    // A thread runs its start handler before any job, so after a broadcast all have run.
-    warm_up_rayon();
-    let (lo, hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
-    Ok((lo, hi, refused.load(Relaxed) as f64))
-}
-
 /// The backend: a thread per connection that echoes each 8-byte request [`DELAY`] later.
 struct Backend {
     addr: SocketAddr,
@@ -861,11 +850,16 @@ fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measure
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec: Spec = spec?;
-        let (pool_nice_lo, pool_nice_hi, pool_refused) = set_up_global_pool(spec.variant)?;
+        let refused = Arc::new(AtomicU64::new(0));
+        let builder = pool_builder(spec.variant.pool_nice(), &refused);
+        builder.build_global().map_err(io::Error::other)?;
+        // A thread runs its start handler before any job, so after a broadcast all have run.
+        warm_up_rayon();
+        let (pool_nice_lo, pool_nice_hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
         child_reply(&Outcome {
             pool_nice_lo,
             pool_nice_hi,
-            pool_refused,
+            pool_refused: refused.load(Relaxed) as f64,
             ..run_cell(&spec)?
         });
     }
