@@ -21,30 +21,28 @@
 //! a CSV line per run, cell and variant, then the median calls/s per cell with the best
 //! peer's ratio to the bridge.
 
-use futures::future::join_all;
-use http_body_util::{BodyExt, Empty, Full};
+use bridge_bench::echo::{connect, echo, round_trip, round_trips, serve_http, serve_on};
+use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use rayon::prelude::*;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::hint::black_box;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Barrier, LazyLock, Mutex};
+use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 /// Each variant's calls/s in one cell, run by run (`None`: a call failed).
 type PerVariant = BTreeMap<Variant, Vec<Option<f64>>>;
 
-/// Bytes of an echo message and of an HTTP reply body.
-const MESSAGE: usize = 64;
+/// Bytes of an HTTP reply body.
 const BODY: usize = 1024;
 /// Untimed calls per caller; a call slower than `CALL_LIMIT` failed.
 const WARM: u32 = 20;
@@ -151,8 +149,8 @@ struct Cell {
     failed: AtomicU64,
 }
 
-async fn in_time<E>(work: impl Future<Output = Result<bool, E>>) -> bool {
-    matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(true)))
+async fn in_time<E>(work: impl Future<Output = Result<(), E>>) -> bool {
+    matches!(tokio::time::timeout(CALL_LIMIT, work).await, Ok(Ok(())))
 }
 
 /// One call: `true` if it did its work within [`CALL_LIMIT`].
@@ -170,22 +168,8 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
             let want = if work == Echo { 1 } else { 16 };
             let mut conns = CONNS.with(|c| c.borrow_mut().remove(&variant).unwrap_or_default());
             let (ok, conns) = drive(variant, async move {
-                // Connecting (the warm-up's work) is outside the limit.
-                while conns.len() < want {
-                    match TcpStream::connect(echo).await {
-                        Ok(conn) => conns.push(conn),
-                        Err(_) => return (false, conns),
-                    }
-                }
-                let trips = join_all(conns.iter_mut().map(round_trip));
-                let all = async {
-                    trips
-                        .await
-                        .into_iter()
-                        .collect::<std::io::Result<()>>()
-                        .map(|()| true)
-                };
-                (in_time(all).await, conns)
+                let ok = in_time(round_trips(echo, &mut conns, want, 0)).await;
+                (ok, conns)
             });
             if ok {
                 CONNS.with(|c| c.borrow_mut().insert(variant, conns));
@@ -194,9 +178,9 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
         }
         Connect => drive(variant, async move {
             in_time(async {
-                let mut conn = TcpStream::connect(echo).await?;
+                let mut conn = connect(echo).await?;
                 conn.set_zero_linger()?;
-                round_trip(&mut conn).await.map(|()| true)
+                round_trip(&mut conn, 0, 0).await
             })
             .await
         }),
@@ -207,7 +191,7 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
                 in_time(async {
                     let reply = client.get(uri).await.map_err(drop)?;
                     let body = reply.into_body().collect().await.map_err(drop)?.to_bytes();
-                    Ok::<_, ()>(body.len() == BODY)
+                    (body.len() == BODY).then_some(()).ok_or(())
                 })
                 .await
             })
@@ -217,13 +201,6 @@ fn call(variant: Variant, work: Work, cell: &Cell) -> bool {
         cell.failed.fetch_add(1, Relaxed);
     }
     ok
-}
-
-async fn round_trip(conn: &mut TcpStream) -> std::io::Result<()> {
-    let mut buf = [7u8; MESSAGE];
-    conn.write_all(&buf).await?;
-    conn.read_exact(&mut buf).await?;
-    Ok(())
 }
 
 struct Outcome {
@@ -326,46 +303,20 @@ struct Servers {
     _runtime: Runtime,
 }
 
+/// The echo and HTTP servers (the studies' own), on one multi-thread runtime with a worker
+/// per CPU.
 fn servers() -> Servers {
     let runtime = Builder::new_multi_thread()
         .thread_name("server")
         .enable_all()
         .build();
     let runtime = runtime.expect("the servers' runtime");
-    let bind = || {
-        runtime
-            .block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-            .expect("bind")
-    };
-    let (echo, http) = (bind(), bind());
-    let addrs = (echo.local_addr().unwrap(), http.local_addr().unwrap());
-    runtime.spawn(async move {
-        while let Ok((mut conn, _)) = echo.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; MESSAGE];
-                while conn.read_exact(&mut buf).await.is_ok() {
-                    if conn.write_all(&buf).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    runtime.spawn(async move {
-        let body = Bytes::from(vec![b'x'; BODY]);
-        while let Ok((conn, _)) = http.accept().await {
-            let body = body.clone();
-            let service = hyper::service::service_fn(move |_req| {
-                let reply = hyper::Response::new(Full::new(body.clone()));
-                async move { Ok::<_, std::convert::Infallible>(reply) }
-            });
-            let http1 = hyper::server::conn::http1::Builder::new();
-            tokio::spawn(async move { http1.serve_connection(TokioIo::new(conn), service).await });
-        }
-    });
+    let objects = HashMap::from([(String::new(), Bytes::from(vec![b'x'; BODY]))]);
+    let objects = Arc::new(objects);
+    let http = move |conn| serve_http(conn, Arc::clone(&objects));
     Servers {
-        echo: addrs.0,
-        http: addrs.1,
+        echo: serve_on(&runtime, "echo-server", echo).expect("the echo server"),
+        http: serve_on(&runtime, "http-server", http).expect("the HTTP server"),
         _runtime: runtime,
     }
 }

@@ -5,7 +5,7 @@
 //! (`stream::on_cpu`, `cpu::spawn_future`, an `IoStore`, `spawn_io`); the probe alone is the
 //! reference. The store is object_store's HTTP store against a loopback HTTP/1.1 server.
 
-use super::echo::{pool, tcp_server};
+use super::echo::{pool, serve_http, tcp_server};
 use crate::harness::{self, Measurement, Settings, round_order, warm_up_rayon, warm_up_tokio};
 use crate::proc::{load_average, os_threads};
 use crate::progress;
@@ -16,15 +16,11 @@ use bridge::object_store::IoStore;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::{BoxStream, Stream};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use object_store::path::Path as StorePath;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt};
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::hint::black_box;
 use std::io;
 use std::net::SocketAddr;
@@ -33,7 +29,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
 const PIPELINES: usize = 8;
@@ -177,7 +172,7 @@ fn server() -> io::Result<(SocketAddr, Runtime)> {
     objects.insert(PROBE_OBJECT.to_owned(), Bytes::from_static(&[7; 64]));
     let objects = Arc::new(objects);
     tcp_server("store-server", move |stream| {
-        serve(stream, Arc::clone(&objects))
+        serve_http(stream, Arc::clone(&objects))
     })
 }
 
@@ -193,34 +188,6 @@ fn store(addr: SocketAddr, io: bool) -> io::Result<Arc<dyn ObjectStore>> {
     } else {
         Arc::new(store)
     })
-}
-
-async fn serve(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
-    let _ = stream.set_nodelay(true);
-    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let response = respond(&request, &objects);
-        async move { Ok::<_, std::convert::Infallible>(response) }
-    });
-    let http = hyper::server::conn::http1::Builder::new();
-    let _ = http.serve_connection(TokioIo::new(stream), service).await;
-}
-
-fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Response<Full<Bytes>> {
-    let key = request.uri().path().trim_start_matches('/');
-    let head = request.method() == Method::HEAD;
-    let (status, body, len) = match objects.get(key) {
-        _ if !head && request.method() != Method::GET => {
-            (StatusCode::METHOD_NOT_ALLOWED, Bytes::new(), 0)
-        }
-        Some(body) if head => (StatusCode::OK, Bytes::new(), body.len()),
-        Some(body) => (StatusCode::OK, body.clone(), body.len()),
-        None => (StatusCode::NOT_FOUND, Bytes::new(), 0),
-    };
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    response
 }
 
 type Body = BoxStream<'static, object_store::Result<Bytes>>;
@@ -469,8 +436,9 @@ fn bridge_joiner(mut task: bridge::Task<()>) -> Joiner {
     })
 }
 
-fn tokio_joiner(rt: &Runtime, task: tokio::task::JoinHandle<()>) -> Joiner {
-    let handle = rt.handle().clone();
+/// Spawns `task` on `rt`; its joiner.
+fn tokio_joiner(rt: &Runtime, task: impl Future<Output = ()> + Send + 'static) -> Joiner {
+    let (handle, task) = (rt.handle().clone(), rt.spawn(task));
     Box::new(move |deadline: Instant| {
         let left = deadline.saturating_duration_since(Instant::now());
         let joined = handle.block_on(async move { tokio::time::timeout(left, task).await });
@@ -512,19 +480,13 @@ impl Rig {
 
     fn start_cell(&self, variant: Variant, shared: &Arc<Shared>) -> Vec<Joiner> {
         let here = |store: &Arc<dyn ObjectStore>| Access::Here(Arc::clone(store));
+        let probe = |store| probe(here(store), Arc::clone(shared));
         let mut joiners: Vec<Joiner> = vec![match variant {
             Idle | Bridge | BridgeYield | BridgeLow => {
-                let probe = probe(here(&self.bridge_store), Arc::clone(shared));
-                bridge_joiner(bridge::spawn_io(probe))
+                bridge_joiner(bridge::spawn_io(probe(&self.bridge_store)))
             }
-            One => {
-                let probe = probe(here(&self.one_store), Arc::clone(shared));
-                tokio_joiner(&self.one, self.one.spawn(probe))
-            }
-            Two | TwoLow => {
-                let probe = probe(here(&self.two_store), Arc::clone(shared));
-                tokio_joiner(&self.io, self.io.spawn(probe))
-            }
+            One => tokio_joiner(&self.one, probe(&self.one_store)),
+            Two | TwoLow => tokio_joiner(&self.io, probe(&self.two_store)),
         }];
         if variant == Idle {
             return joiners;
@@ -536,13 +498,13 @@ impl Rig {
                 Idle => unreachable!("idle runs no pipeline"),
                 One => {
                     let batches = batches_of(here(&self.one_store));
-                    tokio_joiner(&self.one, self.one.spawn(consume(batches, shared)))
+                    tokio_joiner(&self.one, consume(batches, shared))
                 }
                 Two | TwoLow => {
                     let cpu = [&self.cpu, &self.cpu_low][usize::from(variant == TwoLow)];
                     let access = Access::Spawned(self.io.handle().clone(), self.two_store.clone());
                     let batches = batches_of(access);
-                    tokio_joiner(cpu, cpu.spawn(consume(batches, shared)))
+                    tokio_joiner(cpu, consume(batches, shared))
                 }
                 BridgeLow | BridgeYield => {
                     let pool =
@@ -620,21 +582,6 @@ impl Cell {
         let mib = self.bytes as f64 / f64::from(1u32 << 20);
         (self.variant != Idle).then_some(self.window.as_secs_f64() * 1e9 / mib)
     }
-}
-
-/// A cell's sample in a scenario; `None` where the variant has none.
-type Sample = fn(&Cell) -> Option<f64>;
-
-/// `sample` of each variant's cells in round order.
-fn measurement(cells: &[Cell], variants: &[Variant], rounds: usize, sample: Sample) -> Measurement {
-    let of = |v: Variant| {
-        cells
-            .iter()
-            .filter(move |c| c.variant == v)
-            .filter_map(sample)
-    };
-    let rows = variants.iter().map(|&v| (v.row_name(), of(v).collect()));
-    Measurement::of(rounds, rows)
 }
 
 /// The regression goal on the probe-p99 rows.
@@ -794,9 +741,12 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         progress::step_done(false);
     }
     // A scenario of the default-priority variants, or with `low` of the low-priority ones.
-    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> _| {
+    // `sample` is a cell's sample, `None` where the variant has none.
+    let scenario = |name, fixed, measure, low: bool, sample: fn(&Cell) -> Option<f64>| {
         let variants: &[Variant] = if low { &AT_LOW } else { &AT_DEFAULT };
-        let m = measurement(&cells, variants, rounds, sample);
+        let of = |v: Variant| cells.iter().filter(move |c| c.variant == v);
+        let samples = |&v: &Variant| (v.row_name(), of(v).filter_map(sample).collect());
+        let m = Measurement::of(rounds, variants.iter().map(samples));
         ScenarioReport {
             name,
             varied: if low { varied_low() } else { varied() },

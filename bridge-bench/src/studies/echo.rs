@@ -1,9 +1,19 @@
-//! The loopback TCP servers of the studies: the echo server of the `run` and `no-runtime`
-//! studies, and [`tcp_server`], which the others' servers run on too.
+//! The loopback TCP servers of the studies and of the no-runtime table example: the echo
+//! server of the `run` and `no-runtime` studies, the HTTP object server of `cpu-async`, and
+//! [`tcp_server`], which the others' servers run on too.
 
+use bytes::Bytes;
+use futures::future::join_all;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Runtime};
@@ -11,10 +21,8 @@ use tokio::runtime::{Builder, Runtime};
 /// Bytes of every request and every response.
 pub const MESSAGE: usize = 64;
 
-/// A TCP server on 127.0.0.1 in this process, on its own multi-thread runtime with one
-/// worker (threads named `name`), that serves every connection with a task of `serve`. Its
-/// tasks end when its runtime is dropped. An accept error ends it: then connects fail and the
-/// study's checks fail, instead of calls that hang.
+/// A TCP server ([`serve_on`]) on its own multi-thread runtime with one worker (threads named
+/// `name`): its address and runtime.
 pub fn tcp_server<F>(
     name: &'static str,
     serve: impl Fn(TcpStream) -> F + Send + 'static,
@@ -23,6 +31,20 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let runtime = server_runtime(name)?;
+    Ok((serve_on(&runtime, name, serve)?, runtime))
+}
+
+/// A TCP server on 127.0.0.1 in this process, on `runtime`, that serves every connection with
+/// a task of `serve`; its address. Its tasks end when the runtime is dropped. An accept error
+/// ends it: then connects fail and the study's checks fail, instead of calls that hang.
+pub fn serve_on<F>(
+    runtime: &Runtime,
+    name: &'static str,
+    serve: impl Fn(TcpStream) -> F + Send + 'static,
+) -> io::Result<SocketAddr>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
     let addr = listener.local_addr()?;
     runtime.spawn(async move {
@@ -33,7 +55,7 @@ where
             }
         }
     });
-    Ok((addr, runtime))
+    Ok(addr)
 }
 
 /// A multi-thread runtime with one worker (threads named `name`), I/O and timers: a
@@ -53,16 +75,36 @@ pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-/// One [`MESSAGE`]-byte round trip to the echo server carrying `i` and `k`; whether the
-/// echo matched.
-pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<bool> {
+/// One [`MESSAGE`]-byte round trip to the echo server carrying `i` and `k`; an
+/// `InvalidData` error if the echo differs.
+pub async fn round_trip(stream: &mut TcpStream, i: u64, k: u64) -> io::Result<()> {
     let mut sent = [0u8; MESSAGE];
     let mut back = [0u8; MESSAGE];
     sent[..8].copy_from_slice(&i.to_le_bytes());
     sent[8..16].copy_from_slice(&k.to_le_bytes());
     stream.write_all(&sent).await?;
     stream.read_exact(&mut back).await?;
-    Ok(back == sent)
+    if back == sent {
+        Ok(())
+    } else {
+        Err(io::Error::new(io::ErrorKind::InvalidData, "a wrong echo"))
+    }
+}
+
+/// One round trip carrying `i` on each of the first `fan_out` of `conns` at once, after
+/// opening to `addr` the connections missing; the first error.
+pub async fn round_trips(
+    addr: SocketAddr,
+    conns: &mut Vec<TcpStream>,
+    fan_out: usize,
+    i: u64,
+) -> io::Result<()> {
+    while conns.len() < fan_out {
+        conns.push(connect(addr).await?);
+    }
+    let trips = conns[..fan_out].iter_mut().zip(0u64..);
+    let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
+    echoes.into_iter().collect()
 }
 
 /// A rayon pool of `threads` threads named `name-k`, each running `start` first.
@@ -87,7 +129,7 @@ pub fn echo_server() -> io::Result<(SocketAddr, Runtime)> {
 /// Echoes [`MESSAGE`]-byte messages until the client closes, then resets the connection
 /// (`SO_LINGER` 0): the client's close stays an ordinary one and leaves no socket in
 /// TIME_WAIT, which the connections opened per call would otherwise pile up.
-async fn echo(mut stream: TcpStream) {
+pub async fn echo(mut stream: TcpStream) {
     if stream.set_nodelay(true).is_err() || stream.set_zero_linger().is_err() {
         return;
     }
@@ -97,4 +139,34 @@ async fn echo(mut stream: TcpStream) {
             return;
         }
     }
+}
+
+/// Serves HTTP/1.1 on one connection: GET and HEAD of `objects`, keyed by the path without its
+/// leading `/`.
+pub async fn serve_http(stream: TcpStream, objects: Arc<HashMap<String, Bytes>>) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let response = respond(&request, &objects);
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let http = hyper::server::conn::http1::Builder::new();
+    let _ = http.serve_connection(TokioIo::new(stream), service).await;
+}
+
+fn respond(request: &Request<Incoming>, objects: &HashMap<String, Bytes>) -> Response<Full<Bytes>> {
+    let key = request.uri().path().trim_start_matches('/');
+    let head = request.method() == Method::HEAD;
+    let (status, body, len) = match objects.get(key) {
+        _ if !head && request.method() != Method::GET => {
+            (StatusCode::METHOD_NOT_ALLOWED, Bytes::new(), 0)
+        }
+        Some(body) if head => (StatusCode::OK, Bytes::new(), body.len()),
+        Some(body) => (StatusCode::OK, body.clone(), body.len()),
+        None => (StatusCode::NOT_FOUND, Bytes::new(), 0),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    response
 }

@@ -410,30 +410,22 @@ fn batch(driver: Driver, n: u64, waves: u64) -> io::Result<(Batch, Census)> {
             (end, (Vec::with_capacity(capacity), ended))
         })
         .unzip();
-    let mut senders: Vec<Vec<Vec<Sender<u64>>>> = (0..PRODUCERS)
-        .map(|_| Vec::with_capacity(capacity))
-        .collect();
-    for _ in 0..waves {
-        for (p, share) in (0u64..).zip(senders.iter_mut()) {
-            let (first, end) = (share_start(p, n), share_start(p + 1, n));
-            let mut wave = Vec::with_capacity(usize::try_from(end - first).unwrap_or(0));
-            for (rx, _) in &mut receivers[first as usize..end as usize] {
+    let senders: Vec<Vec<Vec<Sender<u64>>>> = (0..PRODUCERS)
+        .map(|p| {
+            let share = &mut receivers[share_start(p, n) as usize..share_start(p + 1, n) as usize];
+            let channel = |(rx, _): &mut Receivers| {
                 let (tx, r) = oneshot::channel();
-                wave.push(tx);
                 rx.push(r);
-            }
-            share.push(wave);
-        }
-    }
+                tx
+            };
+            (0..waves)
+                .map(|_| share.iter_mut().map(channel).collect())
+                .collect()
+        })
+        .collect();
 
+    let mut consumers = Consumers::new(driver)?;
     let producers = Producers::start(&shared, senders)?;
-    let mut consumers = match Consumers::new(driver) {
-        Ok(c) => c,
-        Err(e) => {
-            producers.abort();
-            return Err(e);
-        }
-    };
     if let Err(e) = consumers.spawn_all(&shared, receivers) {
         producers.abort();
         drop(ends);
@@ -558,7 +550,12 @@ fn scenario(
     }
     let mut variants = vec![variant(Driver::Pool), variant(Driver::Tokio)];
     let threads_skipped = if n > THREAD_LIMIT {
-        Some(too_many_threads(n))
+        Some(format!(
+            "impractical: {} threads would reserve {} MiB of stacks; the study stops at {} threads",
+            grouped(n),
+            grouped(n * THREAD_STACK as u64 / (1024 * 1024)),
+            grouped(THREAD_LIMIT)
+        ))
     } else {
         match batch(Driver::Threads, n, 1) {
             Ok(_) => None,
@@ -576,7 +573,7 @@ fn scenario(
         .map(|driver| Cell {
             n,
             driver,
-            rate: find(&rows, driver.name()).map(|r| per_second(r.ns.median)),
+            rate: find(&rows, driver.name()).map(|r| 1e9 / r.ns.median),
             threads: *tallies[driver as usize].borrow(),
             skipped: threads_skipped
                 .clone()
@@ -630,10 +627,6 @@ fn fixed(n: u64) -> String {
     )
 }
 
-fn per_second(ns: f64) -> f64 {
-    if ns > 0.0 { 1e9 / ns } else { f64::NAN }
-}
-
 /// A rate with a unit: `4.12 M/s`, `312 k/s`.
 fn rate_text(per_s: f64) -> String {
     if per_s >= 1e6 {
@@ -674,15 +667,6 @@ fn scenario_notes(cells: &[Cell], rows: &[Row]) -> Vec<String> {
         format!("Items per batch: {waves} waves of {n} consumers.")
     }));
     notes
-}
-
-fn too_many_threads(n: u64) -> String {
-    format!(
-        "impractical: {} threads would reserve {} MiB of stacks; the study stops at {} threads",
-        grouped(n),
-        grouped(n * THREAD_STACK as u64 / (1024 * 1024)),
-        grouped(THREAD_LIMIT)
-    )
 }
 
 fn cell(cells: &[Cell], n: u64, driver: Driver) -> Option<&Cell> {

@@ -92,10 +92,6 @@ enum Mode {
 }
 
 impl Mode {
-    fn label(self) -> &'static str {
-        ["split", "sync"][self as usize]
-    }
-
     fn variant(self) -> &'static str {
         [BASELINE, SYNC][self as usize]
     }
@@ -222,10 +218,9 @@ impl Shared {
     }
 }
 
-/// An ingress thread until the stop flag is set; returns the queries it received.
-fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
+/// An ingress thread until the stop flag is set.
+fn ingress(shared: Arc<Shared>) -> io::Result<()> {
     let mut buf = [0u8; 512];
-    let mut received = 0u64;
     // ORDERING: only a signal; the join publishes the rest.
     while !shared.stop.load(Relaxed) {
         let (n, client) = match shared.socket.recv_from(&mut buf) {
@@ -236,7 +231,6 @@ fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
         let Ok(query) = <[u8; QUERY]>::try_from(&buf[..n]) else {
             continue;
         };
-        received += 1;
         let verdict = shared.pool.spawn_task(move || policy(&query));
         let upstream = shared.upstream;
         match shared.mode {
@@ -255,21 +249,15 @@ fn ingress(shared: Arc<Shared>) -> io::Result<u64> {
             }
         }
     }
-    Ok(received)
+    Ok(())
 }
 
 /// A running dataplane: [`INGRESS`] threads on one socket and its own `IoRuntime`.
 struct Dataplane {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<io::Result<u64>>>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
     io: bridge::rt::IoRuntime,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct PlaneCounts {
-    received: u64,
-    failed: u64,
 }
 
 impl Dataplane {
@@ -309,21 +297,18 @@ impl Dataplane {
         Ok(plane)
     }
 
-    /// Stops and joins the ingress threads, then drops the I/O runtime.
-    fn stop(mut self) -> io::Result<PlaneCounts> {
+    /// Stops and joins the ingress threads, then drops the I/O runtime; the queries dropped.
+    fn stop(mut self) -> io::Result<u64> {
         self.shared.stop.store(true, Relaxed);
-        let mut counts = PlaneCounts::default();
         let mut first_error = None;
         for thread in self.threads.drain(..) {
             let joined = thread.join();
-            match joined.unwrap_or_else(|_| Err(io::Error::other("an ingress thread panicked"))) {
-                Ok(n) => counts.received += n,
-                Err(e) => first_error = first_error.or(Some(e)),
-            }
+            let joined =
+                joined.unwrap_or_else(|_| Err(io::Error::other("an ingress thread panicked")));
+            first_error = first_error.or(joined.err());
         }
         drop(self.io);
-        counts.failed = self.shared.failed.load(Relaxed);
-        first_error.map_or(Ok(counts), Err)
+        first_error.map_or(Ok(self.shared.failed.load(Relaxed)), Err)
     }
 }
 
@@ -344,11 +329,6 @@ struct LoadOutcome {
 impl LoadOutcome {
     fn qps(&self) -> f64 {
         self.in_window as f64 / self.window.as_secs_f64()
-    }
-
-    /// Nanoseconds per answer in the measured window; infinite if none.
-    fn ns_per_query(&self) -> f64 {
-        self.window.as_nanos() as f64 / self.in_window as f64
     }
 
     /// The average latency (s) in the measured window; NaN if none.
@@ -520,7 +500,8 @@ struct Cell {
     mode: Mode,
     io_workers: usize,
     load: LoadOutcome,
-    plane: PlaneCounts,
+    /// Queries the dataplane dropped.
+    failed: u64,
     threads_before: Option<u32>,
     threads_after: Option<u32>,
     cpu: Option<CpuTicks>,
@@ -534,14 +515,14 @@ fn run_cell(mode: Mode, io_workers: usize, plan: &Plan, pool: &Pool) -> io::Resu
     let (to, upstream) = upstream()?;
     let plane = Dataplane::start(mode, io_workers, to, pool)?;
     let outcome = run_load(plane.addr, Load::new(WINDOW, plan.warm, plan.measure));
-    let counts = plane.stop();
+    let failed = plane.stop();
     drop(upstream);
     let cpu = CpuTicks::now().zip(cpu_before);
     Ok(Cell {
         mode,
         io_workers,
         load: outcome?,
-        plane: counts?,
+        failed: failed?,
         threads_before,
         threads_after: os_threads(),
         cpu: cpu.map(|(after, before)| after.since(before)),
@@ -611,7 +592,7 @@ impl Tally {
                 latency_sum: mine.iter().map(|c| c.load.latency_sum).sum(),
                 window: Duration::ZERO,
             },
-            failed: mine.iter().map(|c| c.plane.failed).sum(),
+            failed: mine.iter().map(|c| c.failed).sum(),
             cpu: cpu.fold(CpuTicks::default(), CpuTicks::add),
         }
     }
@@ -640,7 +621,7 @@ fn tally_table(tallies: &[Tally], base: &Baseline) -> String {
             let (bound, l) = (base.bound(t.mode), &t.load);
             vec![
                 t.io_workers.to_string(),
-                t.mode.label().to_owned(),
+                ["split", "sync"][t.mode as usize].to_owned(),
                 format!("{:.0} ({min:.0}-{max:.0})", t.qps()),
                 format!("{:.2}", l.latency() * 1e3),
                 format!("{} / {} / {}", l.sent, l.completed, l.lost),
@@ -836,7 +817,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
         let here = MODES.map(|mode| Tally::of(mode, io_workers, &mine));
         let samples = |mode| {
             (mine.iter().filter(|c| c.mode == mode))
-                .map(|c| c.load.ns_per_query())
+                .map(|c| c.load.window.as_nanos() as f64 / c.load.in_window as f64)
                 .collect()
         };
         let per_mode = MODES.map(|mode| (mode.variant(), samples(mode)));
@@ -903,8 +884,7 @@ mod tests {
             let cell = run_cell(mode, 1, &plan, &pool).unwrap();
             assert_eq!(cell.load.lost, 0, "{mode:?}");
             assert_eq!(cell.load.sent, cell.load.completed, "{mode:?}");
-            assert_eq!(cell.plane.failed, 0, "{mode:?}");
-            assert!(cell.plane.received >= cell.load.completed, "{mode:?}");
+            assert_eq!(cell.failed, 0, "{mode:?}");
             // Every answer takes the upstream's delay.
             assert!(cell.load.latency() >= DELAY.as_secs_f64(), "{mode:?}");
         }

@@ -1,17 +1,13 @@
 //! The no-runtime study: synchronous callers with no runtime (a plain thread, the workers of
-//! a rayon pool) run futures to completion through each way of driving them (a current-thread
-//! runtime per call or per thread, a shared multi-thread runtime with one worker entered with
-//! `Handle::block_on` or given the future as a task, and `bridge::run_blocking`, which polls
-//! here with the shared I/O runtime's handle), on ready futures, yielding futures and loopback
-//! TCP requests fanned out 1, 4 and 16 wide. It checks the published penalty of the shared
-//! one-worker runtime (+6% to +17%, growing with fan-out).
+//! a rayon pool) run futures to completion by each [`Strategy`], on ready futures, yielding
+//! futures and loopback TCP requests fanned out 1, 4 and 16 wide. It checks the published
+//! penalty of the shared one-worker runtime (+6% to +17%, growing with fan-out).
 
-use super::echo::{MESSAGE, connect, echo_server, io_workers, pool, round_trip};
+use super::echo::{MESSAGE, echo_server, io_workers, pool, round_trips};
 use super::{CACHED, PUBLISHED_PENALTY, current_thread, measured, paired, placement, route_note};
 use crate::harness::{self, Batch, MISSING, Settings, Variant, timed};
 use crate::report::{self, BASELINE, Goal, Measure, Row, ScenarioReport, find};
 use crate::stats::ratio;
-use futures::future::join_all;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;
@@ -105,21 +101,14 @@ enum Workload {
     Tcp { fan_out: usize, connect: bool },
 }
 
-/// Who calls (see [`caller_text`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallerKind {
-    Thread,
-    Rayon,
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Spec {
     name: &'static str,
-    caller: CallerKind,
+    caller: Caller,
     workload: Workload,
 }
 
-const fn spec(name: &'static str, caller: CallerKind, workload: Workload) -> Spec {
+const fn spec(name: &'static str, caller: Caller, workload: Workload) -> Spec {
     Spec {
         name,
         caller,
@@ -132,23 +121,25 @@ const fn tcp(fan_out: usize, connect: bool) -> Workload {
 }
 
 const SPECS: &[Spec] = &[
-    spec("thread-ready", CallerKind::Thread, Workload::Ready),
-    spec("thread-yield", CallerKind::Thread, Workload::Yield),
-    spec("thread-tcp-1", CallerKind::Thread, tcp(1, false)),
-    spec("thread-tcp-4", CallerKind::Thread, tcp(4, false)),
-    spec("thread-tcp-16", CallerKind::Thread, tcp(16, false)),
-    spec("thread-connect-4", CallerKind::Thread, tcp(4, true)),
-    spec("rayon-ready", CallerKind::Rayon, Workload::Ready),
-    spec("rayon-yield", CallerKind::Rayon, Workload::Yield),
-    spec("rayon-tcp-1", CallerKind::Rayon, tcp(1, false)),
-    spec("rayon-tcp-4", CallerKind::Rayon, tcp(4, false)),
-    spec("rayon-tcp-16", CallerKind::Rayon, tcp(16, false)),
-    spec("rayon-connect-4", CallerKind::Rayon, tcp(4, true)),
+    spec("thread-ready", Caller::Thread, Workload::Ready),
+    spec("thread-yield", Caller::Thread, Workload::Yield),
+    spec("thread-tcp-1", Caller::Thread, tcp(1, false)),
+    spec("thread-tcp-4", Caller::Thread, tcp(4, false)),
+    spec("thread-tcp-16", Caller::Thread, tcp(16, false)),
+    spec("thread-connect-4", Caller::Thread, tcp(4, true)),
+    spec("rayon-ready", Caller::Rayon, Workload::Ready),
+    spec("rayon-yield", Caller::Rayon, Workload::Yield),
+    spec("rayon-tcp-1", Caller::Rayon, tcp(1, false)),
+    spec("rayon-tcp-4", Caller::Rayon, tcp(4, false)),
+    spec("rayon-tcp-16", Caller::Rayon, tcp(16, false)),
+    spec("rayon-connect-4", Caller::Rayon, tcp(4, true)),
 ];
 
+/// The shared runtime, the echo server's address and the `rayon-*` scenarios' caller pool.
 struct Env {
     shared: Runtime,
     addr: SocketAddr,
+    pool: rayon::ThreadPool,
 }
 
 /// Runs the scenarios.
@@ -158,16 +149,10 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let (addr, server) = echo_server()?;
     let pool = pool(RAYON_THREADS, "caller", || ())?;
     pool.broadcast(|_| black_box(()));
-    let env = Env { shared, addr };
+    let env = Env { shared, addr, pool };
     let done: Vec<Done> = SPECS
         .iter()
-        .map(|spec| {
-            let caller = match spec.caller {
-                CallerKind::Thread => Caller::Thread,
-                CallerKind::Rayon => Caller::Rayon(&pool),
-            };
-            scenario(spec, caller, &env, settings)
-        })
+        .map(|spec| scenario(spec, &env, settings))
         .collect();
     let summary = summary(&done);
     let mut reports: Vec<ScenarioReport> = done.into_iter().map(|d| d.report).collect();
@@ -176,25 +161,25 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     }
     // Connections first, while their runtimes still run.
     close_conns();
-    pool.broadcast(|_| close_conns());
-    drop(pool);
+    env.pool.broadcast(|_| close_conns());
     drop(env);
     drop(server);
     Ok(reports)
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Caller<'a> {
+/// Who calls (see [`caller_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
     Thread,
-    Rayon(&'a rayon::ThreadPool),
+    Rayon,
 }
 
-impl Caller<'_> {
-    /// Runs calls `0..n` here, or split over the pool's workers at once (their times summed).
-    fn batch(self, n: u64, op: impl Fn(u64) -> u64 + Sync) -> Batch {
+impl Caller {
+    /// Runs calls `0..n` here, or split over the workers of `pool` at once (their times summed).
+    fn batch(self, pool: &rayon::ThreadPool, n: u64, op: impl Fn(u64) -> u64 + Sync) -> Batch {
         match self {
             Self::Thread => timed(n, op),
-            Self::Rayon(pool) => {
+            Self::Rayon => {
                 let start_line = Barrier::new(pool.current_num_threads());
                 let parts = pool.broadcast(|ctx| {
                     let (first, step) = (ctx.index() as u64, ctx.num_threads() as u64);
@@ -278,30 +263,17 @@ fn tcp_call(
     Some(value)
 }
 
-/// One round trip on each of `fan_out` connections at once (opened as needed); `i` and the
-/// connections, or [`MISSING`] and none on any error.
+/// [`round_trips`] on `conns`: `i` and the connections, or [`MISSING`] and none on any error.
 async fn requests(
     addr: SocketAddr,
     mut conns: Vec<TcpStream>,
     fan_out: usize,
     i: u64,
 ) -> (u64, Vec<TcpStream>) {
-    while conns.len() < fan_out {
-        match connect(addr).await {
-            Ok(s) => conns.push(s),
-            Err(e) => return failed(i, &e),
-        }
+    match round_trips(addr, &mut conns, fan_out, i).await {
+        Ok(()) => (i, conns),
+        Err(e) => failed(i, &e),
     }
-    let trips = conns[..fan_out].iter_mut().zip(0u64..);
-    let echoes = join_all(trips.map(|(s, k)| round_trip(s, i, k))).await;
-    for echo in echoes {
-        match echo {
-            Ok(true) => {}
-            Ok(false) => return failed(i, &io::Error::other("wrong echo")),
-            Err(e) => return failed(i, &e),
-        }
-    }
-    (i, conns)
 }
 
 fn failed<T>(i: u64, e: &io::Error) -> (u64, Vec<T>) {
@@ -328,10 +300,10 @@ fn percent(r: f64) -> f64 {
     (r - 1.0) * 100.0
 }
 
-fn caller_text(caller: CallerKind) -> String {
+fn caller_text(caller: Caller) -> String {
     match caller {
-        CallerKind::Thread => "the main thread, alone".to_owned(),
-        CallerKind::Rayon => format!(
+        Caller::Thread => "the main thread, alone".to_owned(),
+        Caller::Rayon => format!(
             "the {RAYON_THREADS} workers of a rayon pool, calling at the same time (a batch's \
              calls are split between them; ns per call is the workers' time summed over the \
              calls, i.e. the time one call takes as its caller sees it)"
@@ -372,20 +344,20 @@ struct Done {
     polls: Option<Polls>,
 }
 
-fn scenario(spec: &'static Spec, caller: Caller<'_>, env: &Env, settings: &Settings) -> Done {
-    let workload = spec.workload;
+fn scenario(spec: &'static Spec, env: &Env, settings: &Settings) -> Done {
+    let (caller, workload) = (spec.caller, spec.workload);
     let mut variants: Vec<_> = Strategy::ALL
         .iter()
         .map(|&s| {
             Variant::new(s.name(), move |n| {
-                caller.batch(n, |i| call(s, env, workload, i))
+                caller.batch(&env.pool, n, |i| call(s, env, workload, i))
             })
         })
         .collect();
     let polls = warm_up(caller, env, workload);
     let route = match caller {
         Caller::Thread => route_note(),
-        Caller::Rayon(pool) => pool.install(route_note),
+        Caller::Rayon => env.pool.install(route_note),
     };
     let report = ScenarioReport {
         name: spec.name,
@@ -454,20 +426,20 @@ fn against_shared(rows: &[Row]) -> String {
 type Polls = [f64; Strategy::ALL.len()];
 
 /// The untimed warm-up of every strategy; on TCP, the polls per call (NaN if calls failed).
-fn warm_up(caller: Caller<'_>, env: &Env, workload: Workload) -> Option<Polls> {
+fn warm_up(caller: Caller, env: &Env, workload: Workload) -> Option<Polls> {
     let calls = match caller {
         Caller::Thread => WARM_CALLS,
-        Caller::Rayon(_) => WARM_CALLS * RAYON_THREADS as u64,
+        Caller::Rayon => WARM_CALLS * RAYON_THREADS as u64,
     };
     let Workload::Tcp { fan_out, connect } = workload else {
         for s in Strategy::ALL {
-            caller.batch(calls, |i| call(s, env, workload, i));
+            caller.batch(&env.pool, calls, |i| call(s, env, workload, i));
         }
         return None;
     };
     Some(Strategy::ALL.map(|s| {
         let polls = Arc::new(AtomicU64::new(0));
-        let batch = caller.batch(calls, |i| {
+        let batch = caller.batch(&env.pool, calls, |i| {
             tcp_call(s, env, fan_out, connect, i, Some(&polls)).unwrap_or(MISSING)
         });
         if batch.checksum == (0..calls).fold(0u64, u64::wrapping_add) {
@@ -568,8 +540,8 @@ fn summary(all: &[Done]) -> Vec<String> {
 fn verdict(all: &[Done]) -> String {
     let mut out = String::from("Verdict:");
     for (caller, who) in [
-        (CallerKind::Thread, "plain thread"),
-        (CallerKind::Rayon, "rayon workers"),
+        (Caller::Thread, "plain thread"),
+        (Caller::Rayon, "rayon workers"),
     ] {
         let by_fan_out: Vec<(usize, Penalty)> = all
             .iter()
@@ -623,7 +595,8 @@ mod tests {
     fn every_strategy_runs_every_workload() {
         let (addr, _server) = echo_server().unwrap();
         let shared = harness::runtime(1, "shared1").unwrap();
-        let env = Env { shared, addr };
+        let pool = pool(1, "test", || ()).unwrap();
+        let env = Env { shared, addr, pool };
         use Workload::{Ready, Yield};
         let workloads = [Ready, Yield, tcp(1, false), tcp(3, false), tcp(2, true)];
         for s in Strategy::ALL {
@@ -640,7 +613,7 @@ mod tests {
     fn rayon_batches_sum_every_call_once() {
         let pool = pool(2, "test", || ()).unwrap();
         for n in [0, 1, 7, 100] {
-            let batch = Caller::Rayon(&pool).batch(n, |i| i);
+            let batch = Caller::Rayon.batch(&pool, n, |i| i);
             assert_eq!(batch.checksum, (0..n).sum::<u64>(), "n = {n}");
         }
     }

@@ -1,11 +1,6 @@
-//! The overload study: an async service offered 0.5x to 2x the CPU work the machine can do.
-//!
-//! A tokio runtime with [`WORKERS`] workers serves requests that each hash a [`BODY`]-byte
-//! body (one CPU step of about [`STEP_TARGET`]), then make one loopback read answered
-//! [`DELAY`] later. Arrivals are open loop and latency counts from the scheduled arrival;
-//! I/O-only probes at [`PROBE_RATE`]/s show whether the workers stay responsive. Peers: the
-//! step inline, in `spawn_blocking`, `bridge::spawn` (pool at nice [`POOL_NICE`], and at nice
-//! 0 as the contrast), and a `bridge::cpu::Limit` that waits or sheds. Each (variant, load)
+//! The overload study: an async service offered 0.5x to 2x the CPU work the machine can do,
+//! each request one CPU step and one loopback read, with I/O-only probes beside them; the
+//! step runs where each variant puts it (see [`varied`] and [`fixed`]). Each (variant, load)
 //! cell runs in a fresh process ([`in_child`]), so its peak RSS is its own.
 
 use super::echo::connect;
@@ -117,7 +112,6 @@ struct Outcome {
     full_p50: f64,
     full_p99: f64,
     full_unfinished: f64,
-    io_p50: f64,
     io_p99: f64,
     io_unfinished: f64,
     queued_half: f64,
@@ -177,17 +171,6 @@ fn nice_range(nices: &[Option<i32>]) -> (f64, f64) {
     let read: Option<Vec<f64>> = nices.iter().map(|n| n.map(f64::from)).collect();
     let range = read.and_then(|read| Summary::of(&read));
     range.map_or((f64::NAN, f64::NAN), |s| (s.min, s.max))
-}
-
-/// Builds the global pool for `variant`; returns its nice range and refusals.
-fn set_up_global_pool(variant: Variant) -> io::Result<(f64, f64, f64)> {
-    let refused = Arc::new(AtomicU64::new(0));
-    let builder = pool_builder(variant.pool_nice(), &refused);
-    builder.build_global().map_err(io::Error::other)?;
-    // A thread runs its start handler before any job, so after a broadcast all have run.
-    warm_up_rayon();
-    let (lo, hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
-    Ok((lo, hi, refused.load(Relaxed) as f64))
 }
 
 /// The backend: a thread per connection that echoes each 8-byte request [`DELAY`] later.
@@ -288,7 +271,6 @@ struct Service {
     backend: Connections,
     /// Set after the cutoff: what is still queued skips its step and read.
     stop: AtomicBool,
-    arrived: AtomicU64,
     shed: AtomicU64,
     steps_done: AtomicU64,
     errors: AtomicU64,
@@ -309,9 +291,10 @@ impl Drop for Ends {
 }
 
 impl Service {
-    fn queued(&self) -> u64 {
+    /// Of the first `arrived` requests, those not shed whose step is not done.
+    fn queued(&self, arrived: usize) -> u64 {
         let done = self.shed.load(Relaxed) + self.steps_done.load(Relaxed);
-        self.arrived.load(Relaxed).saturating_sub(done)
+        (arrived as u64).saturating_sub(done)
     }
 
     fn run_step(&self, mut body: Vec<u8>) -> u64 {
@@ -400,13 +383,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     let window = Duration::from_millis(spec.window_ms);
     let n_full = (spec.rate * window.as_secs_f64()).floor() as usize;
     let n_probes = (PROBE_RATE * window.as_secs_f64()).floor() as usize;
-    let idle = rt.block_on(async {
-        let mut idle = Vec::with_capacity(WARM_CONNECTIONS);
-        for _ in 0..WARM_CONNECTIONS {
-            idle.push(connect(backend.addr).await?);
-        }
-        io::Result::Ok(idle)
-    })?;
     let slots = |n| (0..n).map(|_| AtomicU64::new(PENDING)).collect();
     let service = Arc::new(Service {
         variant: spec.variant,
@@ -414,10 +390,9 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         limit: (spec.variant.bounded()).then(|| bridge::cpu::Limit::new(spec.bound)),
         backend: Connections {
             addr: backend.addr,
-            idle: Mutex::new(idle),
+            idle: Mutex::new(Vec::with_capacity(WARM_CONNECTIONS)),
         },
         stop: AtomicBool::new(false),
-        arrived: AtomicU64::new(0),
         shed: AtomicU64::new(0),
         steps_done: AtomicU64::new(0),
         errors: AtomicU64::new(0),
@@ -425,6 +400,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         full: slots(n_full),
         probes: slots(n_probes),
     });
+    // At once, so that each read opens a connection of its own.
     rt.block_on(async {
         let reads: Vec<_> = (0..WARM_CONNECTIONS as u64)
             .map(|k| {
@@ -455,7 +431,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             let at = full_at(next_full);
             out.generator_lag = out.generator_lag.max((now - at).as_nanos() as f64);
             let body = vec![next_full as u8 | 1; BODY];
-            service.arrived.fetch_add(1, Relaxed);
             service.outstanding.fetch_add(1, Relaxed);
             handle.spawn(full_request(Arc::clone(&service), next_full, at, body));
             next_full += 1;
@@ -467,7 +442,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
             handle.spawn(probe(Arc::clone(&service), next_probe, at));
             next_probe += 1;
         }
-        let queued = service.queued() as f64;
+        let queued = service.queued(next_full) as f64;
         let sampled = Instant::now();
         if let Some(limit) = &service.limit {
             out.limit_max = out.limit_max.max(limit.in_flight() as f64);
@@ -512,7 +487,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
     out.arrived = n_full as f64;
     out.shed = service.shed.load(Relaxed) as f64;
     (out.full_p50, out.full_p99) = (percentile(&full, 0.5), percentile(&full, 0.99));
-    (out.io_p50, out.io_p99) = (percentile(&io, 0.5), percentile(&io, 0.99));
+    out.io_p99 = percentile(&io, 0.99);
     (out.full_unfinished, out.io_unfinished) = (full_unfinished, io_unfinished);
 
     service.stop.store(true, Relaxed);
@@ -538,7 +513,6 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
 struct Cell {
     variant: Variant,
     load: f64,
-    rate: f64,
     window: Duration,
     out: Outcome,
 }
@@ -576,8 +550,7 @@ fn mib(kib: f64) -> String {
 }
 
 /// The table of one load: a line per variant.
-fn table(cells: &[Cell], load: f64, bound: usize) -> String {
-    let rate = cells.iter().find(|c| (c.load - load).abs() < 1e-9);
+fn table(cells: &[Cell], load: f64, capacity: f64, bound: usize) -> String {
     let mut out = format!(
         "At {load}x capacity ({:.0} full requests/s offered, {PROBE_RATE:.0} I/O-only probes/s):\n\n\
          | variant | completed req/s | busy req/s | full p50 ms | full p99 ms | unfinished | \
@@ -585,7 +558,7 @@ fn table(cells: &[Cell], load: f64, bound: usize) -> String {
          {bound}) | OS threads | peak RSS MiB (growth) | CPU: this process / others |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | \
          ---: |",
-        rate.map_or(f64::NAN, |c| c.rate),
+        load * capacity,
     );
     for c in VARIANTS.into_iter().filter_map(|v| find(cells, v, load)) {
         let o = &c.out;
@@ -660,17 +633,15 @@ fn goals(cells: &[Cell], bound: usize) -> Vec<Option<Check>> {
     });
     let in_limit = all_at(cells, &bounded, 2.0).and_then(|hi| {
         let worst = hi.iter().map(|c| c.out.limit_max).fold(f64::NAN, f64::max);
-        let each = hi.iter().enumerate().map(|(k, c)| {
-            let head = if k == 0 {
-                "tasks in the limit, queued or running, at every generator tick: "
-            } else {
-                ""
-            };
-            format!("{head}{} at most {:.0}", c.variant.name(), c.out.limit_max)
-        });
+        let each = hi
+            .iter()
+            .map(|c| format!("{} at most {:.0}", c.variant.name(), c.out.limit_max));
+        let mut each: Vec<String> = each.collect();
+        let head = "tasks in the limit, queued or running, at every generator tick: ";
+        each[0].insert_str(0, head);
         let met = hi.iter().all(|c| c.out.limit_max <= bound as f64);
         let vl = (format!("highest {worst:.0}"), format!("<= {bound}"));
-        check(met, each.collect(), format!("bound {bound}"), &hi, vl)
+        check(met, each, format!("bound {bound}"), &hi, vl)
     });
     let unbounded = [Bridge, BridgeNice0, SpawnBlocking, Inline];
     let growing = all_at(cells, &unbounded, 2.0).and_then(|grow| {
@@ -879,11 +850,16 @@ fn measurement(cells: &[Cell], load: f64, value: fn(&Outcome) -> f64) -> Measure
 pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     if let Some(spec) = child_spec(STUDY) {
         let spec: Spec = spec?;
-        let (pool_nice_lo, pool_nice_hi, pool_refused) = set_up_global_pool(spec.variant)?;
+        let refused = Arc::new(AtomicU64::new(0));
+        let builder = pool_builder(spec.variant.pool_nice(), &refused);
+        builder.build_global().map_err(io::Error::other)?;
+        // A thread runs its start handler before any job, so after a broadcast all have run.
+        warm_up_rayon();
+        let (pool_nice_lo, pool_nice_hi) = nice_range(&rayon::broadcast(|_| thread_nice()));
         child_reply(&Outcome {
             pool_nice_lo,
             pool_nice_hi,
-            pool_refused,
+            pool_refused: refused.load(Relaxed) as f64,
             ..run_cell(&spec)?
         });
     }
@@ -916,11 +892,9 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 bound,
             };
             let out = in_child(STUDY, &spec)?;
-            let rate = spec.rate;
             cells.push(Cell {
                 variant,
                 load,
-                rate,
                 window,
                 out,
             });
@@ -949,7 +923,7 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
                 varied: varied("the I/O-only probes"),
                 fixed,
                 measure: Measure::ms("I/O-only p99", Some(SAMPLING)),
-                notes: vec![table(&cells, load, bound)],
+                notes: vec![table(&cells, load, capacity, bound)],
                 rows: rows(name, &measurement(&cells, load, |o| o.io_p99)),
                 ..Default::default()
             }
@@ -1021,7 +995,6 @@ mod tests {
         let cell = |variant, load: f64, out| Cell {
             variant,
             load,
-            rate: 1000.0 * load,
             window: Duration::from_secs(1),
             out,
         };
@@ -1104,7 +1077,7 @@ mod tests {
             let delay = DELAY.as_nanos() as f64;
             let clean =
                 (out.arrived, out.errors, out.shed, out.full_unfinished) == (20.0, 0.0, 0.0, 0.0);
-            let slow = out.full_p50 >= delay && out.io_p50 >= delay;
+            let slow = out.full_p50 >= delay;
             let served = out.served_in_window >= 10.0;
             assert!(clean && slow && served, "{variant:?}: {out:?}");
         }

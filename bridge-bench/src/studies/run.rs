@@ -154,27 +154,17 @@ fn no_runtime_ready(settings: &Settings, shared: &Runtime) -> ScenarioReport {
 /// One call of `no-runtime-tcp`: connect, [`ROUND_TRIPS`] checked echoes, close; `i`, or
 /// [`MISSING`] on any error.
 async fn exchange(addr: SocketAddr, i: u64) -> u64 {
-    match try_exchange(addr, i).await {
-        Ok(true) => i,
-        Ok(false) => {
-            eprintln!("run/no-runtime-tcp: call {i} got a wrong echo");
-            MISSING
+    let trips = async {
+        let mut stream = connect(addr).await?;
+        for trip in 0..ROUND_TRIPS {
+            round_trip(&mut stream, i, trip).await?;
         }
-        Err(e) => {
-            eprintln!("run/no-runtime-tcp: call {i} failed: {e}");
-            MISSING
-        }
-    }
-}
-
-async fn try_exchange(addr: SocketAddr, i: u64) -> io::Result<bool> {
-    let mut stream = connect(addr).await?;
-    for trip in 0..ROUND_TRIPS {
-        if !round_trip(&mut stream, i, trip).await? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+        io::Result::Ok(i)
+    };
+    trips.await.unwrap_or_else(|e| {
+        eprintln!("run/no-runtime-tcp: call {i} failed: {e}");
+        MISSING
+    })
 }
 
 fn penalty_note(rows: &[Row]) -> String {

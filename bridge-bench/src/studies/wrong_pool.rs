@@ -6,9 +6,7 @@
 
 use super::echo::{connect, tcp_server};
 use crate::harness;
-use crate::harness::{
-    MISSING, Measured, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon,
-};
+use crate::harness::{MISSING, Measurement, Settings, Variant, measure, timed_on, warm_up_rayon};
 use crate::proc::Census;
 use crate::report::{
     BASELINE, Budget, Check, Goal, Judged, Measure, Row, ScenarioReport, find, rows, table,
@@ -99,13 +97,14 @@ fn process_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
+/// The little-endian u64 at `bytes[at..at + 8]`.
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// The decode seed the store answers a request with.
 fn seed_of(request: &[u8; REQUEST]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&request[..8]);
-    let query = u64::from_le_bytes(word);
-    word.copy_from_slice(&request[8..]);
-    let read = u64::from_le_bytes(word);
-    (query << 32 | read).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    (word(request, 0) << 32 | word(request, 8)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Deadlines fired in order by a thread that sleeps on a condvar (no 1 ms tokio tick).
@@ -253,12 +252,11 @@ async fn query(addr: SocketAddr, q: u64, how: Decode, rounds: u64) -> io::Result
         stream.write_all(&request).await?;
         stream.read_exact(&mut response).await?;
         reads.push(issued.elapsed().as_secs_f64() * 1e9);
-        let mut seed = [0u8; 8];
-        seed.copy_from_slice(&response[REQUEST..REQUEST + 8]);
-        if response[..REQUEST] != request || u64::from_le_bytes(seed) != seed_of(&request) {
+        let seed = word(&response, REQUEST);
+        if response[..REQUEST] != request || seed != seed_of(&request) {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "wrong response"));
         }
-        digest ^= how.run(u64::from_le_bytes(seed), rounds).await?;
+        digest ^= how.run(seed, rounds).await?;
     }
     black_box(digest);
     Ok(reads)
@@ -359,27 +357,16 @@ impl Recorder {
 
     /// Per variant, the percentile `p` of each measured round's reads.
     fn read_percentiles(&self, m: &Measurement, p: f64) -> Measurement {
-        let variants = self
-            .logs
-            .borrow()
-            .iter()
-            .map(|log| {
-                let skip = log.batches.len().saturating_sub(m.rounds);
-                let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
-                let samples = samples.collect();
-                Measured {
-                    name: log.name,
-                    samples,
-                    background: Vec::new(),
-                }
-            })
-            .collect();
+        let logs = self.logs.borrow();
+        let variants = logs.iter().map(|log| {
+            let skip = log.batches.len().saturating_sub(m.rounds);
+            let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
+            (log.name, samples.collect())
+        });
         Measurement {
             iters_per_round: m.iters_per_round,
             ops_per_iter: (QUERIES * READS) as u64,
-            rounds: m.rounds,
-            variants,
-            load: None,
+            ..Measurement::of(m.rounds, variants)
         }
     }
 
@@ -392,18 +379,6 @@ impl Recorder {
         let skip = log.cpu.len().saturating_sub(rounds);
         Summary::of(&log.cpu[skip..]).map_or(f64::NAN, |s| s.median)
     }
-}
-
-/// The sorted read ns of [`FLOOR_QUERIES`] sequential queries without decode.
-fn unloaded_reads(rt: &Runtime, addr: SocketAddr) -> Vec<f64> {
-    let mut reads = Vec::with_capacity(FLOOR_QUERIES * READS);
-    for _ in 0..FLOOR_QUERIES {
-        if let Some(r) = rt.block_on(iteration(addr, 1, Decode::Inline, 0)) {
-            reads.extend(r);
-        }
-    }
-    reads.sort_by(f64::total_cmp);
-    reads
 }
 
 fn ms(ns: f64) -> f64 {
@@ -479,44 +454,16 @@ struct Watched {
     line: u32,
 }
 
-/// [`WATCH_QUERIES`] queries spawned with `IoRuntime::spawn` on `io`, decode by `how`.
-fn watched(io: &bridge::rt::IoRuntime, addr: SocketAddr, how: Decode, rounds: u64) -> Watched {
+/// [`WATCH_QUERIES`] queries, each started by `spawn` (with the line of its spawn site) and
+/// awaited by `wait`.
+fn watched<T>(spawn: impl Fn(u64) -> (T, u32), wait: impl Fn(T) -> Option<Vec<f64>>) -> Watched {
     let before = bridge::metrics().io;
-    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
-        .map(|q| (io.spawn(query(addr, q, how, rounds)), line!()))
-        .collect();
+    let tasks: Vec<_> = (0..WATCH_QUERIES as u64).map(spawn).collect();
     let line = tasks.first().map_or(0, |&(_, line)| line);
     let reads = tasks
         .into_iter()
-        .flat_map(|(task, _)| task.wait().unwrap_or_default())
-        .collect();
-    Watched::since(&before, reads, line)
-}
-
-/// The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
-fn watched_on_users_runtime(rt: &Runtime, addr: SocketAddr, rounds: u64) -> Watched {
-    fn spawn<F>(rt: &Runtime, query: F) -> (tokio::task::JoinHandle<F::Output>, u32)
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send,
-    {
-        (rt.spawn(bridge::rt::watched(query)), line!())
-    }
-    let before = bridge::metrics().io;
-    let tasks: Vec<_> = (0..WATCH_QUERIES as u64)
-        .map(|q| spawn(rt, query(addr, q, Decode::Inline, rounds)))
-        .collect();
-    let line = tasks.first().map_or(0, |&(_, line)| line);
-    let reads = tasks
-        .into_iter()
-        .flat_map(|(task, _)| {
-            rt.block_on(task)
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default()
-        })
-        .collect();
-    Watched::since(&before, reads, line)
+        .flat_map(|(task, _)| wait(task).unwrap_or_default());
+    Watched::since(&before, reads.collect(), line)
 }
 
 impl Watched {
@@ -541,9 +488,21 @@ fn watch_scenario(addr: SocketAddr, rounds: u64, cost: Duration) -> io::Result<S
     let _watch = bridge::rt::watch(rt.handle());
     let big = ((WATCH_DECODE.as_secs_f64() / cost.as_secs_f64()) * rounds as f64).max(1.0) as u64;
     let slow = bridge::configure().slow_poll;
-    let inline = watched(&io, addr, Decode::Inline, big);
-    let bridged = watched(&io, addr, Decode::Bridge, big);
-    let users = watched_on_users_runtime(&rt, addr, big);
+    // Each spawn and its `line!()` on one line: the bridge names the spawn site.
+    let on_io = |how| {
+        watched(
+            |q| (io.spawn(query(addr, q, how, big)), line!()),
+            |t| t.wait().ok(),
+        )
+    };
+    let inline = on_io(Decode::Inline);
+    let bridged = on_io(Decode::Bridge);
+    // The same queries, decode inline, as tasks of `rt` each wrapped in `bridge::rt::watched`.
+    let inline_query = |q| query(addr, q, Decode::Inline, big);
+    let users = watched(
+        |q| (rt.spawn(bridge::rt::watched(inline_query(q))), line!()),
+        |t| rt.block_on(t).ok().and_then(Result::ok),
+    );
     drop(_watch);
     drop(rt);
     let nominal_ns = DELAY.as_secs_f64() * 1e9;
@@ -634,7 +593,11 @@ pub fn run(settings: &Settings) -> io::Result<Vec<ScenarioReport>> {
     let server = DelayServer::start()?;
     let addr = server.addr;
     let rt = harness::runtime(WORKERS, "queries")?;
-    let floor = unloaded_reads(&rt, addr);
+    // The unloaded reads: queries one at a time, without decode.
+    let floor =
+        (0..FLOOR_QUERIES).filter_map(|_| rt.block_on(iteration(addr, 1, Decode::Inline, 0)));
+    let mut floor: Vec<f64> = floor.flatten().collect();
+    floor.sort_by(f64::total_cmp);
 
     let cpus = super::cpus();
     let bounds = bounds_note(cost, cpus);
