@@ -1,66 +1,47 @@
-//! What Linux's /proc tells of this process and machine, for the studies' notes; elsewhere
-//! every reading is `None` (or NaN).
+//! What Linux's /proc tells of this process and machine, for the studies' notes, parsed by
+//! `procfs-core`; elsewhere the files are missing and every reading is `None`.
 
 use crate::harness::{Batch, Variant};
+use procfs_core::process::{Stat, Status};
+use procfs_core::{CpuInfo, ExplicitSystemInfo, FromRead, FromReadSI, KernelStats, LoadAverage};
 use std::cell::RefCell;
 use std::fmt;
 
-fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok()
-}
-
-/// The number in field `name` of a `/proc/<pid>/status` text, e.g. `Threads` or `VmHWM`.
-fn status_field(status: &str, name: &str) -> Option<f64> {
-    let value = status
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?;
-    value.trim().trim_end_matches("kB").trim().parse().ok()
-}
-
-/// Field `name` of /proc/self/status; NaN where it cannot be read.
-pub fn self_status(name: &str) -> f64 {
-    let status = read("/proc/self/status");
-    status
-        .and_then(|s| status_field(&s, name))
-        .unwrap_or(f64::NAN)
+/// This process's resident set in KiB: now (`VmRSS`), or at its peak (`VmHWM`).
+pub fn memory_kib(peak: bool) -> Option<u64> {
+    let status = Status::from_file("/proc/self/status").ok()?;
+    if peak { status.vmhwm } else { status.vmrss }
 }
 
 /// The number of OS threads in this process now.
 pub fn os_threads() -> Option<u32> {
-    Some(status_field(&read("/proc/self/status")?, "Threads")? as u32)
+    u32::try_from(Stat::from_file("/proc/self/stat").ok()?.num_threads).ok()
 }
 
-/// Field `n` (3 or more, as in proc(5)) of a `/proc/.../stat` text, counted after the
-/// command's closing parenthesis (the command may hold spaces).
-fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    let after_command = stat.rsplit_once(')')?.1;
-    after_command.split_whitespace().nth(n.checked_sub(3)?)
-}
-
-/// The calling thread's nice value (field 19 of /proc/thread-self/stat).
+/// The calling thread's nice value.
 pub fn thread_nice() -> Option<i32> {
-    stat_field(&read("/proc/thread-self/stat")?, 19)?
-        .parse()
-        .ok()
+    i32::try_from(Stat::from_file("/proc/thread-self/stat").ok()?.nice).ok()
 }
 
-/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes).
+/// The load averages over 1, 5 and 15 minutes, as /proc/loadavg shows them.
 pub fn load_average() -> Option<String> {
-    let text = read("/proc/loadavg")?;
-    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
-    (fields.len() == 3).then(|| fields.join(" "))
+    let load = LoadAverage::from_file("/proc/loadavg").ok()?;
+    let [one, five, fifteen] = [load.one, load.five, load.fifteen];
+    Some(format!("{one:.2} {five:.2} {fifteen:.2}"))
 }
 
 /// The CPU model: the first of the keys architectures use for it in /proc/cpuinfo.
 pub fn cpu_model() -> Option<String> {
-    let info = read("/proc/cpuinfo")?;
+    let info = CpuInfo::from_file("/proc/cpuinfo").ok()?;
     let keys = "model name,cpu model,Processor,Hardware,uarch,cpu".split(',');
-    keys.into_iter().find_map(|wanted| {
-        info.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim() == wanted && !value.trim().is_empty()).then(|| value.trim().to_owned())
-        })
-    })
+    let value = |key| {
+        info.get_field(0, key)
+            .or(info.fields.get(key).map(|v| v.as_str()))
+    };
+    let model = keys
+        .filter_map(value)
+        .find(|model| !model.trim().is_empty())?;
+    Some(model.trim().to_owned())
 }
 
 /// CPU time in clock ticks: of all CPUs (busy and in all) and of this process.
@@ -73,25 +54,22 @@ pub struct CpuTicks {
 
 impl CpuTicks {
     pub fn now() -> Option<Self> {
-        Self::parse(&read("/proc/stat")?, &read("/proc/self/stat")?)
-    }
-
-    fn parse(stat: &str, this: &str) -> Option<Self> {
-        let cpu: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .map(|v| v.parse().ok())
-            .collect::<Option<_>>()?;
-        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-        let total: u64 = cpu.iter().take(8).sum();
-        let idle = cpu.get(3)? + cpu.get(4).copied().unwrap_or(0);
-        let ticks = |n| stat_field(this, n)?.parse::<u64>().ok();
+        // Only the raw tick counts are read; the system's facts would only convert them.
+        let facts = ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: 100,
+            page_size: 4096,
+            is_little_endian: cfg!(target_endian = "little"),
+        };
+        let all = KernelStats::from_file("/proc/stat", &facts).ok()?.total;
+        let idle = all.idle + all.iowait.unwrap_or(0);
+        let others = [all.irq, all.softirq, all.steal].map(|t| t.unwrap_or(0));
+        let busy = all.user + all.nice + all.system + others.iter().sum::<u64>();
+        let this = Stat::from_file("/proc/self/stat").ok()?;
         Some(Self {
-            busy: total - idle,
-            total,
-            this: ticks(14)? + ticks(15)?,
+            busy,
+            total: busy + idle,
+            this: this.utime + this.stime,
         })
     }
 
@@ -218,26 +196,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn status_and_stat_fields() {
-        let status = "Name:\tx\nVmHWM:\t   20480 kB\nThreads:\t517\n";
-        assert_eq!(status_field(status, "VmHWM"), Some(20480.0));
-        assert_eq!(status_field(status, "Threads"), Some(517.0));
-        assert_eq!(status_field(status, "VmSwap"), None);
-        let stat = "7 (a b) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20";
-        assert_eq!(stat_field(stat, 19), Some("19"));
-        assert_eq!(stat_field("7 (a) S", 4), None);
+    fn readings_on_linux_and_shares_of_ticks() {
         if cfg!(target_os = "linux") {
             assert!(os_threads().is_some_and(|n| n >= 1));
             assert!(thread_nice().is_some());
+            // The peak, read later, is at least the resident set read first.
+            let rss = memory_kib(false);
+            assert!(rss.is_some() && memory_kib(true) >= rss);
+            let ticks = CpuTicks::now().unwrap();
+            assert!(ticks.busy <= ticks.total && ticks.total > 0);
         }
-    }
-
-    #[test]
-    fn cpu_ticks_parse_proc_stat_and_this_process() {
-        let stat = "cpu  100 5 50 800 20 3 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n";
-        let this = "4242 (bridge bench) S 1 2 3 4 5 6 7 8 9 10 30 12 0 0 20 0 3 0\n";
-        let t = CpuTicks::parse(stat, this).unwrap();
-        assert_eq!((t.total, t.busy, t.this), (980, 160, 42));
+        let t = CpuTicks {
+            total: 980,
+            busy: 160,
+            this: 42,
+        };
         let later = CpuTicks {
             total: t.total + 200,
             busy: t.busy + 150,

@@ -7,7 +7,7 @@ use super::echo::connect;
 use crate::busy::kernel;
 use crate::harness::{self, Measurement, Settings, warm_up_rayon};
 use crate::harness::{child_reply, child_spec, in_child};
-use crate::proc::{CpuTicks, load_average, os_threads, self_status, thread_nice};
+use crate::proc::{CpuTicks, load_average, memory_kib, os_threads, thread_nice};
 use crate::progress;
 use crate::report::{BASELINE, Check, Judged, Measure, ScenarioReport, rows};
 use crate::stats::{Summary, percentile};
@@ -416,7 +416,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
 
     let handle = rt.handle().clone();
     let mut out = Outcome {
-        rss_start_kib: self_status("VmRSS"),
+        rss_start_kib: memory_kib(false).map_or(f64::NAN, |k| k as f64),
         ..Outcome::default()
     };
     let t0 = Instant::now() + Duration::from_millis(5);
@@ -472,7 +472,7 @@ fn run_cell(spec: &Spec) -> io::Result<Outcome> {
         });
     thread::sleep((end + GRACE).saturating_duration_since(Instant::now()));
     let cutoff = Instant::now();
-    out.hwm_kib = self_status("VmHWM");
+    out.hwm_kib = memory_kib(true).map_or(f64::NAN, |k| k as f64);
     let (full, full_unfinished) = latencies(&service.full, full_at, cutoff);
     let (io, io_unfinished) = latencies(&service.probes, probe_at, cutoff);
     out.served_in_window = service
