@@ -9,7 +9,7 @@ use std::io;
 use tokio::runtime::Runtime;
 
 pub mod cpu_async;
-pub use bridge_bench::echo;
+pub mod echo;
 pub mod fan_out;
 pub mod hop;
 pub mod io_vs_ingress;

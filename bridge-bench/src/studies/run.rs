@@ -103,7 +103,7 @@ where
     use super::no_runtime::Strategy;
     let ways = [
         (BASELINE, Strategy::Bridge),
-        (HANDLE, Strategy::Shared),
+        (HANDLE, Strategy::Global),
         (THREAD_LOCAL, Strategy::PerThread),
         (PER_CALL, Strategy::PerCall),
     ];

@@ -1,6 +1,6 @@
-//! The loopback TCP servers of the studies and of the no-runtime table example: the echo
-//! server of the `run` and `no-runtime` studies, the HTTP object server of `cpu-async`, and
-//! [`tcp_server`], which the others' servers run on too.
+//! The studies' loopback TCP servers: the echo server of the `run` and `no-runtime` studies,
+//! the HTTP object server of `cpu-async` and `no-runtime`, and [`tcp_server`], which the
+//! others' servers run on too.
 
 use bytes::Bytes;
 use futures::future::join_all;
