@@ -1,7 +1,6 @@
 //! The busy machine: a rayon pool that runs [`kernel`] on every CPU and counts the kernels
 //! done, which the harness reads around every batch.
 
-use crate::report::ScenarioReport;
 use std::hint::black_box;
 use std::io;
 use std::sync::Arc;
@@ -30,7 +29,7 @@ pub struct Load {
 impl Load {
     /// Starts one background thread per CPU this process may use.
     pub fn start() -> io::Result<Self> {
-        Self::start_threads(crate::studies::cpus(), 0)
+        Self::start_threads(crate::proc::cpus(), 0)
     }
 
     /// Starts `threads` background threads (at least one) at nice `nice` (0: the default)
@@ -93,7 +92,7 @@ impl Load {
              the main thread sleeps and the background runs alone (median of the per-round \
              ratios).",
             self.threads,
-            crate::studies::cpus(),
+            crate::proc::cpus(),
         )
     }
 }
@@ -103,34 +102,6 @@ impl Drop for Load {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
         self.pool.broadcast(|_| ());
-    }
-}
-
-/// Under a `load`, renames `report` to `busy_name`, names the load in its frame and trades its
-/// goals for the load goals against `park_at_once`, noted with `why`.
-pub fn under_load(
-    report: ScenarioReport,
-    busy_name: &'static str,
-    load: Option<&Load>,
-    park_at_once: &[&'static str],
-    why: &str,
-) -> ScenarioReport {
-    let Some(load) = load else {
-        return report;
-    };
-    let mut notes = report.notes;
-    notes.push(format!(
-        "Park-at-once peers (the fastest of them is the reference of the goals under \
-         load): {}; {why}",
-        park_at_once.join(", ")
-    ));
-    ScenarioReport {
-        name: busy_name,
-        fixed: format!("{} All of it on {}", report.fixed, load.describe()),
-        goals: Vec::new(),
-        park_at_once: park_at_once.to_vec(),
-        notes,
-        ..report
     }
 }
 

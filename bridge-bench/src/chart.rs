@@ -3,7 +3,7 @@
 //! reserves room with [`text_width`] rather than plotters' text measurement.
 
 use crate::report::{Row, ScenarioReport, find};
-use crate::stats::BASELINE;
+use crate::stats::{BASELINE, format_ns};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -102,20 +102,6 @@ impl Axis {
 
 fn positive(xs: &[f64]) -> impl Iterator<Item = f64> + '_ {
     xs.iter().copied().filter(|x| x.is_finite() && *x > 0.0)
-}
-
-/// `value` nanoseconds to three significant digits in the largest unit that keeps it at 1 or
-/// more: `11.0 ns`, `123 ns`, `1.00 µs`; not finite: `n/a`.
-pub fn format_ns(value: f64) -> String {
-    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
-    let fits = |&(scale, _): &(f64, &str)| value.abs() >= scale * 0.9995;
-    let (scale, unit) = UNITS.into_iter().rfind(fits).unwrap_or(UNITS[0]);
-    let x = value / scale;
-    if !x.is_finite() {
-        return "n/a".to_owned();
-    }
-    let digits = 2 - usize::from(x >= 10.0) - usize::from(x >= 100.0);
-    format!("{x:.digits$} {unit}")
 }
 
 /// Like [`format_ns`] but without trailing zeros, for ticks: `0`, `50 ns`, `2.5 µs`.

@@ -1,11 +1,15 @@
 //! What Linux's /proc tells of this process and machine, for the studies' notes, parsed by
 //! `procfs-core`; elsewhere the files are missing and every reading is `None`.
 
-use crate::harness::{Batch, Variant};
 use procfs_core::process::{Stat, Status};
 use procfs_core::{CpuInfo, ExplicitSystemInfo, FromRead, FromReadSI, KernelStats, LoadAverage};
 use std::cell::RefCell;
 use std::fmt;
+
+/// The CPUs this process may run on (1 where that cannot be read).
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
 
 /// This process's resident set in KiB: now (`VmRSS`), or at its peak (`VmHWM`).
 pub fn memory_kib(peak: bool) -> Option<u64> {
@@ -148,23 +152,23 @@ impl Census {
         }
     }
 
-    /// A variant run by `run`, with the thread count read around each batch.
-    pub fn variant<'a>(
+    /// `run`, a variant's batches, with the thread count read around each.
+    pub fn around<'a, B>(
         &'a self,
         name: &'static str,
-        mut run: impl FnMut(u64) -> Batch + 'a,
-    ) -> Variant<'a> {
+        mut run: impl FnMut(u64) -> B + 'a,
+    ) -> impl FnMut(u64) -> B + 'a {
         let k = {
             let mut tallies = self.tallies.borrow_mut();
             tallies.push((name, ThreadTally::default()));
             tallies.len() - 1
         };
-        Variant::new(name, move |n| {
+        move |n| {
             let before = os_threads();
             let batch = run(n);
             self.tallies.borrow_mut()[k].1.record(before, os_threads());
             batch
-        })
+        }
     }
 
     /// The tally of the variant `name`, in words.

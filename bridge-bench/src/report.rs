@@ -1,9 +1,8 @@
 //! Measurements into rows, a CSV file and markdown tables with a computed takeaway.
 
-use crate::chart;
 use crate::harness::Measurement;
 use crate::progress;
-use crate::stats::{Summary, ratio};
+use crate::stats::{Summary, format_ns, ratio};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -215,7 +214,7 @@ impl Measure {
     /// `ns` nanoseconds with the unit, e.g. `2.35 ms`; nanoseconds scaled, e.g. `13.4 µs/op`.
     pub fn value(&self, ns: f64) -> String {
         if self.ns_per_unit == 1.0 {
-            format!("{}{}", chart::format_ns(ns), self.per)
+            format!("{}{}", format_ns(ns), self.per)
         } else {
             format!("{} {}{}", self.number(ns), self.unit, self.per)
         }

@@ -49,6 +49,20 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// `value` nanoseconds to three significant digits in the largest unit that keeps it at 1 or
+/// more: `11.0 ns`, `123 ns`, `1.00 µs`; not finite: `n/a`.
+pub fn format_ns(value: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+    let fits = |&(scale, _): &(f64, &str)| value.abs() >= scale * 0.9995;
+    let (scale, unit) = UNITS.into_iter().rfind(fits).unwrap_or(UNITS[0]);
+    let x = value / scale;
+    if !x.is_finite() {
+        return "n/a".to_owned();
+    }
+    let digits = 2 - usize::from(x >= 10.0) - usize::from(x >= 100.0);
+    format!("{x:.digits$} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

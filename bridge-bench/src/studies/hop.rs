@@ -3,8 +3,8 @@
 //! spawn_blocking, one hop at a time and 1,000 hops in flight, on an idle machine and on a
 //! busy one.
 
-use super::measured;
-use crate::busy::{Load, under_load};
+use super::{counted, measured, under_load};
+use crate::busy::Load;
 use crate::harness::{Batch, MISSING, Settings, timed, timed_in_task};
 use crate::harness::{warm_up_rayon, warm_up_tokio};
 use crate::proc::Census;
@@ -228,12 +228,14 @@ fn awaiting(settings: &Settings, hops: u64, load: Option<&Load>) -> io::Result<S
     let rt = warm_runtime()?;
     let census = Census::new();
     let mut variants = [
-        census.variant("bridge", |n| in_task(&rt, n, hops, hop_bridge)),
-        census.variant("tokio-rayon", |n| in_task(&rt, n, hops, hop_tokio_rayon)),
-        census.variant("rayon+tokio-oneshot", |n| {
+        counted(&census, "bridge", |n| in_task(&rt, n, hops, hop_bridge)),
+        counted(&census, "tokio-rayon", |n| {
+            in_task(&rt, n, hops, hop_tokio_rayon)
+        }),
+        counted(&census, "rayon+tokio-oneshot", |n| {
             in_task(&rt, n, hops, hop_rayon_oneshot)
         }),
-        census.variant("spawn_blocking", |n| {
+        counted(&census, "spawn_blocking", |n| {
             in_task(&rt, n, hops, hop_spawn_blocking)
         }),
     ];
@@ -295,13 +297,13 @@ fn blocking_batch<H>(
 fn blocking(settings: &Settings, hops: u64) -> ScenarioReport {
     let census = Census::new();
     let mut variants = [
-        census.variant("bridge", move |n| {
+        counted(&census, "bridge", move |n| {
             blocking_batch(n, hops, hop_bridge, bridge::Task::wait)
         }),
-        census.variant("tokio-rayon", move |n| {
+        counted(&census, "tokio-rayon", move |n| {
             blocking_batch(n, hops, hop_tokio_rayon, futures::executor::block_on)
         }),
-        census.variant("rayon+tokio-oneshot", move |n| {
+        counted(&census, "rayon+tokio-oneshot", move |n| {
             blocking_batch(n, hops, rayon_oneshot, |rx| {
                 rx.blocking_recv().unwrap_or(MISSING)
             })

@@ -2,7 +2,8 @@
 //! `run(&Settings) -> io::Result<Vec<ScenarioReport>>` and list it in [`ALL`].
 
 use crate::busy::Load;
-use crate::harness::{Settings, Variant, measure};
+use crate::harness::{Batch, Settings, Variant, measure};
+use crate::proc::Census;
 use crate::report::{Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
 use std::io;
@@ -60,9 +61,15 @@ pub fn measured(
     }
 }
 
-/// The CPUs this process may run on (1 where that cannot be read).
-pub fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+pub use crate::proc::cpus;
+
+/// A variant run by `run`, with `census` reading the thread count around each batch.
+pub fn counted<'a>(
+    census: &'a Census,
+    name: &'static str,
+    run: impl FnMut(u64) -> Batch + 'a,
+) -> Variant<'a> {
+    Variant::new(name, census.around(name, run))
 }
 
 /// A current-thread runtime with I/O and timers, as bridge builds them.
@@ -118,4 +125,32 @@ pub fn route_note() -> String {
         "Route: bridge_tokio::route() from the calling code returns {:?}.",
         bridge_tokio::route()
     )
+}
+
+/// Under a `load`, renames `report` to `busy_name`, names the load in its frame and trades its
+/// goals for the load goals against `park_at_once`, noted with `why`.
+pub fn under_load(
+    report: ScenarioReport,
+    busy_name: &'static str,
+    load: Option<&Load>,
+    park_at_once: &[&'static str],
+    why: &str,
+) -> ScenarioReport {
+    let Some(load) = load else {
+        return report;
+    };
+    let mut notes = report.notes;
+    notes.push(format!(
+        "Park-at-once peers (the fastest of them is the reference of the goals under \
+         load): {}; {why}",
+        park_at_once.join(", ")
+    ));
+    ScenarioReport {
+        name: busy_name,
+        fixed: format!("{} All of it on {}", report.fixed, load.describe()),
+        goals: Vec::new(),
+        park_at_once: park_at_once.to_vec(),
+        notes,
+        ..report
+    }
 }

@@ -2,8 +2,8 @@
 //! crossbeam's `bounded(1)` and std's mpsc, in four hand-offs from cheapest to most
 //! cross-thread; the two hand-offs from rayon again on a busy machine.
 
-use super::measured;
-use crate::busy::{Load, under_load};
+use super::{measured, under_load};
+use crate::busy::Load;
 use crate::harness::{MISSING, Settings, Variant, timed, timed_on, warm_up_rayon};
 use crate::report::{Goal, ScenarioReport};
 use futures::channel::oneshot as futures_oneshot;

@@ -4,8 +4,10 @@
 //! loopback TCP and the current-thread runtime again on a busy machine.
 
 use super::echo::{MESSAGE, connect, echo_server, io_workers, round_trip};
-use super::{PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note};
-use crate::busy::{Load, under_load};
+use super::{
+    PUBLISHED_PENALTY, cpus, current_thread, measured, paired, placement, route_note, under_load,
+};
+use crate::busy::Load;
 use crate::harness::{self, MISSING, Settings, Variant, timed, timed_in_task, timed_on};
 use crate::report::{BASELINE, Budget, Goal, Row, ScenarioReport, find};
 use std::future::Future;

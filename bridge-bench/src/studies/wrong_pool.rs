@@ -331,7 +331,7 @@ impl Recorder {
             logs.push(Log { name, batches, cpu });
             logs.len() - 1
         };
-        self.census.variant(name, move |n| {
+        super::counted(&self.census, name, move |n| {
             let cpu_before = process_cpu_ns();
             let mut reads = Vec::new();
             let batch = timed_on(rt, n, async |i| {
