@@ -4,6 +4,7 @@
 use crate::busy::Load;
 use crate::harness::{Batch, Settings, Variant, measure};
 use crate::proc::Census;
+pub use crate::proc::cpus;
 use crate::report::{Row, ScenarioReport, rows};
 use crate::stats::{Summary, ratio};
 use std::io;
@@ -60,8 +61,6 @@ pub fn measured(
         ..report
     }
 }
-
-pub use crate::proc::cpus;
 
 /// A variant run by `run`, with `census` reading the thread count around each batch.
 pub fn counted<'a>(
