@@ -93,12 +93,6 @@ pub trait Runner: Send + Sync {
     fn error(&self, payload: Box<dyn Any + Send + 'static>) -> Error {
         Error::panicked(payload)
     }
-
-    /// The runner as `Any`: a runner that is also its task's [`Cell`] (see [`with_cell`])
-    /// returns itself, so that the task finds its cell through its runner.
-    fn as_any(&self) -> &dyn Any {
-        &()
-    }
 }
 
 /// A side's own cell for its task's outcome, shared with the work: bridge-rayon's closure
@@ -117,11 +111,7 @@ pub trait Runner: Send + Sync {
 /// #[derive(Default)]
 /// struct Slot(Mutex<(Option<Outcome<u32>>, Option<Waker>)>);
 ///
-/// impl Runner for Slot {
-///     fn as_any(&self) -> &dyn std::any::Any {
-///         self
-///     }
-/// }
+/// impl Runner for Slot {}
 ///
 /// impl Cell<u32> for Slot {
 ///     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<u32>, RecvError>> {
@@ -156,6 +146,11 @@ pub trait Runner: Send + Sync {
 pub trait Cell<T>: Send + Sync {
     /// Takes the outcome if it is there; leaves `cx`'s waker to be woken when it is
     /// otherwise. `Err` if the work was lost.
+    ///
+    /// A cell is its task's runner, and the task polls it without asking
+    /// [`Runner::help`] first: where its side lets this thread run the work (a worker of the
+    /// work's rayon pool), a poll that finds the work still queued runs it here, then takes
+    /// its outcome. A poll that finds the outcome there asks nothing of the thread.
     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>>;
 
     /// Takes the outcome if it is there, without waiting.
@@ -199,18 +194,10 @@ pub fn new<T>(rx: Receiver<Outcome<T>>, runner: Arc<dyn Runner>) -> Task<T> {
 /// A task whose outcome arrives in `cell`, which is also its runner: one shared allocation
 /// for the work's state and its outcome (see [`Cell`]'s example).
 ///
-/// # Panics
-///
-/// If `cell`'s [`Runner::as_any`] does not return the cell itself.
-///
 /// # Examples
 ///
 /// See [`Cell`]'s.
 pub fn with_cell<T, C: Cell<T> + Runner + 'static>(cell: Arc<C>) -> Task<T> {
-    assert!(
-        cell.as_any().is::<C>(),
-        "bridge_core::task::with_cell: the cell's Runner::as_any must return the cell itself"
-    );
     Task {
         rx: Some(Source::Cell(cell_of::<C, T>)),
         work: cell,
@@ -219,27 +206,40 @@ pub fn with_cell<T, C: Cell<T> + Runner + 'static>(cell: Arc<C>) -> Task<T> {
 
 /// Where a task's outcome arrives: bridge-core's oneshot, or its side's own cell, which is
 /// the task's work itself (found from it, so that a task holds one shared pointer).
+///
+/// Every method takes the task's work (`Task::work`), which for a `Cell` source is the
+/// `Arc<C>` that [`with_cell`] stored beside `cell_of::<C, T>`; a task never replaces its work.
 enum Source<T> {
     Channel(Receiver<Outcome<T>>),
     Cell(CellOf<T>),
 }
 
 /// The cell a task's work is: see [`cell_of`].
-type CellOf<T> = fn(&dyn Runner) -> &dyn Cell<T>;
+type CellOf<T> = unsafe fn(&dyn Runner) -> &dyn Cell<T>;
 
-/// The cell `C` that a task's work is.
-fn cell_of<C: Cell<T> + Runner + 'static, T>(work: &dyn Runner) -> &dyn Cell<T> {
-    match work.as_any().downcast_ref::<C>() {
-        Some(cell) => cell,
-        None => unreachable!("a task made with a cell has that cell as its work"),
-    }
+/// The cell `C` that a task's work is: its data pointer, without the runner's vtable.
+///
+/// # Safety
+///
+/// `work` points to a `C`.
+unsafe fn cell_of<C: Cell<T> + Runner + 'static, T>(work: &dyn Runner) -> &dyn Cell<T> {
+    // SAFETY: `work` points to a `C` (the caller's promise); the cast drops the vtable and
+    // keeps the address, and the borrow keeps `work`'s lifetime.
+    unsafe { &*std::ptr::from_ref(work).cast::<C>() }
 }
 
 impl<T> Source<T> {
+    /// A `Cell` source's cell, found from the task's `work`.
+    fn cell(cell: CellOf<T>, work: &dyn Runner) -> &dyn Cell<T> {
+        // SAFETY: `work` is the task's work (see `Source`): for a `Cell` source, the `C`
+        // that `with_cell` stored beside `cell_of::<C, T>`.
+        unsafe { cell(work) }
+    }
+
     fn try_recv(&mut self, work: &dyn Runner) -> Result<Outcome<T>, TryRecvError> {
         match self {
             Self::Channel(rx) => rx.try_recv(),
-            Self::Cell(cell) => cell(work).try_take(),
+            Self::Cell(cell) => Self::cell(*cell, work).try_take(),
         }
     }
 
@@ -283,21 +283,26 @@ impl<T> Source<T> {
         }
     }
 
+    /// Polls for the outcome, running the queued work here first where its side allows:
+    /// asked of the runner before a channel's poll, and of the cell itself by its poll.
     fn poll(
         &mut self,
         work: &dyn Runner,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Outcome<T>, RecvError>> {
         match self {
-            Self::Channel(rx) => Pin::new(rx).poll(cx),
-            Self::Cell(cell) => cell(work).poll_take(cx),
+            Self::Channel(rx) => {
+                work.help(cx.waker());
+                Pin::new(rx).poll(cx)
+            }
+            Self::Cell(cell) => Self::cell(*cell, work).poll_take(cx),
         }
     }
 
     fn is_ready(&self, work: &dyn Runner) -> bool {
         match self {
             Self::Channel(rx) => rx.is_ready(),
-            Self::Cell(cell) => cell(work).is_ready(),
+            Self::Cell(cell) => Self::cell(*cell, work).is_ready(),
         }
     }
 
@@ -305,7 +310,7 @@ impl<T> Source<T> {
     fn abandon(self, work: &dyn Runner) {
         match self {
             Self::Channel(rx) => rx.abandon(),
-            Self::Cell(cell) => cell(work).abandon(),
+            Self::Cell(cell) => Self::cell(cell, work).abandon(),
         }
     }
 
@@ -313,7 +318,7 @@ impl<T> Source<T> {
     fn close(self, work: &dyn Runner) {
         match self {
             Self::Channel(rx) => drop(rx),
-            Self::Cell(cell) => cell(work).close(),
+            Self::Cell(cell) => Self::cell(cell, work).close(),
         }
     }
 }
@@ -391,6 +396,9 @@ impl<T> Task<T> {
     /// assert_eq!(err.to_string(), "the work panicked: corrupt page");
     /// ```
     pub fn join(mut self) -> Result<T, Error> {
+        if let Some(received) = self.take_finished() {
+            return self.took(received);
+        }
         if self.joins_by_polling() {
             return self
                 .poll_blocking(None)
@@ -399,29 +407,23 @@ impl<T> Task<T> {
         let Some(mut rx) = self.rx.take() else {
             return Err(Error::lost());
         };
-        let mut received = match rx.try_recv(&*self.work) {
-            Ok(outcome) => Some(Ok(outcome)),
-            Err(TryRecvError::Closed) => Some(Err(RecvError)),
-            Err(TryRecvError::Empty) => None,
+        let threshold = if self.work.checks_stalls() {
+            crate::settings::stall_warning()
+        } else {
+            Duration::MAX
         };
-        if received.is_none() {
-            let threshold = if self.work.checks_stalls() {
-                crate::settings::stall_warning()
-            } else {
-                Duration::MAX
-            };
-            let work = &*self.work;
-            work.block(&mut || {
-                received = Some(match rx.recv_timeout(work, threshold) {
-                    Ok(outcome) => Ok(outcome),
-                    Err(RecvTimeoutError::Closed) => Err(RecvError),
-                    Err(RecvTimeoutError::Timeout) => {
-                        work.waited(threshold);
-                        recv_forever(&mut rx, work)
-                    }
-                });
+        let work = &*self.work;
+        let mut received = None;
+        work.block(&mut || {
+            received = Some(match rx.recv_timeout(work, threshold) {
+                Ok(outcome) => Ok(outcome),
+                Err(RecvTimeoutError::Closed) => Err(RecvError),
+                Err(RecvTimeoutError::Timeout) => {
+                    work.waited(threshold);
+                    recv_forever(&mut rx, work)
+                }
             });
-        }
+        });
         self.work.stop_helping();
         match received {
             Some(received) => self.outcome(received),
@@ -478,6 +480,9 @@ impl<T> Task<T> {
         if self.rx.is_none() {
             taken();
         }
+        if let Some(received) = self.take_finished() {
+            return Some(unwrap(self.took(received)));
+        }
         if self.joins_by_polling() {
             // On a worker of the task's pool: wait as `join` does, by polling, so that the
             // waiter runs the task's queued work (a pool's only worker would otherwise wait
@@ -494,21 +499,15 @@ impl<T> Task<T> {
             taken();
         };
         let work = &*self.work;
-        let mut received = match rx.try_recv(work) {
-            Ok(outcome) => Some(Ok(outcome)),
-            Err(TryRecvError::Closed) => Some(Err(RecvTimeoutError::Closed)),
-            Err(TryRecvError::Empty) => None,
-        };
-        if received.is_none() {
-            let waited = work.block(&mut || {
-                received = Some(match deadline {
-                    Some(deadline) => rx.recv_deadline(work, deadline),
-                    None => rx.recv_timeout(work, Duration::MAX),
-                });
+        let mut received = None;
+        let waited = work.block(&mut || {
+            received = Some(match deadline {
+                Some(deadline) => rx.recv_deadline(work, deadline),
+                None => rx.recv_timeout(work, Duration::MAX),
             });
-            if !waited {
-                received = Some(Err(RecvTimeoutError::Closed));
-            }
+        });
+        if !waited {
+            received = Some(Err(RecvTimeoutError::Closed));
         }
         let received = match received? {
             Err(RecvTimeoutError::Timeout) => return None,
@@ -624,6 +623,16 @@ impl<T> Task<T> {
         poll_parts(&mut self.rx, &*self.work, cx)
     }
 
+    /// The outcome if the work has finished (or was lost): a blocking wait takes it at once,
+    /// wherever it runs, before it asks how to wait here.
+    fn take_finished(&mut self) -> Option<Result<Outcome<T>, RecvError>> {
+        match self.rx.as_mut()?.try_recv(&*self.work) {
+            Ok(outcome) => Some(Ok(outcome)),
+            Err(TryRecvError::Closed) => Some(Err(RecvError)),
+            Err(TryRecvError::Empty) => None,
+        }
+    }
+
     fn took(&mut self, received: Result<Outcome<T>, RecvError>) -> Result<T, Error> {
         took(&mut self.rx, &*self.work, received)
     }
@@ -649,7 +658,6 @@ fn poll_parts<T>(
     let Some(receiver) = rx.as_mut() else {
         taken();
     };
-    work.help(cx.waker());
     let received = ready!(receiver.poll(work, cx));
     Poll::Ready(took(rx, work, received))
 }

@@ -109,6 +109,12 @@ where
         }
     }
 
+    /// Whether a waiter on this thread may run the job: a worker of its pool, with no tokio
+    /// runtime entered (see `home.rs`).
+    fn may_run_here(&self) -> bool {
+        home::is_home(self.home) && home::outside_runtimes()
+    }
+
     /// Runs the closure here if this call claims it: whether it did.
     fn run_if_queued(&self) -> bool {
         match self.claim() {
@@ -127,6 +133,20 @@ where
         slot.stage = Stage::Lost;
         wake_after_unlock(slot);
     }
+}
+
+/// Puts `stage` back and keeps `cx`'s waker (unless the kept one wakes the same task).
+fn pending<F, T, R>(
+    mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>,
+    stage: Stage<F, T>,
+    cx: &Context<'_>,
+) -> Poll<R> {
+    slot.stage = stage;
+    match &slot.waker {
+        Some(kept) if kept.will_wake(cx.waker()) => {}
+        _ => slot.waker = Some(cx.waker().clone()),
+    }
+    Poll::Pending
 }
 
 /// Releases the lock, then wakes the task's waiter, if any, as tokio's oneshot wakes after
@@ -175,19 +195,26 @@ where
     F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
     T: Send + 'static,
 {
+    /// Takes the outcome; or, on a worker of the job's pool with no runtime entered, claims a
+    /// job still queued and runs it here first (the task's poll asks no `help` of its cell).
     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>> {
         let mut slot = self.lock_slot();
-        match mem::replace(&mut slot.stage, Stage::Taken) {
-            Stage::Done(outcome) => Poll::Ready(Ok(outcome)),
-            Stage::Lost => Poll::Ready(Err(RecvError)),
-            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
-            waiting => {
-                slot.stage = waiting;
-                match &slot.waker {
-                    Some(kept) if kept.will_wake(cx.waker()) => {}
-                    _ => slot.waker = Some(cx.waker().clone()),
+        loop {
+            match mem::replace(&mut slot.stage, Stage::Taken) {
+                Stage::Done(outcome) => return Poll::Ready(Ok(outcome)),
+                Stage::Lost => return Poll::Ready(Err(RecvError)),
+                Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
+                Stage::Queued(work, queued_at) if self.may_run_here() => {
+                    // Claimed by the waiter: it runs here, and its outcome is in the cell.
+                    slot.stage = Stage::Running;
+                    drop(slot);
+                    job::run(work, self, queued_at);
+                    slot = self.lock_slot();
                 }
-                Poll::Pending
+                // A pool thread has it (running, or its outcome on the way): wait for it.
+                Stage::Running => return pending(slot, Stage::Running, cx),
+                // Still queued, and this thread may not run it: the pool will.
+                queued => return pending(slot, queued, cx),
             }
         }
     }
@@ -262,31 +289,18 @@ where
     T: Send + 'static,
 {
     /// Runs the closure here, to the end, if this thread may (a worker of the job's pool,
-    /// with no runtime entered) and no pool thread has taken it.
+    /// with no runtime entered) and no pool thread has taken it. (The task's own polls claim
+    /// the job in `poll_take`.)
     fn help(&self, _: &Waker) -> bool {
-        if !home::is_home(self.home) || !home::outside_runtimes() {
-            return false;
-        }
-        if self.run_if_queued() {
-            // Not started: it ran here, and its outcome is in the cell.
-            true
-        } else {
-            // A worker has it (running, or finished): wait for it.
-            false
-        }
+        self.may_run_here() && self.run_if_queued()
     }
 
     fn joins_by_polling(&self) -> bool {
-        home::is_home(self.home) && home::outside_runtimes()
+        self.may_run_here()
     }
 
     fn checks_stalls(&self) -> bool {
         true
-    }
-
-    /// The job is its task's cell.
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 
     fn waited(&self, waited: Duration) {
