@@ -2,83 +2,83 @@
 //! task's own waiter), and how its outcome reaches the task.
 //!
 //! The cell is shared by the `Task` and by the closure the pool queues, and it is the only
-//! allocation of a hop besides rayon's own job box: a hop costs what `rayon::spawn` of a
-//! closure that sends on a oneshot costs. One lock guards its stage:
+//! allocation of a hop besides rayon's own job box. A hop costs what `rayon::spawn` of a
+//! closure that sends on tokio's oneshot costs: two allocations, and besides the `Arc`'s
+//! counts one atomic read-modify-write to claim the job, one to hand its outcome over, and one
+//! more only when the task's poll comes first and stores its waker. One atomic byte, `state`,
+//! orders the cells beside it, as tokio's oneshot orders its own:
 //!
 //! ```text
-//!            pool runs its copy             outcome handed over          task takes it
-//! QUEUED ─────────────────────────▶ RUNNING ─────────────────────▶ DONE ───────────────▶ TAKEN
-//!    │      (or the task's waiter,     ▲
-//!    │       on a worker of its pool)  │
-//!    └─────────────────────────────────┘
-//!    pool drops its copy unrun (rayon never does) ─────────────────▶ LOST
+//!  CLAIMED    set by whoever runs the closure: the pool's copy, or the task's waiter on a
+//!             worker of the job's pool. The one whose fetch_or set it takes the closure and
+//!             is the only one ever to run it; the other leaves the job alone (the pool's copy
+//!             then does nothing; the waiter waits for the outcome like any other waiter).
+//!  WAKER      set by the task's side once its waker is in `waker`, cleared by it to replace
+//!             the waker (only while DONE is clear). While it is clear the waker is the task's
+//!             side's alone; while it is set, either side may read it and neither writes it.
+//!  DONE       set by the claimer once the outcome is in `outcome` (or, if the pool dropped its
+//!             copy unrun, once there will be none), unless the task let go first. From then
+//!             on the outcome is the task's side's, and the waker is only read (woken by the
+//!             claimer if WAKER was set with DONE) until the job is dropped.
+//!  CANCELLED  set by a dropped task: the job is cancelled (a job that has not started never
+//!             starts); its running closure reads it (its `CancelFlag`).
+//!  DETACHED   set by a detached task: the job runs on, its outcome dropped where it ends.
 //! ```
 //!
-//! Whoever moves the stage away from `QUEUED` first takes the closure and is the only one
-//! ever to run it; the side that loses finds the stage moved and leaves the job alone: the
-//! pool's copy then does nothing, and the waiter waits for the outcome like any other waiter.
-//!
-//! The task's interest is a second, lock-free state (`interest`), because the running closure
-//! reads it (its [`CancelFlag`]): a dropped task cancels the job (a job that has not started
-//! never starts) and drops an outcome already handed over; a detached one lets it run on.
-//! In both cases an outcome handed over later is dropped by the job, quietly. The lock is
-//! never held while user code runs (a closure, a value's drop, a waker's `wake`: see
-//! `wake_after_unlock`), so it is never contended for long and never poisoned.
+//! The hand-over and the task's letting go race once: whichever of DONE and CANCELLED /
+//! DETACHED is set second finds the other, and that side drops the outcome, quietly. The
+//! claimer wakes the task after DONE, as tokio's oneshot does, so a poll may take the outcome
+//! before the wake-up arrives; the wake-up is spurious then, which every executor and
+//! `bridge_core::block_on` tolerate (a parked thread may get one spurious unpark, as
+//! `std::thread::park` allows). The task's side is one thread at a time (`Task`'s receiving
+//! methods take `&mut self` or `self`). No user code runs inside a step of the protocol but a
+//! waker's `will_wake` and `wake_by_ref`, and drops, which are contained.
 
 use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
-use crate::sync::Mutex;
-use crate::sync::{AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use crate::sync::UnsafeCell;
+use crate::sync::{AtomicU8, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
 use bridge_core::oneshot::{RecvError, TryRecvError};
 use bridge_core::task::{Cell, Runner};
-use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// The values of a task's interest in its outcome.
-mod interest {
-    /// The task may take the outcome.
-    pub(super) const WANTED: u8 = 0;
-    /// The task was dropped: the job is cancelled.
-    pub(super) const CANCELLED: u8 = 1;
-    /// The task was detached: the job runs on, its outcome dropped where it ends.
-    pub(super) const DETACHED: u8 = 2;
+/// The bits of a job's `state` (see the module's docs).
+mod bits {
+    pub(super) const CLAIMED: u8 = 1;
+    pub(super) const WAKER: u8 = 2;
+    pub(super) const DONE: u8 = 4;
+    pub(super) const CANCELLED: u8 = 8;
+    pub(super) const DETACHED: u8 = 16;
+    /// The task let go of the outcome, one way or the other.
+    pub(super) const LET_GO: u8 = CANCELLED | DETACHED;
 }
 
-use interest::{CANCELLED, DETACHED, WANTED};
-
-/// Where the job is.
-enum Stage<F, T> {
-    /// In the pool's queue; nobody has taken the closure yet. With the time of a sampled
-    /// spawn (see `metrics.rs`).
-    Queued(F, Option<Instant>),
-    /// Taken by the pool or by the waiter: its closure runs, or ran and its outcome is on
-    /// the way.
-    Running,
-    /// The outcome, for the task to take.
-    Done(Outcome<T>),
-    /// The task took the outcome (or no longer wants it).
-    Taken,
-    /// The pool dropped its copy unrun: there will be no outcome.
-    Lost,
-}
-
-/// The stage, and the waker of the task's latest poll that found no outcome.
-struct Slot<F, T> {
-    stage: Stage<F, T>,
-    waker: Option<Waker>,
-}
+use bits::{CANCELLED, CLAIMED, DETACHED, DONE, LET_GO, WAKER};
 
 /// A closure's job and its task's outcome.
 pub(crate) struct Job<F, T> {
     /// The pool the job was queued on: only a waiter on one of its workers may claim it
     /// (see `home.rs`).
     home: Home,
-    /// See [`interest`]: the task's side, read by the running closure without the lock.
-    interest: AtomicU8,
-    slot: Mutex<Slot<F, T>>,
+    /// See the module's docs.
+    state: AtomicU8,
+    /// The closure, with the time of a sampled spawn (see `metrics.rs`), until the claimer
+    /// takes it.
+    closure: UnsafeCell<Option<(F, Option<Instant>)>>,
+    /// The outcome: written by the claimer before DONE, taken by the task's side after.
+    outcome: UnsafeCell<Option<Outcome<T>>>,
+    /// The waker of the task's latest poll that found no outcome (see WAKER).
+    waker: UnsafeCell<Option<Waker>>,
 }
+
+// SAFETY: the cells are reached only as the module's protocol allows: the closure by the one
+// claimer (it moves to that thread: `F: Send`), the outcome by the claimer before DONE and by
+// the task's side after (it moves between them: `T: Send`), the waker by the task's side
+// while WAKER is clear and by shared reference from both sides while it is set (`Waker` is
+// `Send + Sync`).
+unsafe impl<F: Send, T: Send> Sync for Job<F, T> {}
 
 impl<F, T> Job<F, T>
 where
@@ -89,30 +89,23 @@ where
     pub(crate) fn new(f: F, spawned_at: Option<Instant>, home: Home) -> Arc<Self> {
         Arc::new(Self {
             home,
-            interest: AtomicU8::new(WANTED),
-            slot: Mutex::new(Slot {
-                stage: Stage::Queued(f, spawned_at),
-                waker: None,
-            }),
+            state: AtomicU8::new(0),
+            closure: UnsafeCell::new(Some((f, spawned_at))),
+            outcome: UnsafeCell::new(None),
+            waker: UnsafeCell::new(None),
         })
     }
 
-    /// Moves the stage from `QUEUED` to `RUNNING`: the closure if this call won.
+    /// Sets CLAIMED: the closure if this call set it.
     fn claim(&self) -> Option<(F, Option<Instant>)> {
-        let mut slot = self.lock_slot();
-        match mem::replace(&mut slot.stage, Stage::Running) {
-            Stage::Queued(f, spawned_at) => Some((f, spawned_at)),
-            other => {
-                slot.stage = other;
-                None
-            }
+        // ORDERING: Relaxed: the closure was written before the job was shared, which
+        // happened-before any claim; the bit only decides who takes it.
+        if self.state.fetch_or(CLAIMED, Relaxed) & CLAIMED != 0 {
+            return None;
         }
-    }
-
-    /// Whether a waiter on this thread may run the job: a worker of its pool, with no tokio
-    /// runtime entered (see `home.rs`).
-    fn may_run_here(&self) -> bool {
-        home::is_home(self.home) && home::outside_runtimes()
+        // SAFETY: this call set CLAIMED, so it is the only one ever to reach the closure.
+        self.closure
+            .with_mut(|closure| unsafe { (*closure).take() })
     }
 
     /// Runs the closure here if this call claims it: whether it did.
@@ -126,67 +119,79 @@ where
         }
     }
 
-    /// Ends the job with no outcome (its pool dropped it unrun): the task's waiter is woken
-    /// to find it lost.
-    fn lose(&self) {
-        let mut slot = self.lock_slot();
-        slot.stage = Stage::Lost;
-        wake_after_unlock(slot);
+    /// Whether a waiter on this thread may run the job: a worker of its pool, with no tokio
+    /// runtime entered (see `home.rs`).
+    fn may_run_here(&self) -> bool {
+        home::is_home(self.home) && home::outside_runtimes()
     }
-}
 
-/// Puts `stage` back and keeps `cx`'s waker (unless the kept one wakes the same task).
-fn pending<F, T, R>(
-    mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>,
-    stage: Stage<F, T>,
-    cx: &Context<'_>,
-) -> Poll<R> {
-    slot.stage = stage;
-    match &slot.waker {
-        Some(kept) if kept.will_wake(cx.waker()) => {}
-        _ => slot.waker = Some(cx.waker().clone()),
+    /// Ends the job: hands `outcome` to the task (`None` if the pool dropped the job unrun)
+    /// and wakes it, or drops the outcome if the task let go of it. Called once, by the
+    /// claimer.
+    fn finish(&self, outcome: Option<Outcome<T>>) {
+        if outcome.is_some() {
+            // SAFETY: DONE is clear (only this call, the claimer's one, sets it), so the
+            // task's side does not touch the outcome.
+            self.outcome.with_mut(|cell| unsafe { *cell = outcome });
+        }
+        // ORDERING: Acquire: what the task's thread did before letting go happened-before
+        // the outcome is dropped here.
+        let mut state = self.state.load(Acquire);
+        loop {
+            if state & LET_GO != 0 {
+                // The task let go first: it never takes the outcome.
+                // SAFETY: DONE is clear and stays so: the outcome is this side's.
+                let unwanted = self.outcome.with_mut(|cell| unsafe { (*cell).take() });
+                job::drop_quietly(unwanted);
+                return;
+            }
+            // ORDERING: success AcqRel: Release publishes the outcome with DONE (the task's
+            // side takes it after an Acquire), Acquire for the waker the task's side stored
+            // before setting WAKER; failure Acquire, as the load.
+            match self
+                .state
+                .compare_exchange(state, state | DONE, AcqRel, Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => state = now,
+            }
+        }
+        if state & WAKER != 0 {
+            // SAFETY: WAKER was set with DONE: the waker is stored, and the task's side no
+            // longer writes it (it clears WAKER only while DONE is clear).
+            self.waker.with(|waker| unsafe {
+                if let Some(waker) = &*waker {
+                    waker.wake_by_ref();
+                }
+            });
+        }
     }
-    Poll::Pending
-}
 
-/// Releases the lock, then wakes the task's waiter, if any, as tokio's oneshot wakes after
-/// its state is set: a waiter woken under the lock would find it held when it polls at once
-/// (its thread runs while this one is still in the wake's system call) and block on it. A
-/// poll may then take the outcome before the wake-up arrives; the wake-up is spurious then,
-/// which every executor and `bridge_core::block_on` tolerate (a parked thread may get one
-/// spurious unpark, as `std::thread::park` allows).
-fn wake_after_unlock<F, T>(mut slot: crate::sync::MutexGuard<'_, Slot<F, T>>) {
-    let waker = slot.waker.take();
-    drop(slot);
-    if let Some(waker) = waker {
-        waker.wake();
+    /// Takes the outcome, which DONE (read with Acquire) published: `Err` if the job was lost.
+    fn take(&self) -> Result<Outcome<T>, RecvError> {
+        // SAFETY: the task's side saw DONE: the claimer no longer touches the outcome, and
+        // the task's side is one thread at a time.
+        self.outcome
+            .with_mut(|cell| unsafe { (*cell).take() })
+            .ok_or(RecvError)
     }
 }
 
 impl<F, T> ReceiverGone for Job<F, T> {
     fn receiver_gone(&self) -> bool {
-        // ORDERING: Acquire pairs with `close`'s Release store: what the task's thread did
-        // before dropping it is visible to a closure that sees the cancel. Nothing else is
-        // published through it (the outcome travels under the lock).
-        self.interest.load(Acquire) == CANCELLED
+        // ORDERING: Acquire pairs with `let_go`'s Release: what the task's thread did before
+        // dropping it is visible to a closure that sees the cancel.
+        self.state.load(Acquire) & CANCELLED != 0
     }
 }
 
 impl<F, T> Outlet<T> for Job<F, T>
 where
-    F: Send,
-    T: Send,
+    F: FnOnce(CancelFlag<'_>) -> T + Send + 'static,
+    T: Send + 'static,
 {
     fn deliver(&self, outcome: Outcome<T>) {
-        let mut slot = self.lock_slot();
-        // ORDERING: Relaxed: the interest only changes under the lock, which orders it.
-        if self.interest.load(Relaxed) != WANTED {
-            drop(slot);
-            job::drop_quietly(outcome);
-            return;
-        }
-        slot.stage = Stage::Done(outcome);
-        wake_after_unlock(slot);
+        self.finish(Some(outcome));
     }
 }
 
@@ -198,45 +203,74 @@ where
     /// Takes the outcome; or, on a worker of the job's pool with no runtime entered, claims a
     /// job still queued and runs it here first (the task's poll asks no `help` of its cell).
     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<Outcome<T>, RecvError>> {
-        let mut slot = self.lock_slot();
-        loop {
-            match mem::replace(&mut slot.stage, Stage::Taken) {
-                Stage::Done(outcome) => return Poll::Ready(Ok(outcome)),
-                Stage::Lost => return Poll::Ready(Err(RecvError)),
-                Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
-                Stage::Queued(work, queued_at) if self.may_run_here() => {
+        // ORDERING: Acquire pairs with `finish`'s Release of DONE (the outcome).
+        let mut state = self.state.load(Acquire);
+        if state & CLAIMED == 0 && self.may_run_here() {
+            // ORDERING (both loads): Acquire, as above.
+            state = match self.claim() {
+                Some((work, queued_at)) => {
                     // Claimed by the waiter: it runs here, and its outcome is in the cell.
-                    slot.stage = Stage::Running;
-                    drop(slot);
                     job::run(work, self, queued_at);
-                    slot = self.lock_slot();
+                    self.state.load(Acquire)
                 }
-                // A pool thread has it (running, or its outcome on the way): wait for it.
-                Stage::Running => return pending(slot, Stage::Running, cx),
-                // Still queued, and this thread may not run it: the pool will.
-                queued => return pending(slot, queued, cx),
+                // The pool's copy claimed it first: wait for its outcome.
+                None => self.state.load(Acquire),
+            };
+        }
+        if state & DONE != 0 {
+            return Poll::Ready(self.take());
+        }
+        if state & WAKER != 0 {
+            // SAFETY: WAKER is set: either side may read the waker, neither writes it.
+            let kept = self.waker.with(|waker| unsafe {
+                (*waker)
+                    .as_ref()
+                    .is_some_and(|kept| kept.will_wake(cx.waker()))
+            });
+            if kept {
+                return Poll::Pending;
+            }
+            // Take the waker back to replace it, unless the outcome came meanwhile.
+            loop {
+                // ORDERING: success Relaxed: the waker is this side's own again; failure
+                // Acquire, as the load above.
+                match self
+                    .state
+                    .compare_exchange(state, state & !WAKER, Relaxed, Acquire)
+                {
+                    Ok(_) => break,
+                    Err(now) if now & DONE != 0 => return Poll::Ready(self.take()),
+                    Err(now) => state = now,
+                }
             }
         }
+        // SAFETY: WAKER is clear (only this side sets or clears it), and the claimer reads the
+        // waker only after setting DONE over WAKER.
+        let replaced = self
+            .waker
+            .with_mut(|waker| unsafe { (*waker).replace(cx.waker().clone()) });
+        // ORDERING: AcqRel: Release publishes the waker to `finish`'s Acquire; Acquire for
+        // the outcome if DONE came first.
+        let before = self.state.fetch_or(WAKER, AcqRel);
+        job::drop_quietly(replaced);
+        if before & DONE != 0 {
+            // Finished before the waker was there: nothing wakes it, and the outcome is here.
+            return Poll::Ready(self.take());
+        }
+        Poll::Pending
     }
 
     fn try_take(&self) -> Result<Outcome<T>, TryRecvError> {
-        let mut slot = self.lock_slot();
-        match mem::replace(&mut slot.stage, Stage::Taken) {
-            Stage::Done(outcome) => Ok(outcome),
-            Stage::Lost => Err(TryRecvError::Closed),
-            Stage::Taken => panic!("bridge_rayon: a task's outcome was taken twice"),
-            waiting => {
-                slot.stage = waiting;
-                Err(TryRecvError::Empty)
-            }
+        // ORDERING: Acquire, as in `poll_take`.
+        if self.state.load(Acquire) & DONE == 0 {
+            return Err(TryRecvError::Empty);
         }
+        self.take().map_err(|RecvError| TryRecvError::Closed)
     }
 
     fn is_ready(&self) -> bool {
-        matches!(
-            self.lock_slot().stage,
-            Stage::Done(_) | Stage::Lost | Stage::Taken
-        )
+        // ORDERING: Relaxed: a hint; taking the outcome reads DONE again with Acquire.
+        self.state.load(Relaxed) & DONE != 0
     }
 
     fn close(&self) {
@@ -249,27 +283,23 @@ where
 }
 
 impl<F, T> Job<F, T> {
-    /// The task is gone, `interest` says how: its waker and an outcome already handed over
-    /// are dropped here, quietly, outside the lock.
-    fn let_go(&self, interest: u8) {
-        let (waker, unwanted) = {
-            let mut slot = self.lock_slot();
-            // ORDERING: Release pairs with `receiver_gone`'s Acquire.
-            self.interest.store(interest, Release);
-            let unwanted = match slot.stage {
-                Stage::Done(_) => Some(mem::replace(&mut slot.stage, Stage::Taken)),
-                _ => None,
-            };
-            (slot.waker.take(), unwanted)
-        };
-        job::drop_quietly((waker, unwanted));
-    }
-
-    fn lock_slot(&self) -> crate::sync::MutexGuard<'_, Slot<F, T>> {
-        // Never poisoned: no user code runs while it is held.
-        self.slot
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The task is gone, `how` says how (CANCELLED or DETACHED): an outcome already handed
+    /// over is dropped here, quietly; so is the waker, unless the claimer may be waking it.
+    fn let_go(&self, how: u8) {
+        // ORDERING: AcqRel: Release pairs with `receiver_gone`'s Acquire and `finish`'s;
+        // Acquire for the outcome if DONE came first.
+        let before = self.state.fetch_or(how, AcqRel);
+        if before & DONE != 0 {
+            // SAFETY: DONE is set: the outcome is this side's. The waker stays (the claimer
+            // may be waking it) and goes with the job.
+            let unwanted = self.outcome.with_mut(|cell| unsafe { (*cell).take() });
+            job::drop_quietly(unwanted);
+        } else {
+            // SAFETY: DONE is clear and stays so (the claimer finds the task gone), so the
+            // claimer never reads the waker.
+            let waker = self.waker.with_mut(|waker| unsafe { (*waker).take() });
+            job::drop_quietly(waker);
+        }
     }
 }
 
@@ -304,7 +334,8 @@ where
     }
 
     fn waited(&self, waited: Duration) {
-        if matches!(self.lock_slot().stage, Stage::Queued(..)) {
+        // ORDERING: Relaxed: a report; the wait goes on whatever it finds.
+        if self.state.load(Relaxed) & CLAIMED == 0 {
             crate::stall::stalled(waited);
         }
     }
@@ -352,7 +383,7 @@ where
         if let Some(unrun) = job.claim() {
             crate::metrics::cancelled();
             job::drop_quietly(unrun);
-            job.lose();
+            job.finish(None);
         }
         job::drop_quietly(job);
     }

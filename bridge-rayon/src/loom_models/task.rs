@@ -5,9 +5,9 @@
 //!     cargo test -p threadbridge-rayon --release --lib loom_models
 //! ```
 //!
-//! The task and its job share the job's cell (`job_claim.rs`): the closure's stage and the
-//! task's waker under one lock, and the task's interest in an atomic the closure reads. The
-//! pool's copy and the task's waiter (on the worker that spawned it: `loom_claimable_task`)
+//! The task and its job share the job's cell (`job_claim.rs`): the closure, the outcome and
+//! the task's waker in loom's `UnsafeCell`s (so every access is checked), ordered by one
+//! atomic byte that also holds the task's interest, which the closure reads. The pool's copy and the task's waiter (on the worker that spawned it: `loom_claimable_task`)
 //! race to move the stage away from `QUEUED`, and only the winner runs the job; the outcome's
 //! hand-over races the task's polls, waker replacements, drop and detach. Values carry a
 //! `loom::alloc::Track` (leak check) and a drop counter (double drop check).
@@ -171,7 +171,7 @@ fn job_dropped_unrun_vs_wait() {
         let err = task.join().unwrap_err();
         assert!(err.is_lost(), "expected Lost, got {err:?}");
         assert!(!err.is_panic());
-        // The pool thread is not joined. The job wakes its waiter after releasing its lock,
+        // The pool thread is not joined. The job wakes its waiter after setting DONE,
         // so a wait that re-polls and sees the outcome (the wait is split at the stall
         // threshold) returns before the wake-up, which may then land while this thread is
         // blocked in `join`: loom takes any unpark there for the join's notification (std's
