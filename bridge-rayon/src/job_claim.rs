@@ -14,8 +14,9 @@
 //!             is the only one ever to run it; the other leaves the job alone (the pool's copy
 //!             then does nothing; the waiter waits for the outcome like any other waiter).
 //!  WAKER      set by the task's side once its waker is in `waker`, cleared by it to replace
-//!             the waker (only while DONE is clear). While it is clear the waker is the task's
-//!             side's alone; while it is set, either side may read it and neither writes it.
+//!             the waker (only while DONE is clear). The claimer reads the waker only if the
+//!             exchange that set DONE found WAKER set; the task's side writes it only while
+//!             WAKER is clear, or once it let go with DONE clear (DONE then never comes).
 //!  DONE       set by the claimer once the outcome is in `outcome` (or, if the pool dropped its
 //!             copy unrun, once there will be none), unless the task let go first. From then
 //!             on the outcome is the task's side's, and the waker is only read (woken by the
@@ -31,8 +32,9 @@
 //! before the wake-up arrives; the wake-up is spurious then, which every executor and
 //! `bridge_core::block_on` tolerate (a parked thread may get one spurious unpark, as
 //! `std::thread::park` allows). The task's side is one thread at a time (`Task`'s receiving
-//! methods take `&mut self` or `self`). No user code runs inside a step of the protocol but a
-//! waker's `will_wake` and `wake_by_ref`, and drops, which are contained.
+//! methods take `&mut self` or `self`). The user code that runs inside a step of the protocol,
+//! a waker's `clone` and `wake_by_ref` and the drops of what nobody wants, cannot break it: a
+//! clone that panics leaves WAKER clear, and a wake-up or a drop that panics is contained.
 
 use crate::home::{self, Home};
 use crate::job::{self, CancelFlag, Outcome, Outlet, ReceiverGone};
@@ -74,11 +76,19 @@ pub(crate) struct Job<F, T> {
 }
 
 // SAFETY: the cells are reached only as the module's protocol allows: the closure by the one
-// claimer (it moves to that thread: `F: Send`), the outcome by the claimer before DONE and by
-// the task's side after (it moves between them: `T: Send`), the waker by the task's side
-// while WAKER is clear and by shared reference from both sides while it is set (`Waker` is
-// `Send + Sync`).
+// claimer (it moves to that thread: `F: Send`); the outcome by the claimer before DONE (and
+// after the task let go first, to drop it) and by the task's side after DONE (it moves
+// between them: `T: Send`); the waker written by the task's side only while the claimer
+// cannot read it, and read by shared reference (`Waker` is `Send + Sync`). The other fields
+// are `Sync` on their own (checked below).
 unsafe impl<F: Send, T: Send> Sync for Job<F, T> {}
+
+/// The fields `Job`'s `Sync` vouches for without a cell.
+const _: fn() = || {
+    fn sync<X: Sync>() {}
+    sync::<Home>();
+    sync::<AtomicU8>();
+};
 
 impl<F, T> Job<F, T>
 where
@@ -161,7 +171,9 @@ where
             // longer writes it (it clears WAKER only while DONE is clear).
             self.waker.with(|waker| unsafe {
                 if let Some(waker) = &*waker {
-                    waker.wake_by_ref();
+                    // A waker that panics never reaches the pool (this runs after the
+                    // closure's `catch_unwind`); the outcome is there either way.
+                    job::contain(|| waker.wake_by_ref());
                 }
             });
         }
