@@ -107,3 +107,49 @@ fn catch_unwind_polled_after_it_completed_panics_as_a_task_does() {
         );
     }
 }
+
+/// A task whose waker panics when woken: the job hands its value over and wakes the waker
+/// after the closure's own `catch_unwind`, yet the panic stays there. The pool's panic
+/// handler never sees it (on a pool without one, rayon would abort the process), and the
+/// value is the task's.
+#[test]
+fn a_waker_that_panics_when_woken_never_reaches_the_pool() {
+    struct PanicsWhenWoken;
+    impl std::task::Wake for PanicsWhenWoken {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker that panics when woken");
+        }
+    }
+
+    let handled = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&handled);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .panic_handler(move |_| {
+            counter.fetch_add(1, SeqCst);
+        })
+        .build()
+        .unwrap();
+    // The pool's only thread waits at a gate, so the task is polled (its waker stored)
+    // before its job runs.
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let blocker = pool.spawn_task(move || gate.recv().unwrap());
+    let mut task = pool.spawn_task(|| 42u32);
+    let waker = Waker::from(Arc::new(PanicsWhenWoken));
+    assert!(
+        Pin::new(&mut task)
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    open.send(()).unwrap();
+    blocker.wait();
+    common::drain(&pool);
+
+    assert_eq!(task.try_get(), Some(42));
+    assert_eq!(
+        handled.load(SeqCst),
+        0,
+        "the waker's panic reached rayon's handler"
+    );
+    assert_eq!(pool.spawn_task(|| 1).wait(), 1, "the pool stopped working");
+}
