@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 pub struct Settings {
     /// Rounds per scenario; each round gives one sample per variant.
     pub rounds: usize,
-    /// Target wall time of one batch of the slowest variant.
+    /// Target wall time of one batch of each variant.
     pub batch: Duration,
     /// Wall time a variant must reach during calibration before its cost is estimated.
     pub probe: Duration,
@@ -309,19 +309,21 @@ pub fn sum_below(n: u64) -> u64 {
     a.wrapping_mul(b)
 }
 
-/// One variant's samples (ns per operation, one per round) and, under a [`Load`], the
-/// background's kernels per second during each of its batches.
+/// One variant's samples (ns per operation, one per round), its iterations per batch and,
+/// under a [`Load`], the background's kernels per second during each of its batches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     pub name: &'static str,
     pub samples: Vec<f64>,
+    /// Iterations per batch: calibrated for this variant on an idle machine, the median of
+    /// its batches under a load (they run for a set wall time).
+    pub iters: u64,
     pub background: Vec<f64>,
 }
 
 /// The outcome of [`measure`]: one entry per variant in the order given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
-    pub iters_per_round: u64,
     pub ops_per_iter: u64,
     pub rounds: usize,
     pub variants: Vec<Measured>,
@@ -334,10 +336,10 @@ impl Measurement {
         let variants = variants.into_iter().map(|(name, samples)| Measured {
             name,
             samples,
+            iters: 1,
             background: Vec::new(),
         });
         Self {
-            iters_per_round: 1,
             ops_per_iter: 1,
             rounds,
             variants: variants.collect(),
@@ -351,12 +353,12 @@ impl Measurement {
 pub struct LoadMeasurement {
     /// The background's kernels per second during each round's baseline batch (alone).
     pub idle_kernels_per_s: Vec<f64>,
-    /// Each variant's median iterations per batch (batches run for a set wall time).
-    pub iters_per_round: Vec<u64>,
 }
 
-/// Calibrates and runs `settings.rounds` interleaved rounds: on an idle machine one batch
-/// size sized for the slowest variant, under a `load` batches of a set wall time.
+/// Calibrates and runs `settings.rounds` interleaved rounds: on an idle machine each variant
+/// runs a set number of iterations per batch, sized for its own cost to take about
+/// `settings.batch` (so that a fast variant's samples are no shorter, and no noisier, than a
+/// slow one's); under a `load` batches of a set wall time.
 pub fn measure(
     variants: &mut [Variant<'_>],
     ops_per_iter: u64,
@@ -376,27 +378,31 @@ pub fn measure(
         worst_ns_per_iter: 0.0,
     };
     let mut chunks = vec![fresh; variants.len()];
-    let iters = match load {
-        None => {
-            let mut slowest_ns_per_iter = 0.0f64;
-            for variant in variants.iter_mut() {
+    let iters: Vec<u64> = match load {
+        // Doubles a variant's iterations until a batch takes `probe`, then sizes its batches
+        // by the fastest of three probes of that size (one slow probe would shrink them all).
+        None => (variants.iter_mut())
+            .map(|variant| {
                 let mut iters = 1u64;
-                loop {
+                let mut ns = loop {
                     let (ns, elapsed) = variant.ns_per_op(iters, ops_per_iter);
                     if elapsed >= probe || iters * ops_per_iter >= 1 << 26 {
-                        slowest_ns_per_iter = slowest_ns_per_iter.max(ns * ops_per_iter as f64);
-                        break;
+                        break ns;
                     }
                     iters *= 2;
+                };
+                for _ in 0..2 {
+                    ns = ns.min(variant.ns_per_op(iters, ops_per_iter).0);
                 }
-            }
-            (batch.as_nanos() as f64 / slowest_ns_per_iter.max(1.0)).max(1.0) as u64
-        }
+                let ns_per_iter = ns * ops_per_iter as f64;
+                (batch.as_nanos() as f64 / ns_per_iter.max(1.0)).max(1.0) as u64
+            })
+            .collect(),
         Some(_) => {
             for (variant, chunk) in variants.iter_mut().zip(&mut chunks) {
                 for_at_least(variant, chunk, ops_per_iter, probe);
             }
-            chunks.iter().map(|c| c.iters).max().unwrap_or(1)
+            vec![0; variants.len()]
         }
     };
     progress::step_done(true);
@@ -421,7 +427,7 @@ pub fn measure(
                 samples[v].push(ns);
                 used_iters[v].push(used);
             } else {
-                samples[v].push(variants[v].ns_per_op(iters, ops_per_iter).0);
+                samples[v].push(variants[v].ns_per_op(iters[v], ops_per_iter).0);
             }
             if let (Some(load), Some((kernels, start))) = (load, before) {
                 let wall = start.elapsed();
@@ -439,28 +445,25 @@ pub fn measure(
         }
         progress::step_done(false);
     }
+    let median = |used: &mut Vec<u64>| {
+        used.sort_unstable();
+        used.get(used.len() / 2).copied().unwrap_or(1)
+    };
     Measurement {
-        iters_per_round: iters,
         ops_per_iter,
         rounds: settings.rounds,
-        load: load.map(|_| LoadMeasurement {
-            idle_kernels_per_s,
-            iters_per_round: used_iters
-                .iter()
-                .map(|used| {
-                    let mut used = used.clone();
-                    used.sort_unstable();
-                    used.get(used.len() / 2).copied().unwrap_or(1)
-                })
-                .collect(),
-        }),
-        variants: variants
-            .iter()
+        load: load.map(|_| LoadMeasurement { idle_kernels_per_s }),
+        variants: (variants.iter().enumerate())
             .zip(samples)
             .zip(background)
-            .map(|((v, samples), background)| Measured {
+            .zip(used_iters)
+            .map(|((((k, v), samples), background), mut used)| Measured {
                 name: v.name,
                 samples,
+                iters: match load {
+                    None => iters[k],
+                    Some(_) => median(&mut used),
+                },
                 background,
             })
             .collect(),
@@ -592,8 +595,59 @@ mod tests {
         };
         let m = measure(&mut variants, 4, &settings, None);
         assert_eq!(m.ops_per_iter, 4);
-        assert_eq!(m.iters_per_round, 100);
+        assert_eq!(m.variants[0].iters, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
+    }
+
+    #[test]
+    fn each_variant_gets_batches_sized_for_its_own_cost() {
+        // 1 µs and 1 ms per iteration: a 10 ms batch is 10,000 of the first and 10 of the
+        // second, not 10 of each (sized for the slowest, the fast one's batches would last
+        // 10 µs and carry its noise).
+        let mut variants = [
+            Variant::new("fast", |n| Batch {
+                elapsed: Duration::from_micros(n),
+                checksum: sum_below(n),
+            }),
+            Variant::new("slow", |n| Batch {
+                elapsed: Duration::from_millis(n),
+                checksum: sum_below(n),
+            }),
+        ];
+        let settings = Settings {
+            rounds: 3,
+            batch: Duration::from_millis(10),
+            probe: Duration::from_millis(1),
+            busy_batch: Duration::from_millis(10),
+        };
+        let m = measure(&mut variants, 1, &settings, None);
+        let iters: Vec<u64> = m.variants.iter().map(|v| v.iters).collect();
+        assert_eq!(iters, [10_000, 10]);
+        assert_eq!(m.variants[0].samples, vec![1_000.0; 3]);
+        assert_eq!(m.variants[1].samples, vec![1_000_000.0; 3]);
+    }
+
+    #[test]
+    fn a_slow_probe_does_not_shrink_the_batches() {
+        // The first probe of the calibrated size takes 10x as long (a preempted batch); the
+        // batches are sized by the fastest of the probes.
+        let mut calls = 0u32;
+        let mut variants = [Variant::new("hiccup", |n| {
+            calls += 1;
+            let per_iter = if n == 1024 && calls == 11 { 10 } else { 1 };
+            Batch {
+                elapsed: Duration::from_micros(n * per_iter),
+                checksum: sum_below(n),
+            }
+        })];
+        let settings = Settings {
+            rounds: 1,
+            batch: Duration::from_millis(10),
+            probe: Duration::from_millis(1),
+            busy_batch: Duration::from_millis(10),
+        };
+        let m = measure(&mut variants, 1, &settings, None);
+        assert_eq!(m.variants[0].iters, 10_000);
     }
 
     #[test]
@@ -622,7 +676,7 @@ mod tests {
         assert!(m.variants[0].background.iter().all(|&k| k > 0.0));
         // A batch under load is sized to fill 20 ms, not one 1 ms probe: several of the 100 µs
         // iterations, however far a busy machine makes each sleep overshoot (up to ~6 ms).
-        assert!(load.iters_per_round[0] >= 3, "{:?}", load.iters_per_round);
+        assert!(m.variants[0].iters >= 3, "{:?}", m.variants[0].iters);
         assert!(m.variants[0].samples.iter().all(|&ns| ns >= 100_000.0));
     }
 }

@@ -77,16 +77,13 @@ pub fn rows(scenario: &str, m: &Measurement) -> Vec<Row> {
     let mut rows: Vec<Row> = m
         .variants
         .iter()
-        .enumerate()
-        .filter_map(|(k, v)| {
+        .filter_map(|v| {
             let ns = Summary::of(&v.samples)?;
             Some(Row {
                 scenario: scenario.to_owned(),
                 variant: v.name.to_owned(),
                 rounds: m.rounds,
-                iters_per_round: load
-                    .and_then(|l| l.iters_per_round.get(k).copied())
-                    .unwrap_or(m.iters_per_round),
+                iters_per_round: v.iters,
                 ops_per_iter: m.ops_per_iter,
                 ns,
                 ratio_to_bridge: f64::NAN,
@@ -733,7 +730,7 @@ impl ScenarioReport {
                     out,
                     "\n{} per variant, in orders balanced across rounds (each runs right after \
                      each other one equally often){}.",
-                    self.rounds_text(r.rounds, r.ops_per_iter),
+                    self.rounds_text(r.rounds, r.ops_per_iter, background),
                     when(background, baseline)
                 ),
             };
@@ -771,8 +768,9 @@ impl ScenarioReport {
         out
     }
 
-    /// The runs, rounds and iterations each variant ran, e.g. `51 rounds of 1000 iterations`.
-    fn rounds_text(&self, rounds: usize, ops_per_iter: u64) -> String {
+    /// The runs, rounds and iterations each variant ran, e.g. `51 rounds of 1000 iterations`;
+    /// under a background load, batches run for a set wall time.
+    fn rounds_text(&self, rounds: usize, ops_per_iter: u64, loaded: bool) -> String {
         let ops = format!(" of {ops_per_iter} operations each");
         let ops = when(ops_per_iter != 1, &ops);
         let (runs, many) = (self.run_rows(), self.runs.len() > 1);
@@ -787,22 +785,28 @@ impl ScenarioReport {
             true => format!("{} runs, each of {rounds} rounds", runs.len()),
             false => format!("{rounds} rounds"),
         };
+        let each = || {
+            let each: Vec<String> = (per_row.iter())
+                .map(|(name, iters)| format!("{name} {iters}"))
+                .collect();
+            each.join(", ")
+        };
+        let by_run = when(many, ", by run");
         match per_row.split_first() {
+            _ if loaded => format!(
+                "{head} of a batch that runs for a set wall time (median iterations per \
+                 batch{ops}{by_run}: {})",
+                each()
+            ),
             Some(((_, first), rest)) if rest.iter().all(|(_, iters)| iters == first) => {
                 let calibrated = when(many, " (calibrated per run)");
                 format!("{head} of {first} iterations{ops}{calibrated}")
             }
-            _ => {
-                let each: Vec<String> = (per_row.iter())
-                    .map(|(name, iters)| format!("{name} {iters}"))
-                    .collect();
-                format!(
-                    "{head} of a batch that runs for a set wall time (median iterations per \
-                     batch{ops}{}: {})",
-                    when(many, ", by run"),
-                    each.join(", ")
-                )
-            }
+            _ => format!(
+                "{head} of a batch sized for each variant's own cost (iterations per \
+                 batch{ops}{by_run}: {})",
+                each()
+            ),
         }
     }
 }
@@ -940,7 +944,9 @@ mod tests {
                 ("tokio", vec![60.0, 55.0, 70.0]),
             ],
         );
-        m.iters_per_round = 1000;
+        for v in &mut m.variants {
+            v.iters = 1000;
+        }
         m
     }
 
@@ -996,11 +1002,26 @@ mod tests {
     }
 
     #[test]
+    fn the_rounds_text_names_each_variants_batch_when_they_differ() {
+        let mut m = measurement();
+        m.variants[1].iters = 40;
+        let md = ScenarioReport::of("s", &m).markdown("study");
+        assert!(
+            md.contains(
+                "\n3 rounds of a batch sized for each variant's own cost (iterations per \
+                 batch: bridge 1000, tokio 40) per variant, in orders balanced"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn load_goals_judge_bridge_against_the_fastest_park_at_once_peer() {
         let idle = [100.0; 3];
         let row = |name: &'static str, ns: f64, bg: f64| Measured {
             name,
             samples: vec![ns; 3],
+            iters: 10,
             background: vec![bg; 3],
         };
         let m = Measurement {
@@ -1014,7 +1035,6 @@ mod tests {
             ],
             load: Some(crate::harness::LoadMeasurement {
                 idle_kernels_per_s: idle.to_vec(),
-                iters_per_round: vec![10; 4],
             }),
             ..measurement()
         };

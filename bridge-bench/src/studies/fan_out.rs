@@ -663,8 +663,14 @@ fn scenario_notes(cells: &[Cell], rows: &[Row]) -> Vec<String> {
         threads.join("; ")
     )];
     notes.extend(rows.first().map(|r| {
-        let (waves, n) = (grouped(r.iters_per_round), grouped(r.ops_per_iter));
-        format!("Items per batch: {waves} waves of {n} consumers.")
+        let waves: Vec<String> = (rows.iter())
+            .map(|r| format!("{} {}", r.variant, grouped(r.iters_per_round)))
+            .collect();
+        format!(
+            "Waves of {} consumers per batch: {}.",
+            grouped(r.ops_per_iter),
+            waves.join(", ")
+        )
     }));
     notes
 }

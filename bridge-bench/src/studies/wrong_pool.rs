@@ -363,11 +363,14 @@ impl Recorder {
             let samples = log.batches[skip..].iter().map(|r| percentile(r, p));
             (log.name, samples.collect())
         });
-        Measurement {
-            iters_per_round: m.iters_per_round,
+        let mut reads = Measurement {
             ops_per_iter: (QUERIES * READS) as u64,
             ..Measurement::of(m.rounds, variants)
+        };
+        for (read, timed) in reads.variants.iter_mut().zip(&m.variants) {
+            read.iters = timed.iters;
         }
+        reads
     }
 
     /// The median CPU ns per iteration of `name` over the measured rounds.
