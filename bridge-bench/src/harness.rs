@@ -428,6 +428,7 @@ pub fn measure(
                 used_iters[v].push(used);
             } else {
                 samples[v].push(variants[v].ns_per_op(iters[v], ops_per_iter).0);
+                used_iters[v].push(iters[v]);
             }
             if let (Some(load), Some((kernels, start))) = (load, before) {
                 let wall = start.elapsed();
@@ -445,26 +446,22 @@ pub fn measure(
         }
         progress::step_done(false);
     }
-    let median = |used: &mut Vec<u64>| {
-        used.sort_unstable();
-        used.get(used.len() / 2).copied().unwrap_or(1)
-    };
     Measurement {
         ops_per_iter,
         rounds: settings.rounds,
         load: load.map(|_| LoadMeasurement { idle_kernels_per_s }),
-        variants: (variants.iter().enumerate())
+        variants: (variants.iter())
             .zip(samples)
             .zip(background)
             .zip(used_iters)
-            .map(|((((k, v), samples), background), mut used)| Measured {
-                name: v.name,
-                samples,
-                iters: match load {
-                    None => iters[k],
-                    Some(_) => median(&mut used),
-                },
-                background,
+            .map(|(((v, samples), background), mut used)| {
+                used.sort_unstable();
+                Measured {
+                    name: v.name,
+                    samples,
+                    iters: used.get(used.len() / 2).copied().unwrap_or(1),
+                    background,
+                }
             })
             .collect(),
     }
@@ -580,6 +577,24 @@ mod tests {
         assert!(from_line::<(u64, u64)>("1").is_err());
     }
 
+    /// Settings of `rounds` rounds, with batches (idle and busy) and probes of the given µs.
+    fn settings(rounds: usize, batch_us: u64, probe_us: u64) -> Settings {
+        Settings {
+            rounds,
+            batch: Duration::from_micros(batch_us),
+            probe: Duration::from_micros(probe_us),
+            busy_batch: Duration::from_micros(batch_us),
+        }
+    }
+
+    /// A variant that reports `per_iter` per iteration without running anything.
+    fn steady(name: &'static str, per_iter: Duration) -> Variant<'static> {
+        Variant::new(name, move |n| Batch {
+            elapsed: per_iter * n as u32,
+            checksum: sum_below(n),
+        })
+    }
+
     #[test]
     fn measure_ops_reports_per_operation_samples() {
         // Each iteration is 4 operations worth k = 4i..4i + 4, in 1 µs per iteration.
@@ -587,13 +602,7 @@ mod tests {
             elapsed: Duration::from_micros(n),
             checksum: sum_below(4 * n),
         })];
-        let settings = Settings {
-            rounds: 3,
-            batch: Duration::from_micros(100),
-            probe: Duration::from_micros(10),
-            busy_batch: Duration::from_micros(100),
-        };
-        let m = measure(&mut variants, 4, &settings, None);
+        let m = measure(&mut variants, 4, &settings(3, 100, 10), None);
         assert_eq!(m.ops_per_iter, 4);
         assert_eq!(m.variants[0].iters, 100);
         assert_eq!(m.variants[0].samples, vec![250.0; 3]);
@@ -605,22 +614,10 @@ mod tests {
         // second, not 10 of each (sized for the slowest, the fast one's batches would last
         // 10 µs and carry its noise).
         let mut variants = [
-            Variant::new("fast", |n| Batch {
-                elapsed: Duration::from_micros(n),
-                checksum: sum_below(n),
-            }),
-            Variant::new("slow", |n| Batch {
-                elapsed: Duration::from_millis(n),
-                checksum: sum_below(n),
-            }),
+            steady("fast", Duration::from_micros(1)),
+            steady("slow", Duration::from_millis(1)),
         ];
-        let settings = Settings {
-            rounds: 3,
-            batch: Duration::from_millis(10),
-            probe: Duration::from_millis(1),
-            busy_batch: Duration::from_millis(10),
-        };
-        let m = measure(&mut variants, 1, &settings, None);
+        let m = measure(&mut variants, 1, &settings(3, 10_000, 1_000), None);
         let iters: Vec<u64> = m.variants.iter().map(|v| v.iters).collect();
         assert_eq!(iters, [10_000, 10]);
         assert_eq!(m.variants[0].samples, vec![1_000.0; 3]);
@@ -640,13 +637,7 @@ mod tests {
                 checksum: sum_below(n),
             }
         })];
-        let settings = Settings {
-            rounds: 1,
-            batch: Duration::from_millis(10),
-            probe: Duration::from_millis(1),
-            busy_batch: Duration::from_millis(10),
-        };
-        let m = measure(&mut variants, 1, &settings, None);
+        let m = measure(&mut variants, 1, &settings(1, 10_000, 1_000), None);
         assert_eq!(m.variants[0].iters, 10_000);
     }
 
